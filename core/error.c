@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+#include "vhostlab/vl_error.h"
+
+#include <stddef.h>
+
+static const char *const vl_err_text[VL_ERR__COUNT] = {
+	[VL_OK] = "success",
+	[VL_ERR_NOMEM] = "out of memory",
+	[VL_ERR_INVALID_ARG] = "invalid argument",
+	[VL_ERR_TOO_MANY_REGIONS] = "too many memory regions",
+	[VL_ERR_REGION_ZERO_SIZE] = "memory region of size 0",
+	[VL_ERR_REGION_OVERFLOW] = "memory region wraps around the 64-bit address space",
+	[VL_ERR_REGION_OVERLAP] = "memory regions overlap",
+	[VL_ERR_QUEUE_SIZE] = "invalid queue size",
+	[VL_ERR_RING_UNMAPPED] = "ring area not contiguous in mapped guest memory",
+	[VL_ERR_RING_MISALIGNED] = "ring area misaligned",
+	[VL_ERR_LAYOUT] = "unsupported ring layout",
+};
+
+const char *vl_strerror(int err)
+{
+	if (err < 0 || err >= VL_ERR__COUNT || vl_err_text[err] == NULL)
+		return "unknown error";
+	return vl_err_text[err];
+}

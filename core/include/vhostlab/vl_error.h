@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Error codes returned by the control-path calls of the vhostlab core. */
+#ifndef VHOSTLAB_VL_ERROR_H
+#define VHOSTLAB_VL_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every control-path call returns 0 or one of these (negated nowhere: they are positive).
+ * Each names the offence, so a caller can print it next to the value that caused it. */
+enum vl_err {
+	VL_OK = 0,
+	VL_ERR_NOMEM,            /* an allocation failed */
+	VL_ERR_INVALID_ARG,      /* NULL pointer or nonsensical argument from the embedder */
+	VL_ERR_TOO_MANY_REGIONS, /* more memory regions than VL_MEM_MAX_REGIONS */
+	VL_ERR_REGION_ZERO_SIZE, /* a memory region of size 0 */
+	VL_ERR_REGION_OVERFLOW,  /* gpa + size (or host + size) wraps around 2^64 */
+	VL_ERR_REGION_OVERLAP,   /* two regions overlap in guest-physical space */
+	VL_ERR_QUEUE_SIZE,       /* queue size 0, > 32768, or not a power of two (split) */
+	VL_ERR_RING_UNMAPPED,    /* a ring area is not entirely inside one host mapping */
+	VL_ERR_RING_MISALIGNED,  /* a ring area violates the alignment the spec requires */
+	VL_ERR_LAYOUT,           /* the requested ring layout is not supported */
+	VL_ERR__COUNT
+};
+
+/* A constant, human-readable description of an error code ("unknown error" if out of range). */
+const char *vl_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-net datapath: dequeue (guest TX -> host packets) and enqueue (host packets -> guest RX). */
+#ifndef VHOSTLAB_VL_NET_H
+#define VHOSTLAB_VL_NET_H
+
+#include <stdint.h>
+
+#include "vl_pkt.h"
+#include "vl_vq.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest packet (without virtio-net header) either direction accepts: 64 KiB GSO frames. */
+#define VL_PKT_MAX_LEN 65535u
+
+/* Dequeue up to `count` packets the guest transmitted on TX queue vq. Packet segments come
+ * from pool; the caller owns the returned packets and frees them with vl_pkt_free.
+ * Malformed chains are returned to the guest (used length 0), counted, and skipped.
+ * If the pool cannot supply a packet, the burst stops before that chain, which stays
+ * available for the next burst (counted in alloc_failures).
+ * Returns the number of packets stored in pkts. */
+uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
+			uint16_t count);
+
+/* Per-packet outcome of vl_net_enqueue. */
+enum vl_rx_status {
+	VL_RX_DELIVERED = 0,
+	VL_RX_DROPPED_TOO_BIG = 1,         /* see VL_DROP_RX_TOO_BIG */
+	VL_RX_DROPPED_TOO_MANY_PIECES = 2, /* see VL_DROP_RX_TOO_MANY_PIECES */
+};
+
+/* Enqueue packets into the guest's receive buffers on RX queue vq (copying; the caller
+ * keeps ownership of every packet). One path for mergeable and non-mergeable buffers.
+ * Packets are handled in order. A packet that can never fit is dropped (counted, nothing of
+ * it published) and the next one is tried. When the guest has not posted enough buffers for
+ * a packet, the call stops there: the return value is the number of packets handled
+ * (delivered or dropped) from the front of pkts; the rest were not attempted.
+ * If status is not NULL, status[i] receives an enum vl_rx_status for each handled packet. */
+uint16_t vl_net_enqueue(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
+			uint8_t *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* Constants and wire structures of the virtio specification (1.2) that the core and its
+ * embedders share. Little-endian host assumed (checked at build time in the core). */
+#ifndef VHOSTLAB_VL_VIRTIO_H
+#define VHOSTLAB_VL_VIRTIO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Feature bits (bit numbers). */
+#define VL_F_NET_CSUM          0
+#define VL_F_NET_GUEST_CSUM    1
+#define VL_F_NET_MRG_RXBUF     15
+#define VL_F_RING_INDIRECT_DESC 28
+#define VL_F_RING_EVENT_IDX    29
+#define VL_F_VERSION_1         32
+#define VL_F_RING_PACKED       34
+#define VL_F_IN_ORDER          35
+
+#define VL_FEATURE(bit) (1ULL << (bit))
+
+/* Split-ring descriptor flags (spec 2.7.5). */
+#define VL_DESC_F_NEXT     1u
+#define VL_DESC_F_WRITE    2u
+#define VL_DESC_F_INDIRECT 4u
+
+/* avail->flags / used->flags (spec 2.7.7). */
+#define VL_AVAIL_F_NO_INTERRUPT 1u
+#define VL_USED_F_NO_NOTIFY     1u
+
+/* Largest queue size any layout allows. */
+#define VL_QUEUE_SIZE_MAX 32768u
+
+/* Split virtqueue wire layout (spec 2.7). */
+struct vl_split_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags;
+	uint16_t next;
+};
+
+struct vl_split_avail {
+	uint16_t flags;
+	uint16_t idx;
+	uint16_t ring[]; /* [size], then uint16_t used_event */
+};
+
+struct vl_split_used_elem {
+	uint32_t id;
+	uint32_t len;
+};
+
+struct vl_split_used {
+	uint16_t flags;
+	uint16_t idx;
+	struct vl_split_used_elem ring[]; /* [size], then uint16_t avail_event */
+};
+
+/* Bytes each split-ring area occupies for a queue of `size` entries (event fields included). */
+static inline uint64_t vl_split_desc_bytes(uint32_t size) { return 16ull * size; }
+static inline uint64_t vl_split_avail_bytes(uint32_t size) { return 6ull + 2ull * size; }
+static inline uint64_t vl_split_used_bytes(uint32_t size) { return 6ull + 8ull * size; }
+
+/* virtio-net header (spec 5.1.6). num_buffers exists when the header is 12 bytes. */
+#define VL_NET_HDR_F_NEEDS_CSUM 1u
+#define VL_NET_HDR_F_DATA_VALID 2u
+#define VL_NET_HDR_F_RSC_INFO   4u
+
+#define VL_NET_HDR_GSO_NONE  0u
+#define VL_NET_HDR_GSO_TCPV4 1u
+#define VL_NET_HDR_GSO_UDP   3u
+#define VL_NET_HDR_GSO_TCPV6 4u
+#define VL_NET_HDR_GSO_UDP_L4 5u
+#define VL_NET_HDR_GSO_ECN   0x80u
+
+struct vl_net_hdr {
+	uint8_t flags;
+	uint8_t gso_type;
+	uint16_t hdr_len;
+	uint16_t gso_size;
+	uint16_t csum_start;
+	uint16_t csum_offset;
+	uint16_t num_buffers; /* only in the 12-byte header */
+};
+
+/* The header is 12 bytes with MRG_RXBUF, VERSION_1 or the packed ring, else 10 (spec 5.1.6). */
+static inline uint32_t vl_net_hdr_len(uint64_t features)
+{
+	const uint64_t twelve = VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_VERSION_1) |
+				VL_FEATURE(VL_F_RING_PACKED);
+	return (features & twelve) ? 12u : 10u;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

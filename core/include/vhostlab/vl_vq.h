@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* A virtqueue as the device side sees it: setup, state, statistics, notifications.
+ *
+ * Threading contract: the core takes no locks. Every call on one queue (and on the memory
+ * table it uses) must be serialised by the embedder: one thread, or the embedder's own lock.
+ * Different queues may run on different threads if they do not share a pool concurrently
+ * (pools are not thread-safe either). */
+#ifndef VHOSTLAB_VL_VQ_H
+#define VHOSTLAB_VL_VQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vl_mem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum vl_layout {
+	VL_LAYOUT_SPLIT = 0,
+	/* VL_LAYOUT_PACKED arrives with the packed-ring work. */
+	VL_LAYOUT__COUNT
+};
+
+/* Most translated pieces one chain (or one mergeable RX packet) may occupy. A piece is the
+ * part of a descriptor that is contiguous in host memory. */
+#define VL_CHAIN_MAX_PIECES 1024u
+
+/* Default size bound for copies that are deferred into the per-queue batch (technique 1). */
+#define VL_BATCH_THRESHOLD_DEFAULT 256u
+
+struct vl_vq_config {
+	enum vl_layout layout;
+	uint16_t size_minus_one;  /* queue size - 1 (so 32768 fits); use vl_vq_config_init */
+	uint64_t features;        /* negotiated feature bits (VL_FEATURE(...)) */
+	uint64_t desc_gpa;        /* split: descriptor table */
+	uint64_t driver_gpa;      /* split: available ring */
+	uint64_t device_gpa;      /* split: used ring */
+	uint16_t last_avail_idx;  /* where to resume (vhost-user SET_VRING_BASE); usually 0 */
+	uint32_t batch_threshold; /* copies of at most this many bytes are batched; 0 = off */
+};
+
+/* Fill cfg with defaults for a queue of `size` entries (batching at the default threshold). */
+void vl_vq_config_init(struct vl_vq_config *cfg, enum vl_layout layout, uint32_t size);
+static inline uint32_t vl_vq_config_size(const struct vl_vq_config *cfg)
+{
+	return (uint32_t)cfg->size_minus_one + 1u;
+}
+
+/* Why a chain or packet was dropped, or a queue declared broken. Each is counted per queue. */
+enum vl_drop {
+	VL_DROP_NONE = 0,
+	/* Chain-level: the chain is returned to the guest with used length 0 and skipped. */
+	VL_DROP_CHAIN_LOOP,          /* more hops than the queue (or indirect table) size */
+	VL_DROP_NEXT_OUT_OF_RANGE,   /* next >= queue size or >= indirect table entries */
+	VL_DROP_NESTED_INDIRECT,     /* INDIRECT set inside an indirect table */
+	VL_DROP_INDIRECT_LEN,        /* table length 0, not a multiple of 16, or > queue size entries */
+	VL_DROP_INDIRECT_NOT_NEGOTIATED, /* INDIRECT used without VIRTIO_RING_F_INDIRECT_DESC */
+	VL_DROP_INDIRECT_WITH_NEXT,  /* split: a descriptor with both INDIRECT and NEXT */
+	VL_DROP_UNMAPPED,            /* some byte of a buffer (or table) lies in no region */
+	VL_DROP_LEN_OVERFLOW,        /* buffer lengths sum past 4 GiB */
+	VL_DROP_DIRECTION,           /* device-writable piece in a TX chain / read-only in RX */
+	VL_DROP_TOO_MANY_PIECES,     /* more translated pieces than VL_CHAIN_MAX_PIECES */
+	VL_DROP_SHORT_CHAIN,         /* TX chain no longer than the virtio-net header */
+	VL_DROP_BAD_OFFLOAD,         /* TX header's csum/gso fields point outside the packet */
+	VL_DROP_TX_TOO_BIG,          /* TX packet longer than VL_PKT_MAX_LEN */
+	VL_DROP_RX_BUF_TOO_SMALL,    /* RX chain smaller than the virtio-net header */
+	/* Packet-level (enqueue): the packet is not delivered, nothing of it is published. */
+	VL_DROP_RX_TOO_BIG,          /* does not fit the guest buffer(s) it could use */
+	VL_DROP_RX_TOO_MANY_PIECES,  /* would need more pieces than the queue can track */
+	/* Queue-level: the queue is declared broken and stops (see vl_vq_broken). */
+	VL_DROP_AVAIL_IDX_JUMP,      /* avail->idx claims more than queue size new entries */
+	VL_DROP_HEAD_OUT_OF_RANGE,   /* avail ring names a head >= queue size */
+	VL_DROP__COUNT
+};
+
+/* The constant name of a reason, e.g. "chain_loop". */
+const char *vl_drop_name(enum vl_drop reason);
+
+/* Per-queue statistics. Counters only grow; the embedder reads them any time between bursts. */
+struct vl_vq_stats {
+	uint64_t packets;             /* delivered (enqueue) or produced (dequeue) */
+	uint64_t bytes;               /* packet bytes, headers excluded */
+	uint64_t chains;              /* chains consumed from the avail ring (good and bad) */
+	uint64_t used_entries;        /* entries published in the used ring */
+	uint64_t bursts;              /* burst calls */
+	uint64_t empty_bursts;        /* burst calls that found nothing to do */
+	uint64_t drops[VL_DROP__COUNT];
+	uint64_t alloc_failures;      /* dequeue stopped because the pool could not supply */
+	uint64_t rx_no_room;          /* enqueue stopped: not enough guest buffers right now */
+	uint64_t copies_batched;      /* small copies deferred to the burst flush */
+	uint64_t copies_direct;       /* copies done at once (large, or batch array full) */
+	uint64_t calls_needed;        /* bursts after which the guest asked to be notified */
+};
+
+struct vl_vq;
+
+/* Create a queue over guest memory `mem` (which must outlive the queue or be replaced with
+ * vl_vq_set_mem). Validates the size and that each ring area is aligned and contiguous in
+ * host memory. Returns NULL and a vl_err code in *err on failure. Control path (allocates). */
+struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *cfg, int *err);
+void vl_vq_destroy(struct vl_vq *vq);
+
+/* Replace the memory table between bursts (vhost-user SET_MEM_TABLE). Ring pointers are
+ * re-translated; on error the queue keeps the old table and returns a vl_err code. */
+int vl_vq_set_mem(struct vl_vq *vq, const struct vl_mem *mem);
+
+/* Change the batching threshold at run time (0 = off). */
+void vl_vq_set_batch_threshold(struct vl_vq *vq, uint32_t threshold);
+
+uint32_t vl_vq_size(const struct vl_vq *vq);
+uint64_t vl_vq_features(const struct vl_vq *vq);
+/* Index of the next avail entry the device will consume (vhost-user GET_VRING_BASE). */
+uint16_t vl_vq_last_avail(const struct vl_vq *vq);
+
+/* A broken queue refuses all further work; the reason is one of the queue-level drops. */
+bool vl_vq_broken(const struct vl_vq *vq);
+enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq);
+
+/* True when the last burst published used entries and the guest wants a notification for
+ * them (checked against avail->flags now; event idx arrives with the packed-ring work). */
+bool vl_vq_needs_call(const struct vl_vq *vq);
+
+const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest memory table internals, visible to the rest of the core for inlined translation. */
+#ifndef VL_MEM_INTERNAL_H
+#define VL_MEM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vhostlab/vl_mem.h"
+
+/* A region after validation and merging. `last` is inclusive so a region may end at 2^64-1
+ * without its end address overflowing. */
+struct vl_mem_range {
+	uint64_t gpa;
+	uint64_t last;
+	uint8_t *host;
+};
+
+struct vl_mem {
+	uint32_t n;
+	struct vl_mem_range *ranges; /* sorted by gpa, non-overlapping */
+	struct vl_mem_region *orig;  /* the regions as given (sorted), for bookkeeping */
+	uint32_t norig;
+};
+
+/* Index of the range holding gpa, or -1. Binary search is legal because ranges are sorted
+ * and never overlap (checked at creation). */
+static inline int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
+{
+	uint32_t lo = 0, hi = mem->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct vl_mem_range *r = &mem->ranges[mid];
+
+		if (gpa < r->gpa)
+			hi = mid;
+		else if (gpa > r->last)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/* Inline body of vl_mem_translate for the datapath. */
+static inline void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len)
+{
+	int64_t i = vl_mem_find(mem, gpa);
+
+	if (i < 0) {
+		*len = 0;
+		return NULL;
+	}
+	const struct vl_mem_range *r = &mem->ranges[i];
+	/* last - gpa cannot overflow (gpa <= last); +1 cannot either unless the range covers
+	 * all 2^64 bytes, which a 64-bit size cannot express. */
+	uint64_t room = r->last - gpa + 1;
+
+	if (*len > room)
+		*len = room;
+	return r->host + (gpa - r->gpa);
+}
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The copy engine: batched small copies (technique 1 of docs/architecture.md).
+ * A copy of at most batch_threshold bytes is queued in the per-queue array instead of being
+ * done at once; the array (at most queue-size entries) is flushed once per burst, before the
+ * used index is published. A tight loop of independent small copies lets the CPU overlap
+ * them; interleaved with descriptor parsing they serialise. Larger copies, and copies once
+ * the array is full, happen at once. The counter stays in the queue and is updated in place. */
+#ifndef VL_NET_COPY_H
+#define VL_NET_COPY_H
+
+#include <string.h>
+
+#include "ring/vq_internal.h"
+
+static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len)
+{
+	if (len <= vq->batch_threshold && vq->batch_count < vq->size) {
+		struct vl_copy *c = &vq->batch[vq->batch_count++];
+
+		c->dst = dst;
+		c->src = src;
+		c->len = len;
+		vq->stats.copies_batched++;
+		return;
+	}
+	memcpy(dst, src, len);
+	vq->stats.copies_direct++;
+}
+
+/* Perform every queued copy. Must run before the burst's used entries are published. */
+static inline void vl_copy_flush(struct vl_vq *vq)
+{
+	const struct vl_copy *c = vq->batch;
+
+	for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
+		memcpy(c[i].dst, c[i].src, c[i].len);
+	vq->batch_count = 0;
+}
+
+#endif

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* Enqueue: host packets land in guest RX buffers. ONE path for mergeable and non-mergeable
+ * buffers (technique 2): a packet reserves chains until they hold header + data. With
+ * VIRTIO_NET_F_MRG_RXBUF it may use up to queue-size chains; without, exactly one chain must
+ * hold it all. Nothing of a packet is published unless all of it fits. */
+#include "net/copy.h"
+#include "net/net_hdr.h"
+#include "ring/ring.h"
+#include "vhostlab/vl_net.h"
+
+enum reserve_result {
+	RESERVE_OK,
+	RESERVE_NO_ROOM,  /* the guest has not posted enough buffers yet: stop the burst */
+	RESERVE_DROP,     /* the packet can never be delivered: drop it, keep the buffers */
+};
+
+/* Burst state: the window [last_avail_idx, last_avail_idx + avail) of the avail ring, of
+ * which the first `committed` entries are consumed (returned or holding packets). */
+struct rx_burst {
+	uint16_t avail;
+	uint16_t committed;
+	enum vl_drop drop_reason;  /* for RESERVE_DROP */
+};
+
+/* A chain that cannot take data is returned at once with length 0 if no good chain precedes
+ * it in this packet's window (so the consumed part of the ring stays a prefix); otherwise it
+ * is remembered and returned just before the packet's own chains when the packet commits.
+ * If the packet does not commit, deferred chains stay in the ring and are walked again. */
+static inline void rx_bad_chain(struct vl_vq *vq, const enum vl_layout L, struct rx_burst *b,
+				uint16_t head, enum vl_drop why, uint32_t nbufs,
+				uint32_t *ndeferred)
+{
+	vq->stats.drops[why]++;
+	if (nbufs == 0) {
+		vl_ring_push_used(vq, L, head, 0);
+		b->committed++;
+	} else {
+		vq->rx_deferred_bad[(*ndeferred)++] = head;
+	}
+}
+
+/* Reserve chains for `need` bytes starting at the first unconsumed avail entry. On success,
+ * vq->rx_bufs[0..*nbufs) describe the chains and *pos is the window position after them. */
+static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_layout L,
+					     struct rx_burst *b, uint32_t need,
+					     uint32_t *nbufs, uint32_t *ndeferred, uint16_t *pos)
+{
+	uint32_t np = 0, cap = 0;
+
+	*nbufs = 0;
+	*ndeferred = 0;
+	*pos = b->committed;
+	while (cap < need) {
+		uint16_t head;
+		uint32_t first = np, len = 0;
+
+		if (*pos == b->avail) {
+			/* Even a ring full of this guest's buffers cannot hold the packet:
+			 * waiting would stall the queue forever. (Deferred bad chains stay in
+			 * the ring and are returned with the next packet that commits.) */
+			if (vq->mergeable && b->avail - b->committed == (int)vq->size) {
+				b->drop_reason = VL_DROP_RX_TOO_BIG;
+				return RESERVE_DROP;
+			}
+			return RESERVE_NO_ROOM;
+		}
+		if (vl_ring_head(vq, L, *pos, &head) != 0)
+			return RESERVE_NO_ROOM; /* queue now broken; the caller stops */
+		(*pos)++;
+
+		enum vl_drop why = vl_ring_walk(vq, L, head, VL_DIR_DEVICE_WRITES, &np, &len);
+
+		if (why == VL_DROP_TOO_MANY_PIECES && first > 0) {
+			/* The chain is fine on its own; this packet needs too many pieces. */
+			b->drop_reason = VL_DROP_RX_TOO_MANY_PIECES;
+			return RESERVE_DROP;
+		}
+		/* Spec 5.1.6.3.1: every receive buffer holds at least the header. */
+		if (why == VL_DROP_NONE && len < vq->hdr_len)
+			why = VL_DROP_RX_BUF_TOO_SMALL;
+		if (why != VL_DROP_NONE) {
+			np = first;
+			rx_bad_chain(vq, L, b, head, why, *nbufs, ndeferred);
+			continue;
+		}
+		if (!vq->mergeable && len < need) {
+			/* Without mergeable buffers this one chain would have to hold it all. */
+			b->drop_reason = VL_DROP_RX_TOO_BIG;
+			return RESERVE_DROP;
+		}
+		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
+
+		rb->head = head;
+		rb->first_piece = first;
+		rb->npieces = np - first;
+		rb->cap = len;
+		/* need <= VL_PKT_MAX_LEN + 12, so cap stops growing long before it could wrap. */
+		cap += len;
+	}
+	return RESERVE_OK;
+}
+
+/* Write header and payload into the reserved chains and record their used entries (after
+ * any deferred bad chains). Small payload copies go through the batch. */
+static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struct vl_pkt *pkt,
+			   uint32_t nbufs, uint32_t ndeferred)
+{
+	uint8_t hdr[12];
+	const struct vl_piece *pc = &vq->pieces[0];
+	uint32_t piece = 0, piece_off = 0;
+
+	vl_net_hdr_from_offload(&pkt->ol, vq->hdr_len, vq->mergeable, (uint16_t)nbufs, hdr);
+
+	/* The header goes first, scattered over as many pieces as it needs; it is copied at
+	 * once because its source is this stack frame. */
+	for (uint32_t done = 0; done < vq->hdr_len;) {
+		uint32_t n = pc[piece].len - piece_off;
+
+		if (n > vq->hdr_len - done)
+			n = vq->hdr_len - done;
+		memcpy(pc[piece].host + piece_off, hdr + done, n);
+		done += n;
+		piece_off += n;
+		if (piece_off == pc[piece].len) {
+			piece++;
+			piece_off = 0;
+		}
+	}
+	/* Pieces of consecutive reserved chains are consecutive in vq->pieces, so the payload
+	 * is one walk over segments and pieces. */
+	for (const struct vl_pkt *seg = pkt; seg; seg = seg->next) {
+		const uint8_t *src = seg->data;
+		uint32_t left = seg->data_len;
+
+		while (left > 0) {
+			uint32_t n = pc[piece].len - piece_off;
+
+			if (n > left)
+				n = left;
+			vl_copy(vq, pc[piece].host + piece_off, src, n);
+			src += n;
+			left -= n;
+			piece_off += n;
+			if (piece_off == pc[piece].len) {
+				piece++;
+				piece_off = 0;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < ndeferred; i++)
+		vl_ring_push_used(vq, L, vq->rx_deferred_bad[i], 0);
+	uint32_t left = vq->hdr_len + pkt->pkt_len;
+
+	for (uint32_t i = 0; i < nbufs; i++) {
+		uint32_t used = vq->rx_bufs[i].cap < left ? vq->rx_bufs[i].cap : left;
+
+		vl_ring_push_used(vq, L, vq->rx_bufs[i].head, used);
+		left -= used;
+	}
+}
+
+static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
+				    uint16_t count, uint8_t *status, const enum vl_layout L)
+{
+	struct rx_burst b = {0};
+	uint16_t handled = 0;
+
+	vq->stats.bursts++;
+	if (vq->broken)
+		return 0;
+	b.avail = vl_ring_avail_count(vq, L);
+
+	for (; handled < count; handled++) {
+		const struct vl_pkt *pkt = pkts[handled];
+		uint32_t nbufs, ndeferred;
+		uint16_t pos;
+
+		if (pkt->pkt_len > VL_PKT_MAX_LEN) {
+			vq->stats.drops[VL_DROP_RX_TOO_BIG]++;
+			if (status)
+				status[handled] = VL_RX_DROPPED_TOO_BIG;
+			continue;
+		}
+		enum reserve_result r = rx_reserve(vq, L, &b, vq->hdr_len + pkt->pkt_len, &nbufs,
+						   &ndeferred, &pos);
+		if (r == RESERVE_NO_ROOM) {
+			if (!vq->broken)
+				vq->stats.rx_no_room++;
+			break;
+		}
+		if (r == RESERVE_DROP) {
+			vq->stats.drops[b.drop_reason]++;
+			if (status)
+				status[handled] = b.drop_reason == VL_DROP_RX_TOO_BIG
+							  ? VL_RX_DROPPED_TOO_BIG
+							  : VL_RX_DROPPED_TOO_MANY_PIECES;
+			continue;
+		}
+		rx_fill(vq, L, pkt, nbufs, ndeferred);
+		b.committed = pos;
+		vq->stats.packets++;
+		vq->stats.bytes += pkt->pkt_len;
+		if (status)
+			status[handled] = VL_RX_DELIVERED;
+	}
+	if (b.committed == 0)
+		vq->stats.empty_bursts++;
+	vl_ring_consume(vq, L, b.committed);
+	/* Every byte in place before the used index tells the guest it is there. */
+	vl_copy_flush(vq);
+	vl_ring_flush_used(vq, L);
+	return handled;
+}
+
+static uint16_t enqueue_split(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
+			      uint8_t *status)
+{
+	return enqueue_body(vq, pkts, count, status, VL_LAYOUT_SPLIT);
+}
+
+uint16_t vl_net_enqueue(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
+			uint8_t *status)
+{
+	switch (vq->layout) {
+	case VL_LAYOUT_SPLIT:
+	default:
+		return enqueue_split(vq, pkts, count, status);
+	}
+}

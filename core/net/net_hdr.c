@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+#include "net/net_hdr.h"
+
+#include <string.h>
+
+#include "ring/guest_load.h"
+
+void vl_net_hdr_gather(const struct vl_piece *pieces, uint32_t np, uint32_t hdr_len,
+		       uint8_t hdr[12])
+{
+	uint32_t got = 0;
+
+	/* The header may sit alone, share a piece with data, or straddle any number of
+	 * pieces (CVE-2022-2132 class): gather it through the generic path. */
+	for (uint32_t i = 0; i < np && got < hdr_len; i++) {
+		uint32_t n = pieces[i].len < hdr_len - got ? pieces[i].len : hdr_len - got;
+
+		vl_guest_load_bytes(hdr + got, pieces[i].host, n);
+		got += n;
+	}
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
+				   struct vl_offload *ol)
+{
+	ol->flags = hdr[0];
+	ol->gso_type = hdr[1];
+	ol->hdr_len = get16(hdr + 2);
+	ol->gso_size = get16(hdr + 4);
+	ol->csum_start = get16(hdr + 6);
+	ol->csum_offset = get16(hdr + 8);
+
+	/* The 16-bit checksum lands at csum_start + csum_offset; both are < 2^16, so the sum
+	 * plus 2 fits 32 bits. */
+	if ((ol->flags & VL_NET_HDR_F_NEEDS_CSUM) &&
+	    (uint32_t)ol->csum_start + ol->csum_offset + 2u > pkt_len)
+		return VL_DROP_BAD_OFFLOAD;
+
+	uint8_t gso = ol->gso_type & (uint8_t)~VL_NET_HDR_GSO_ECN;
+
+	switch (gso) {
+	case VL_NET_HDR_GSO_NONE:
+		if (ol->gso_type & VL_NET_HDR_GSO_ECN)
+			return VL_DROP_BAD_OFFLOAD;
+		break;
+	case VL_NET_HDR_GSO_TCPV4:
+	case VL_NET_HDR_GSO_UDP:
+	case VL_NET_HDR_GSO_TCPV6:
+	case VL_NET_HDR_GSO_UDP_L4:
+		/* Segmenting needs a segment size and headers that lie inside the packet. */
+		if (ol->gso_size == 0 || ol->hdr_len > pkt_len)
+			return VL_DROP_BAD_OFFLOAD;
+		break;
+	default:
+		return VL_DROP_BAD_OFFLOAD;
+	}
+	return VL_DROP_NONE;
+}
+
+void vl_net_hdr_from_offload(const struct vl_offload *ol, uint32_t hdr_len, bool mergeable,
+			     uint16_t num_buffers, uint8_t hdr[12])
+{
+	hdr[0] = ol->flags;
+	hdr[1] = ol->gso_type;
+	put16(hdr + 2, ol->hdr_len);
+	put16(hdr + 4, ol->gso_size);
+	put16(hdr + 6, ol->csum_start);
+	put16(hdr + 8, ol->csum_offset);
+	/* num_buffers exists only in the 12-byte header. Without MRG_RXBUF (a VERSION_1
+	 * device still has the field) the spec (5.1.6.4) requires it to be 1. */
+	if (hdr_len == 12)
+		put16(hdr + 10, mergeable ? num_buffers : 1);
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-net header: gathered from / scattered into guest pieces, validated, converted. */
+#ifndef VL_NET_HDR_H
+#define VL_NET_HDR_H
+
+#include "ring/vq_internal.h"
+#include "vhostlab/vl_pkt.h"
+
+/* Copy the first hdr_len bytes described by pieces[0..np) into hdr (hdr_len <= 12; the
+ * caller knows the pieces hold at least that many). Each guest byte is read once. */
+void vl_net_hdr_gather(const struct vl_piece *pieces, uint32_t np, uint32_t hdr_len,
+		       uint8_t hdr[12]);
+
+/* Check a TX header against the packet length it precedes (CVE-2024-11614 class: checksum
+ * and GSO fields must point inside the packet) and convert it to offload metadata. */
+enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
+				   struct vl_offload *ol);
+
+/* Build the RX header bytes the guest will see for a packet spread over num_buffers chains. */
+void vl_net_hdr_from_offload(const struct vl_offload *ol, uint32_t hdr_len, bool mergeable,
+			     uint16_t num_buffers, uint8_t hdr[12]);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* Fixed-size packet pool: create, bulk alloc (all or nothing), free, fault injection. */
+#include <stdlib.h>
+
+#include "pkt/pool_internal.h"
+
+/* Keeps capacity * buf_size comfortably inside size_t and pointer arithmetic sane. */
+#define VL_POOL_MAX_BUFFERS (1u << 24)
+#define VL_POOL_MAX_BUF_SIZE (1u << 20)
+
+struct vl_pool *vl_pool_create(uint32_t count, uint32_t buf_size)
+{
+	if (count == 0 || buf_size == 0 || count > VL_POOL_MAX_BUFFERS ||
+	    buf_size > VL_POOL_MAX_BUF_SIZE)
+		return NULL;
+
+	struct vl_pool *pool = calloc(1, sizeof(*pool));
+
+	if (!pool)
+		return NULL;
+	pool->free_stack = calloc(count, sizeof(*pool->free_stack));
+	pool->descs = calloc(count, sizeof(*pool->descs));
+	pool->storage = malloc((size_t)count * buf_size);
+	if (!pool->free_stack || !pool->descs || !pool->storage) {
+		free(pool->free_stack);
+		free(pool->descs);
+		free(pool->storage);
+		free(pool);
+		return NULL;
+	}
+	pool->capacity = count;
+	pool->buf_size = buf_size;
+	pool->fail_after = UINT64_MAX;
+	for (uint32_t i = 0; i < count; i++) {
+		struct vl_pkt *p = &pool->descs[i];
+
+		p->pool = pool;
+		p->buf = pool->storage + (size_t)i * buf_size;
+		p->buf_len = buf_size;
+		/* Push in reverse so the first allocations hand out the lowest addresses. */
+		pool->free_stack[count - 1 - i] = p;
+	}
+	pool->nfree = count;
+	return pool;
+}
+
+uint32_t vl_pool_destroy(struct vl_pool *pool)
+{
+	if (!pool)
+		return 0;
+	uint32_t outstanding = pool->capacity - pool->nfree;
+
+	free(pool->free_stack);
+	free(pool->descs);
+	free(pool->storage);
+	free(pool);
+	return outstanding;
+}
+
+uint32_t vl_pool_capacity(const struct vl_pool *pool) { return pool->capacity; }
+uint32_t vl_pool_buf_size(const struct vl_pool *pool) { return pool->buf_size; }
+uint32_t vl_pool_free_count(const struct vl_pool *pool) { return pool->nfree; }
+uint64_t vl_pool_alloc_failures(const struct vl_pool *pool) { return pool->alloc_failures; }
+
+void vl_pool_fail_after(struct vl_pool *pool, uint64_t after)
+{
+	pool->fail_after = after;
+}
+
+int vl_pool_alloc_bulk(struct vl_pool *pool, struct vl_pkt **out, uint32_t n)
+{
+	if (n == 0)
+		return 0;
+	if (!vl_pool_may_alloc(pool) || n > pool->nfree) {
+		pool->alloc_failures++;
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_pkt *p = pool->free_stack[--pool->nfree];
+
+		vl_pkt_reset(p);
+		out[i] = p;
+	}
+	return 0;
+}
+
+struct vl_pkt *vl_pkt_alloc(struct vl_pool *pool)
+{
+	struct vl_pkt *p;
+
+	return vl_pool_alloc_bulk(pool, &p, 1) == 0 ? p : NULL;
+}
+
+/* Return one segment to its pool. The stack cannot overflow: a segment is pushed only by
+ * the free of the packet that popped it. */
+static void seg_release(struct vl_pkt *seg)
+{
+	struct vl_pool *pool = seg->pool;
+
+	pool->free_stack[pool->nfree++] = seg;
+}
+
+void vl_pkt_ref(struct vl_pkt *pkt)
+{
+	pkt->refcnt++;
+}
+
+void vl_pkt_free(struct vl_pkt *pkt)
+{
+	if (!pkt)
+		return;
+	if (--pkt->refcnt > 0)
+		return;
+	while (pkt) {
+		struct vl_pkt *next = pkt->next;
+
+		seg_release(pkt);
+		pkt = next;
+	}
+}
+
+void vl_pkt_free_bulk(struct vl_pkt **pkts, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		vl_pkt_free(pkts[i]);
+}

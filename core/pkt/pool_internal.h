@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Packet pool internals: a LIFO stack of free segments over one contiguous allocation. */
+#ifndef VL_POOL_INTERNAL_H
+#define VL_POOL_INTERNAL_H
+
+#include <stdint.h>
+
+#include "vhostlab/vl_pkt.h"
+
+struct vl_pool {
+	uint32_t capacity;
+	uint32_t buf_size;
+	uint32_t nfree;
+	struct vl_pkt **free_stack; /* [capacity]; top at nfree - 1 (last freed is reused first,
+				     * which keeps recently touched buffers in cache) */
+	struct vl_pkt *descs;       /* [capacity] */
+	uint8_t *storage;           /* capacity * buf_size bytes */
+	uint64_t alloc_failures;
+	uint64_t fail_after;        /* allocation calls left before injected failures */
+};
+
+/* True when an allocation call may proceed (consumes one unit of the injection budget). */
+static inline int vl_pool_may_alloc(struct vl_pool *pool)
+{
+	if (pool->fail_after == UINT64_MAX)
+		return 1;
+	if (pool->fail_after == 0)
+		return 0;
+	pool->fail_after--;
+	return 1;
+}
+
+static inline void vl_pkt_reset(struct vl_pkt *p)
+{
+	p->next = NULL;
+	p->data = p->buf;
+	p->data_len = 0;
+	p->pkt_len = 0;
+	p->nb_segs = 1;
+	p->refcnt = 1;
+	p->ol = (struct vl_offload){0};
+}
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Layout-neutral chain building: a guest range becomes host pieces, one per memory region it
+ * touches. The one place where descriptor addresses meet the memory table. */
+#include "ring/vq_internal.h"
+
+enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
+				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
+				uint32_t *total)
+{
+	/* Checked before any piece is added: the sum of a chain's lengths must fit 32 bits
+	 * (used lengths and packet lengths are 32-bit). */
+	if (len > UINT32_MAX - *total)
+		return VL_DROP_LEN_OVERFLOW;
+
+	uint32_t left = len;
+
+	while (left > 0) {
+		uint64_t chunk = left;
+		uint8_t *host = vl_mem_xlate(mem, addr, &chunk);
+
+		if (host == NULL)
+			return VL_DROP_UNMAPPED;
+		if (*np >= cap)
+			return VL_DROP_TOO_MANY_PIECES;
+		pieces[*np].host = host;
+		pieces[*np].len = (uint32_t)chunk; /* chunk <= left <= UINT32_MAX */
+		(*np)++;
+		left -= (uint32_t)chunk;
+		/* A region ending at 2^64-1 makes addr + chunk wrap to 0; address 0 is not the
+		 * continuation of this buffer even if something is mapped there. */
+		if (left > 0 && addr + chunk < addr)
+			return VL_DROP_UNMAPPED;
+		addr += chunk;
+	}
+	*total += len;
+	return VL_DROP_NONE;
+}

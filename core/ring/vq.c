@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* Virtqueue lifecycle: validation of the embedder's configuration, ring translation,
+ * scratch allocation (control path only), accessors and drop names. */
+#include <stdlib.h>
+
+#include "ring/vq_internal.h"
+#include "vhostlab/vl_error.h"
+
+static const char *const vl_drop_names[VL_DROP__COUNT] = {
+	[VL_DROP_NONE] = "none",
+	[VL_DROP_CHAIN_LOOP] = "chain_loop",
+	[VL_DROP_NEXT_OUT_OF_RANGE] = "next_out_of_range",
+	[VL_DROP_NESTED_INDIRECT] = "nested_indirect",
+	[VL_DROP_INDIRECT_LEN] = "indirect_len",
+	[VL_DROP_INDIRECT_NOT_NEGOTIATED] = "indirect_not_negotiated",
+	[VL_DROP_INDIRECT_WITH_NEXT] = "indirect_with_next",
+	[VL_DROP_UNMAPPED] = "unmapped",
+	[VL_DROP_LEN_OVERFLOW] = "len_overflow",
+	[VL_DROP_DIRECTION] = "direction",
+	[VL_DROP_TOO_MANY_PIECES] = "too_many_pieces",
+	[VL_DROP_SHORT_CHAIN] = "short_chain",
+	[VL_DROP_BAD_OFFLOAD] = "bad_offload",
+	[VL_DROP_TX_TOO_BIG] = "tx_too_big",
+	[VL_DROP_RX_BUF_TOO_SMALL] = "rx_buf_too_small",
+	[VL_DROP_RX_TOO_BIG] = "rx_too_big",
+	[VL_DROP_RX_TOO_MANY_PIECES] = "rx_too_many_pieces",
+	[VL_DROP_AVAIL_IDX_JUMP] = "avail_idx_jump",
+	[VL_DROP_HEAD_OUT_OF_RANGE] = "head_out_of_range",
+};
+
+const char *vl_drop_name(enum vl_drop reason)
+{
+	if ((unsigned)reason >= VL_DROP__COUNT)
+		return "unknown";
+	return vl_drop_names[reason];
+}
+
+void vl_vq_config_init(struct vl_vq_config *cfg, enum vl_layout layout, uint32_t size)
+{
+	*cfg = (struct vl_vq_config){0};
+	cfg->layout = layout;
+	cfg->size_minus_one = (uint16_t)(size - 1);
+	cfg->batch_threshold = VL_BATCH_THRESHOLD_DEFAULT;
+}
+
+/* Host pointer for a ring area of `bytes` at gpa, or NULL with *err set: the whole area must
+ * lie in one host mapping (the datapath indexes it directly) and be aligned as the spec
+ * requires (2.7: descriptors 16, available ring 2, used ring 4). */
+static void *map_area(const struct vl_mem *mem, uint64_t gpa, uint64_t bytes, uint64_t align,
+		      int *err)
+{
+	if (gpa % align != 0) {
+		*err = VL_ERR_RING_MISALIGNED;
+		return NULL;
+	}
+	uint64_t len = bytes;
+	void *host = vl_mem_xlate(mem, gpa, &len);
+
+	if (host == NULL || len < bytes) {
+		*err = VL_ERR_RING_UNMAPPED;
+		return NULL;
+	}
+	return host;
+}
+
+static int map_split(struct vl_vq *vq, const struct vl_mem *mem)
+{
+	int err = VL_OK;
+	void *desc = map_area(mem, vq->cfg.desc_gpa, vl_split_desc_bytes(vq->size), 16, &err);
+	void *avail = desc ? map_area(mem, vq->cfg.driver_gpa, vl_split_avail_bytes(vq->size), 2,
+				      &err) : NULL;
+	void *used = avail ? map_area(mem, vq->cfg.device_gpa, vl_split_used_bytes(vq->size), 4,
+				      &err) : NULL;
+
+	if (!used)
+		return err;
+	vq->desc = desc;
+	vq->avail = avail;
+	vq->used = used;
+	vq->mem = mem;
+	return VL_OK;
+}
+
+static void free_scratch(struct vl_vq *vq)
+{
+	free(vq->shadow_used);
+	free(vq->batch);
+	free(vq->pieces);
+	free(vq->indirect_copy);
+	free(vq->rx_bufs);
+	free(vq->rx_deferred_bad);
+}
+
+struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *cfg, int *err)
+{
+	int dummy;
+
+	if (!err)
+		err = &dummy;
+	if (!mem || !cfg) {
+		*err = VL_ERR_INVALID_ARG;
+		return NULL;
+	}
+	if (cfg->layout != VL_LAYOUT_SPLIT) {
+		*err = VL_ERR_LAYOUT;
+		return NULL;
+	}
+	uint32_t size = vl_vq_config_size(cfg);
+
+	/* Split rings index with a mask: the size must be a power of two (spec 2.7). */
+	if ((size & (size - 1)) != 0) {
+		*err = VL_ERR_QUEUE_SIZE;
+		return NULL;
+	}
+
+	struct vl_vq *vq = calloc(1, sizeof(*vq));
+
+	if (!vq) {
+		*err = VL_ERR_NOMEM;
+		return NULL;
+	}
+	vq->layout = cfg->layout;
+	vq->size = size;
+	vq->cfg = *cfg;
+	vq->features = cfg->features;
+	vq->hdr_len = vl_net_hdr_len(cfg->features);
+	vq->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
+	vq->indirect_ok = (cfg->features & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) != 0;
+	vq->batch_threshold = cfg->batch_threshold;
+	vq->last_avail_idx = cfg->last_avail_idx;
+
+	vq->shadow_used = calloc(size, sizeof(*vq->shadow_used));
+	vq->batch = calloc(size, sizeof(*vq->batch));
+	vq->pieces = calloc(VL_CHAIN_MAX_PIECES, sizeof(*vq->pieces));
+	vq->indirect_copy = calloc(size, sizeof(*vq->indirect_copy));
+	vq->rx_bufs = calloc(size, sizeof(*vq->rx_bufs));
+	vq->rx_deferred_bad = calloc(size, sizeof(*vq->rx_deferred_bad));
+	if (!vq->shadow_used || !vq->batch || !vq->pieces || !vq->indirect_copy ||
+	    !vq->rx_bufs || !vq->rx_deferred_bad) {
+		free_scratch(vq);
+		free(vq);
+		*err = VL_ERR_NOMEM;
+		return NULL;
+	}
+	int rc = map_split(vq, mem);
+
+	if (rc != VL_OK) {
+		free_scratch(vq);
+		free(vq);
+		*err = rc;
+		return NULL;
+	}
+	/* Resume the used index where the guest expects it: the device has returned exactly
+	 * what it consumed when a queue (re)starts. */
+	vq->used_idx = vq->last_avail_idx;
+	*err = VL_OK;
+	return vq;
+}
+
+void vl_vq_destroy(struct vl_vq *vq)
+{
+	if (!vq)
+		return;
+	free_scratch(vq);
+	free(vq);
+}
+
+int vl_vq_set_mem(struct vl_vq *vq, const struct vl_mem *mem)
+{
+	if (!vq || !mem)
+		return VL_ERR_INVALID_ARG;
+	return map_split(vq, mem);
+}
+
+void vl_vq_set_batch_threshold(struct vl_vq *vq, uint32_t threshold)
+{
+	vq->batch_threshold = threshold;
+}
+
+void vl_vq_break(struct vl_vq *vq, enum vl_drop reason)
+{
+	/* Latch the first reason: later symptoms of the same corruption add nothing. */
+	if (!vq->broken) {
+		vq->broken = true;
+		vq->broken_reason = reason;
+		vq->stats.drops[reason]++;
+	}
+}
+
+uint32_t vl_vq_size(const struct vl_vq *vq) { return vq->size; }
+uint64_t vl_vq_features(const struct vl_vq *vq) { return vq->features; }
+uint16_t vl_vq_last_avail(const struct vl_vq *vq) { return vq->last_avail_idx; }
+bool vl_vq_broken(const struct vl_vq *vq) { return vq->broken; }
+enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq) { return vq->broken_reason; }
+bool vl_vq_needs_call(const struct vl_vq *vq) { return vq->needs_call; }
+const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq) { return &vq->stats; }

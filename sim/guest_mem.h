@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Simulated guest RAM for the lab.
+ *
+ * One memfd holds all guest bytes. It is mapped twice:
+ *  - the guest view: one contiguous mapping the simulated driver reads and writes through
+ *    (like a guest kernel, it never sees the host's scattering);
+ *  - the host view: every region mapped separately at a scattered host address with
+ *    inaccessible (PROT_NONE) guard pages around it. Only the host view is handed to the core
+ *    (lab_gmem_regions), so any core access that runs past a region faults.
+ *
+ * Guest-physical layout:
+ *   [ring area: one region, always coarse][hole of LAB_GMEM_HOLE_SIZE][RAM, cut into regions
+ *   of `granularity` bytes (or LAB_GMEM_COARSE_REGIONS regions when granularity is 0)]
+ *   [unmapped above]
+ * Rings live in the ring area so they are contiguous in host memory, as the core requires;
+ * buffers, headers and indirect tables live in RAM and straddle regions freely. */
+#ifndef LAB_GUEST_MEM_H
+#define LAB_GUEST_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vhostlab/vl_mem.h"
+
+#define LAB_PAGE_SIZE 4096u
+#define LAB_GMEM_RING_GPA 0x10000ull       /* first byte of the ring area */
+#define LAB_GMEM_HOLE_SIZE 0x10000ull      /* unmapped gap between ring area and RAM */
+#define LAB_GMEM_COARSE_REGIONS 4u          /* RAM regions when granularity is 0 */
+
+struct lab_gmem_config {
+	uint64_t ram_size;       /* RAM bytes (rounded up to a page); > 0 */
+	uint64_t ring_area_size; /* ring area bytes (rounded up to a page); > 0 */
+	uint64_t granularity;    /* RAM region size: 0 = coarse, else a multiple of 4096 */
+	uint64_t seed;           /* drives host placement (scattering) */
+};
+
+struct lab_gmem;
+
+/* Create guest RAM. On failure returns NULL and writes a message into err (if errlen > 0). */
+struct lab_gmem *lab_gmem_create(const struct lab_gmem_config *cfg, char *err, size_t errlen);
+void lab_gmem_destroy(struct lab_gmem *g);
+
+/* The host-view region table to give to vl_mem_create. Valid until lab_gmem_destroy. */
+const struct vl_mem_region *lab_gmem_regions(const struct lab_gmem *g, uint32_t *n);
+
+uint64_t lab_gmem_ring_gpa(const struct lab_gmem *g);   /* == LAB_GMEM_RING_GPA */
+uint64_t lab_gmem_ring_size(const struct lab_gmem *g);
+uint64_t lab_gmem_ram_gpa(const struct lab_gmem *g);    /* ring end + hole */
+uint64_t lab_gmem_ram_size(const struct lab_gmem *g);
+/* A guest-physical address inside the hole (mapped by no region), for hostile cases. */
+uint64_t lab_gmem_hole_gpa(const struct lab_gmem *g);
+/* First guest-physical address above all guest memory. */
+uint64_t lab_gmem_end_gpa(const struct lab_gmem *g);
+
+/* Guest view: pointer to gpa for len bytes, or NULL unless [gpa, gpa+len) lies entirely in
+ * the ring area or entirely in RAM. */
+void *lab_gmem_guest_ptr(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
+
+/* Allocator over RAM for the driver's buffers, indirect tables and headers (first fit over
+ * 64-byte granules, next-fit cursor). Returns a gpa aligned to `align` (a power of two,
+ * >= 1), or 0 when no room. lab_gmem_free takes the same gpa and len. */
+uint64_t lab_gmem_alloc(struct lab_gmem *g, uint64_t len, uint64_t align);
+void lab_gmem_free(struct lab_gmem *g, uint64_t gpa, uint64_t len);
+uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g);
+
+/* Containment checks: snapshot every guest byte (ring area and RAM), later report each
+ * maximal run of bytes that differ from the snapshot via cb. Returns the number of runs. */
+void lab_gmem_snapshot(struct lab_gmem *g);
+size_t lab_gmem_diff(const struct lab_gmem *g,
+		     void (*cb)(void *ctx, uint64_t gpa, uint64_t len), void *ctx);
+
+#endif

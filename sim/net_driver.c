@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: MIT */
+#include "net_driver.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vhostlab/vl_net.h"
+
+/* ---- failures ---------------------------------------------------------------------- */
+
+__attribute__((format(printf, 2, 3))) static int drv_fail(struct lab_net_driver *d,
+							   const char *fmt, ...)
+{
+	if (d->err && d->err[0] == '\0') {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(d->err, d->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* ---- expectation queues ------------------------------------------------------------ */
+
+static int fifo_init(struct lab_fifo *f, uint32_t cap)
+{
+	f->e = calloc(cap, sizeof(*f->e));
+	f->cap = cap;
+	f->head = f->count = 0;
+	return f->e ? 0 : -1;
+}
+
+static bool fifo_push(struct lab_fifo *f, const struct lab_expect *e)
+{
+	if (f->count == f->cap)
+		return false;
+	f->e[(f->head + f->count) % f->cap] = *e;
+	f->count++;
+	return true;
+}
+
+static bool fifo_pop(struct lab_fifo *f, struct lab_expect *e)
+{
+	if (f->count == 0)
+		return false;
+	*e = f->e[f->head];
+	f->head = (f->head + 1) % f->cap;
+	f->count--;
+	return true;
+}
+
+/* ---- grants (containment) ---------------------------------------------------------- */
+
+static void grant_set(struct lab_net_driver *d, uint64_t gpa, uint32_t len, bool on)
+{
+	uint64_t off = gpa - lab_gmem_ram_gpa(d->g);
+
+	for (uint64_t i = off; i < off + len; i++) {
+		if (on)
+			d->grant[i >> 3] |= (uint8_t)(1u << (i & 7));
+		else
+			d->grant[i >> 3] &= (uint8_t)~(1u << (i & 7));
+	}
+}
+
+static bool in_range(uint64_t gpa, uint64_t len, uint64_t base, uint64_t size)
+{
+	return gpa >= base && len <= size && gpa - base <= size - len;
+}
+
+bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_t len)
+{
+	/* The device owns the used rings; RX buffers while they are posted. */
+	if (in_range(gpa, len, d->tx.used_gpa, vl_split_used_bytes(d->tx.size)) ||
+	    in_range(gpa, len, d->rx.used_gpa, vl_split_used_bytes(d->rx.size)))
+		return true;
+	uint64_t ram = lab_gmem_ram_gpa(d->g);
+
+	if (!in_range(gpa, len, ram, lab_gmem_ram_size(d->g)))
+		return false;
+	for (uint64_t i = gpa - ram; i < gpa - ram + len; i++)
+		if (!(d->grant[i >> 3] & (1u << (i & 7))))
+			return false;
+	return true;
+}
+
+/* ---- setup ------------------------------------------------------------------------- */
+
+int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
+		 const struct lab_net_driver_config *cfg, char *err, size_t errlen)
+{
+	memset(d, 0, sizeof(*d));
+	d->g = g;
+	d->cfg = *cfg;
+	d->err = err;
+	d->errlen = errlen;
+	d->hdr_len = vl_net_hdr_len(cfg->features);
+	d->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
+	d->rng = lab_rng_make(cfg->seed, 0x5eed);
+
+	uint64_t ring = lab_gmem_ring_gpa(g);
+
+	if (lab_vring_init(&d->tx, g, ring, cfg->queue_size, cfg->start_idx) != 0 ||
+	    lab_vring_init(&d->rx, g, ring + lab_vring_area_bytes(cfg->queue_size),
+			   cfg->queue_size, cfg->start_idx) != 0)
+		return drv_fail(d, "ring area too small for queue size %u", cfg->queue_size);
+	d->tx_rec = calloc(cfg->queue_size, sizeof(*d->tx_rec));
+	d->rx_rec = calloc(cfg->queue_size, sizeof(*d->rx_rec));
+	d->scratch = malloc(VL_PKT_MAX_LEN + 12);
+	d->scratch2 = malloc(VL_PKT_MAX_LEN + 12);
+	d->grant = calloc(lab_gmem_ram_size(g) / 8 + 1, 1);
+	if (!d->tx_rec || !d->rx_rec || !d->scratch || !d->scratch2 || !d->grant ||
+	    fifo_init(&d->tx_expect, cfg->queue_size) != 0 ||
+	    fifo_init(&d->rx_expect, 4 * cfg->queue_size + 1024) != 0)
+		return drv_fail(d, "out of memory setting up the simulated driver");
+	return 0;
+}
+
+void lab_drv_fini(struct lab_net_driver *d)
+{
+	lab_vring_fini(&d->tx);
+	lab_vring_fini(&d->rx);
+	free(d->tx_rec);
+	free(d->rx_rec);
+	free(d->scratch);
+	free(d->scratch2);
+	free(d->grant);
+	free(d->tx_expect.e);
+	free(d->rx_expect.e);
+	memset(d, 0, sizeof(*d));
+}
+
+void lab_make_payload(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key)
+{
+	lab_fill_pattern(dst, len, seed, key);
+}
+
+/* ---- chain construction -------------------------------------------------------------- */
+
+/* Put `len` bytes of src into fresh guest RAM at a random misalignment; records the
+ * allocation in rec. Returns the gpa or 0 when RAM is full. */
+static uint64_t place_bytes(struct lab_net_driver *d, struct lab_chain_rec *rec,
+			    const uint8_t *src, uint32_t len)
+{
+	uint32_t skew = lab_rng_chance(&d->rng, 1, 2) ? lab_rng_below(&d->rng, 64) : 0;
+	uint64_t alloc_len = (uint64_t)len + skew;
+	uint64_t base = lab_gmem_alloc(d->g, alloc_len ? alloc_len : 1, 64);
+
+	if (base == 0)
+		return 0;
+	rec->allocs[rec->nallocs].gpa = base;
+	rec->allocs[rec->nallocs].len = (uint32_t)(alloc_len ? alloc_len : 1);
+	rec->nallocs++;
+	if (src && len)
+		memcpy(lab_gmem_guest_ptr(d->g, base + skew, len), src, len);
+	return base + skew;
+}
+
+static void release_chain(struct lab_net_driver *d, struct lab_vring *vr,
+			  struct lab_chain_rec *rec, bool granted)
+{
+	for (uint32_t i = 0; i < rec->nsegs && granted; i++)
+		grant_set(d, rec->segs[i].gpa, rec->segs[i].len, false);
+	for (uint32_t i = 0; i < rec->nallocs; i++)
+		lab_gmem_free(d->g, rec->allocs[i].gpa, rec->allocs[i].len);
+	for (uint32_t i = 0; i < rec->ndescs; i++)
+		lab_vring_desc_put(vr, rec->descs[i]);
+	rec->in_flight = false;
+	rec->nsegs = rec->nallocs = rec->ndescs = 0;
+}
+
+/* Cut `total` bytes into segment lengths. TX shapes put the header alone, share it with
+ * data, or spread it over three descriptors; a rare zero-length descriptor is mixed in. */
+static uint32_t cut_segments(struct lab_net_driver *d, uint32_t total, uint32_t hdr,
+			     uint32_t max_data_segs, uint32_t *lens)
+{
+	uint32_t n = 0, rest = total;
+
+	if (hdr) {
+		switch (lab_rng_below(&d->rng, 3)) {
+		case 0: /* header alone */
+			lens[n++] = hdr;
+			rest -= hdr;
+			break;
+		case 1: /* header over three descriptors */
+			lens[n++] = 1 + lab_rng_below(&d->rng, hdr - 2);
+			lens[n] = 1 + lab_rng_below(&d->rng, hdr - lens[0] - 1);
+			n++;
+			lens[n++] = hdr - lens[0] - lens[1];
+			rest -= hdr;
+			break;
+		default: /* header shares the first data descriptor */
+			break;
+		}
+	}
+	uint32_t k = 1 + lab_rng_below(&d->rng, max_data_segs);
+
+	if (k > rest)
+		k = rest ? rest : 1;
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t left_segs = k - i;
+		uint32_t len = left_segs == 1 ? rest : 1 + lab_rng_below(&d->rng, rest - left_segs + 1);
+
+		lens[n++] = len;
+		rest -= len;
+	}
+	if (n < LAB_MAX_SEGS && lab_rng_chance(&d->rng, 1, 32)) {
+		/* A zero-length descriptor somewhere after the first: legal, skipped. */
+		uint32_t at = 1 + lab_rng_below(&d->rng, n);
+
+		memmove(&lens[at + 1], &lens[at], (n - at) * sizeof(*lens));
+		lens[at] = 0;
+		n++;
+	}
+	return n;
+}
+
+/* Link the segments of rec into a chain (direct or through an indirect table) with the
+ * given descriptor flags, and make its head available. Returns 1, or 0 when out of room. */
+static int link_chain(struct lab_net_driver *d, struct lab_vring *vr, struct lab_chain_rec *rec,
+		      uint16_t flags, uint16_t *head_out)
+{
+	bool indirect = d->cfg.use_indirect && lab_rng_chance(&d->rng, 1, 2);
+
+	if (indirect) {
+		struct vl_split_desc table[LAB_MAX_SEGS];
+		/* Segment i sits in table slot[i]: the walk starts at entry 0, so slot[0] = 0;
+		 * the rest are shuffled so `next` really has to be followed. */
+		uint16_t slot[LAB_MAX_SEGS];
+
+		for (uint32_t i = 0; i < rec->nsegs; i++)
+			slot[i] = (uint16_t)i;
+		for (uint32_t i = rec->nsegs; i > 2; i--) {
+			uint32_t j = 1 + lab_rng_below(&d->rng, i - 1);
+			uint16_t t = slot[i - 1];
+
+			slot[i - 1] = slot[j];
+			slot[j] = t;
+		}
+		for (uint32_t i = 0; i < rec->nsegs; i++) {
+			struct vl_split_desc *e = &table[slot[i]];
+			bool more = i + 1 < rec->nsegs;
+
+			e->addr = rec->segs[i].gpa;
+			e->len = rec->segs[i].len;
+			e->flags = (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0));
+			e->next = more ? slot[i + 1] : 0;
+		}
+		int di = lab_vring_desc_get(vr);
+
+		if (di < 0)
+			return 0;
+		rec->descs[rec->ndescs++] = (uint16_t)di;
+		uint32_t tbytes = rec->nsegs * (uint32_t)sizeof(struct vl_split_desc);
+		uint64_t tgpa = place_bytes(d, rec, (const uint8_t *)table, tbytes);
+
+		if (tgpa == 0)
+			return 0;
+		lab_vring_set_desc(vr, (uint16_t)di, tgpa, tbytes, VL_DESC_F_INDIRECT, 0);
+		*head_out = (uint16_t)di;
+		return 1;
+	}
+	if (vr->nfree < rec->nsegs)
+		return 0;
+	for (uint32_t i = 0; i < rec->nsegs; i++)
+		rec->descs[rec->ndescs++] = (uint16_t)lab_vring_desc_get(vr);
+	for (uint32_t i = 0; i < rec->nsegs; i++) {
+		bool more = i + 1 < rec->nsegs;
+
+		lab_vring_set_desc(vr, rec->descs[i], rec->segs[i].gpa, rec->segs[i].len,
+				   (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0)),
+				   more ? rec->descs[i + 1] : 0);
+	}
+	*head_out = rec->descs[0];
+	return 1;
+}
+
+/* ---- TX ---------------------------------------------------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* A valid header for a packet of pkt_len bytes: sometimes a checksum request pointing
+ * inside the packet, random hdr_len / gso_size with GSO_NONE (fields must pass through). */
+static void make_tx_header(struct lab_net_driver *d, uint32_t pkt_len, uint8_t *hdr)
+{
+	memset(hdr, 0, 12);
+	if (pkt_len >= 2 && lab_rng_chance(&d->rng, 1, 2)) {
+		uint32_t start = lab_rng_below(&d->rng, pkt_len - 1);
+		uint32_t off = lab_rng_below(&d->rng, pkt_len - 1 - start);
+
+		hdr[0] = VL_NET_HDR_F_NEEDS_CSUM;
+		put16(hdr + 6, (uint16_t)(start > 0xffff ? 0xffff : start));
+		put16(hdr + 8, (uint16_t)(off > 0xffff - 2 ? 0 : off));
+		if (get16(hdr + 6) + get16(hdr + 8) + 2u > pkt_len)
+			put16(hdr + 8, 0);
+		if (get16(hdr + 6) + 2u > pkt_len)
+			put16(hdr + 6, 0);
+	}
+	put16(hdr + 2, (uint16_t)lab_rng_below(&d->rng, 128));
+	put16(hdr + 4, (uint16_t)lab_rng_below(&d->rng, 9000));
+}
+
+int lab_drv_post_tx(struct lab_net_driver *d)
+{
+	uint16_t head;
+	uint32_t pkt_len = d->cfg.sizes[lab_rng_below(&d->rng, d->cfg.nsizes)];
+	uint32_t total = d->hdr_len + pkt_len;
+	uint32_t lens[LAB_MAX_SEGS];
+	struct lab_chain_rec rec = {0};
+
+	if (d->tx_expect.count == d->tx_expect.cap || d->tx.nfree == 0)
+		return 0;
+	rec.key = d->tx_key;
+	rec.pkt_len = pkt_len;
+	rec.total = total;
+	make_tx_header(d, pkt_len, rec.hdr);
+	memcpy(d->scratch, rec.hdr, d->hdr_len);
+	lab_make_payload(d->scratch + d->hdr_len, pkt_len, d->cfg.seed, rec.key);
+
+	uint32_t n = cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS, lens);
+	uint32_t off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t gpa = place_bytes(d, &rec, d->scratch + off, lens[i]);
+
+		if (gpa == 0)
+			goto no_room;
+		rec.segs[rec.nsegs].gpa = gpa;
+		rec.segs[rec.nsegs].len = lens[i];
+		rec.nsegs++;
+		off += lens[i];
+	}
+	if (!link_chain(d, &d->tx, &rec, 0, &head))
+		goto no_room;
+	rec.in_flight = true;
+	rec.posted_round = d->round;
+	d->tx_rec[head] = rec;
+	lab_vring_add_avail(&d->tx, head);
+
+	struct lab_expect e = {.key = rec.key, .pkt_len = pkt_len};
+
+	e.ol.flags = rec.hdr[0];
+	e.ol.gso_type = rec.hdr[1];
+	e.ol.hdr_len = get16(rec.hdr + 2);
+	e.ol.gso_size = get16(rec.hdr + 4);
+	e.ol.csum_start = get16(rec.hdr + 6);
+	e.ol.csum_offset = get16(rec.hdr + 8);
+	fifo_push(&d->tx_expect, &e);
+	d->tx_key++;
+	d->tx_in_flight++;
+	return 1;
+no_room:
+	release_chain(d, &d->tx, &rec, false);
+	return 0;
+}
+
+void lab_drv_kick(struct lab_net_driver *d)
+{
+	lab_vring_kick(&d->tx);
+	lab_vring_kick(&d->rx);
+}
+
+static bool same_offload(const struct vl_offload *a, const struct vl_offload *b)
+{
+	return a->flags == b->flags && a->gso_type == b->gso_type && a->hdr_len == b->hdr_len &&
+	       a->gso_size == b->gso_size && a->csum_start == b->csum_start &&
+	       a->csum_offset == b->csum_offset;
+}
+
+/* First byte offset where a and b differ, or len. */
+static uint32_t first_diff(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+	if (memcmp(a, b, len) == 0)
+		return len;
+	uint32_t i = 0;
+
+	while (a[i] == b[i])
+		i++;
+	return i;
+}
+
+int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt)
+{
+	struct lab_expect e;
+
+	if (!fifo_pop(&d->tx_expect, &e))
+		return drv_fail(d, "TX: host dequeued a packet (len %u) the guest never posted",
+				pkt->pkt_len);
+	if (pkt->pkt_len != e.pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 ": length %u, guest sent %u", e.key,
+				pkt->pkt_len, e.pkt_len);
+	if (!same_offload(&pkt->ol, &e.ol))
+		return drv_fail(d, "TX packet %" PRIu64 ": offload fields differ from the header "
+				"the guest wrote", e.key);
+	if (vl_pkt_read(pkt, 0, d->scratch2, pkt->pkt_len) != pkt->pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 ": segments hold fewer bytes than pkt_len",
+				e.key);
+	lab_make_payload(d->scratch, e.pkt_len, d->cfg.seed, e.key);
+	uint32_t at = first_diff(d->scratch, d->scratch2, e.pkt_len);
+
+	if (at != e.pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 " (len %u): byte %u is 0x%02x, guest sent "
+				"0x%02x", e.key, e.pkt_len, at, d->scratch2[at], d->scratch[at]);
+	d->checks++;
+	return 0;
+}
+
+/* Read the bytes a chain's segments hold, in order, into dst (up to max bytes). */
+static uint32_t gather_segs(const struct lab_net_driver *d, const struct lab_chain_rec *rec,
+			    uint8_t *dst, uint32_t max)
+{
+	uint32_t got = 0;
+
+	for (uint32_t i = 0; i < rec->nsegs && got < max; i++) {
+		uint32_t n = rec->segs[i].len < max - got ? rec->segs[i].len : max - got;
+
+		if (n)
+			memcpy(dst + got, lab_gmem_guest_ptr(d->g, rec->segs[i].gpa, n), n);
+		got += n;
+	}
+	return got;
+}
+
+int lab_drv_harvest_tx(struct lab_net_driver *d)
+{
+	uint32_t id, len;
+
+	while (lab_vring_pop_used(&d->tx, &id, &len)) {
+		if (id >= d->tx.size || !d->tx_rec[id].in_flight)
+			return drv_fail(d, "TX used ring returned head %u, which is not in flight",
+					id);
+		struct lab_chain_rec *rec = &d->tx_rec[id];
+
+		if (len != 0)
+			return drv_fail(d, "TX packet %" PRIu64 ": used length %u, expected 0 (the "
+					"device writes nothing to TX buffers)", rec->key, len);
+		/* Read-only grant: the buffers must hold exactly what the guest wrote. */
+		memcpy(d->scratch, rec->hdr, d->hdr_len);
+		lab_make_payload(d->scratch + d->hdr_len, rec->pkt_len, d->cfg.seed, rec->key);
+		gather_segs(d, rec, d->scratch2, rec->total);
+		uint32_t at = first_diff(d->scratch, d->scratch2, rec->total);
+
+		if (at != rec->total)
+			return drv_fail(d, "TX packet %" PRIu64 ": the device modified byte %u of "
+					"its read-only buffer", rec->key, at);
+		release_chain(d, &d->tx, rec, false);
+		d->tx_in_flight--;
+		d->checks++;
+	}
+	return 0;
+}
+
+int lab_drv_check_tx_age(struct lab_net_driver *d, uint64_t max_age)
+{
+	for (uint32_t i = 0; i < d->tx.size; i++) {
+		const struct lab_chain_rec *rec = &d->tx_rec[i];
+
+		if (rec->in_flight && d->round - rec->posted_round > max_age)
+			return drv_fail(d, "TX packet %" PRIu64 " (head %u) posted in round %" PRIu64
+					" still not returned in round %" PRIu64, rec->key, i,
+					rec->posted_round, d->round);
+	}
+	return 0;
+}
+
+/* ---- RX ---------------------------------------------------------------------------- */
+
+int lab_drv_post_rx(struct lab_net_driver *d)
+{
+	struct lab_chain_rec rec = {0};
+	uint32_t lens[LAB_MAX_SEGS];
+	uint16_t head;
+	uint32_t cap;
+
+	if (d->rx.nfree == 0)
+		return 0;
+	if (d->mergeable)
+		/* Mostly ordinary buffers, sometimes tiny ones that hold little beyond the
+		 * header, so packets spread over many buffers. */
+		cap = lab_rng_chance(&d->rng, 1, 8) ? d->hdr_len + lab_rng_below(&d->rng, 16)
+						     : d->hdr_len + 1 + lab_rng_below(&d->rng, 2048);
+	else
+		cap = d->cfg.rx_buf_max + lab_rng_below(&d->rng, 64);
+	rec.key = d->rx_buf_key;
+	rec.total = cap;
+
+	uint32_t n = cut_segments(d, cap, 0, d->mergeable ? 3 : 4, lens);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t gpa = place_bytes(d, &rec, NULL, lens[i]);
+
+		if (gpa == 0)
+			goto no_room;
+		/* Poison, so bytes the device claims to have written but did not are caught. */
+		if (lens[i])
+			memset(lab_gmem_guest_ptr(d->g, gpa, lens[i]), 0xa5, lens[i]);
+		rec.segs[rec.nsegs].gpa = gpa;
+		rec.segs[rec.nsegs].len = lens[i];
+		rec.nsegs++;
+	}
+	if (!link_chain(d, &d->rx, &rec, VL_DESC_F_WRITE, &head))
+		goto no_room;
+	for (uint32_t i = 0; i < rec.nsegs; i++)
+		grant_set(d, rec.segs[i].gpa, rec.segs[i].len, true);
+	rec.in_flight = true;
+	rec.posted_round = d->round;
+	d->rx_rec[head] = rec;
+	lab_vring_add_avail(&d->rx, head);
+	d->rx_buf_key++;
+	d->rx_in_flight++;
+	return 1;
+no_room:
+	release_chain(d, &d->rx, &rec, false);
+	return 0;
+}
+
+int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
+		      const struct vl_offload *ol)
+{
+	struct lab_expect e = {.key = key, .pkt_len = pkt_len, .ol = *ol};
+
+	if (!fifo_push(&d->rx_expect, &e))
+		return drv_fail(d, "RX: more than %u delivered packets awaiting the guest",
+				d->rx_expect.cap);
+	return 0;
+}
+
+/* Pop one used RX entry and validate it against the record of that head. */
+static int rx_pop(struct lab_net_driver *d, uint32_t *id, uint32_t *len)
+{
+	if (!lab_vring_pop_used(&d->rx, id, len))
+		return 1;
+	if (*id >= d->rx.size || !d->rx_rec[*id].in_flight)
+		return drv_fail(d, "RX used ring returned head %u, which is not in flight", *id);
+	if (*len > d->rx_rec[*id].total)
+		return drv_fail(d, "RX buffer %u: used length %u exceeds its capacity %u", *id,
+				*len, d->rx_rec[*id].total);
+	if (*len == 0)
+		return drv_fail(d, "RX buffer %u returned with used length 0 (a well-formed "
+				"buffer was rejected)", *id);
+	return 0;
+}
+
+static int rx_check_packet(struct lab_net_driver *d, uint32_t got, const uint8_t *hdr,
+			   uint16_t nbufs)
+{
+	struct lab_expect e;
+
+	if (!fifo_pop(&d->rx_expect, &e))
+		return drv_fail(d, "RX: guest received a packet (%u bytes) the host never sent",
+				got);
+	struct vl_offload ol = {
+		.flags = hdr[0], .gso_type = hdr[1], .hdr_len = get16(hdr + 2),
+		.gso_size = get16(hdr + 4), .csum_start = get16(hdr + 6),
+		.csum_offset = get16(hdr + 8),
+	};
+
+	if (got != e.pkt_len)
+		return drv_fail(d, "RX packet %" PRIu64 ": guest received %u bytes over %u "
+				"buffer(s), host sent %u", e.key, got, nbufs, e.pkt_len);
+	if (!same_offload(&ol, &e.ol))
+		return drv_fail(d, "RX packet %" PRIu64 ": header fields differ from the host's "
+				"offload metadata", e.key);
+	lab_make_payload(d->scratch, e.pkt_len, d->cfg.seed, e.key);
+	uint32_t at = first_diff(d->scratch, d->scratch2, e.pkt_len);
+
+	if (at != e.pkt_len)
+		return drv_fail(d, "RX packet %" PRIu64 " (len %u, %u buffer(s)): byte %u is "
+				"0x%02x, host sent 0x%02x", e.key, e.pkt_len, nbufs, at,
+				d->scratch2[at], d->scratch[at]);
+	d->checks++;
+	return 0;
+}
+
+int lab_drv_harvest_rx(struct lab_net_driver *d)
+{
+	for (;;) {
+		uint32_t id, len;
+		uint8_t hdr[12];
+		int r = rx_pop(d, &id, &len);
+
+		if (r != 0)
+			return r > 0 ? 0 : -1;
+		struct lab_chain_rec *rec = &d->rx_rec[id];
+
+		if (len < d->hdr_len)
+			return drv_fail(d, "RX buffer %u: used length %u is shorter than the "
+					"%u-byte header", id, len, d->hdr_len);
+		/* The first buffer: header, then data. */
+		gather_segs(d, rec, d->scratch2, len);
+		memcpy(hdr, d->scratch2, d->hdr_len);
+		memmove(d->scratch2, d->scratch2 + d->hdr_len, len - d->hdr_len);
+		uint32_t got = len - d->hdr_len;
+		uint16_t nbufs = d->hdr_len == 12 ? get16(hdr + 10) : 1;
+
+		if (!d->mergeable && nbufs != 1)
+			return drv_fail(d, "RX: num_buffers is %u without mergeable buffers (must "
+					"be 1)", nbufs);
+		if (nbufs == 0 || nbufs > d->rx.size)
+			return drv_fail(d, "RX: num_buffers %u out of range", nbufs);
+		if (lab_vring_used_pending(&d->rx) < nbufs - 1)
+			return drv_fail(d, "RX: num_buffers says %u but only %u more used entries "
+					"are published", nbufs, lab_vring_used_pending(&d->rx));
+		release_chain(d, &d->rx, rec, true);
+		d->rx_in_flight--;
+		for (uint16_t b = 1; b < nbufs; b++) {
+			if (rx_pop(d, &id, &len) != 0)
+				return -1;
+			rec = &d->rx_rec[id];
+			if (got + len > VL_PKT_MAX_LEN)
+				return drv_fail(d, "RX: merged packet exceeds %u bytes",
+						VL_PKT_MAX_LEN);
+			gather_segs(d, rec, d->scratch2 + got, len);
+			got += len;
+			release_chain(d, &d->rx, rec, true);
+			d->rx_in_flight--;
+		}
+		if (rx_check_packet(d, got, hdr, nbufs) != 0)
+			return -1;
+	}
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* A simulated virtio-net driver on split rings: posts TX chains of seeded random shape and
+ * RX buffers, harvests used entries, and checks what it gets back against its own record of
+ * what it posted (byte equality, header fields, used lengths, accounting). */
+#ifndef LAB_NET_DRIVER_H
+#define LAB_NET_DRIVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+#include "rng.h"
+#include "vhostlab/vl_pkt.h"
+#include "vring_split.h"
+
+#define LAB_MAX_SEGS 24u       /* descriptors one posted chain may use */
+#define LAB_MAX_TX_DATA_SEGS 8u /* payload segments of a TX chain (header pieces extra) */
+
+struct lab_seg {
+	uint64_t gpa;
+	uint32_t len;
+};
+
+/* What the driver remembers about one posted chain, indexed by head. */
+struct lab_chain_rec {
+	bool in_flight;
+	uint64_t key;            /* TX: packet key; RX: buffer serial */
+	uint64_t posted_round;
+	uint32_t nsegs;
+	struct lab_seg segs[LAB_MAX_SEGS]; /* buffer bytes in chain order */
+	uint32_t nallocs;
+	struct lab_seg allocs[LAB_MAX_SEGS + 1]; /* guest RAM to give back */
+	uint32_t ndescs;
+	uint16_t descs[LAB_MAX_SEGS]; /* ring descriptors to give back */
+	uint32_t total;          /* TX: header + payload bytes; RX: capacity */
+	uint32_t pkt_len;        /* TX */
+	uint8_t hdr[12];         /* TX: header as written */
+};
+
+/* A packet the checker expects to see next, in order. */
+struct lab_expect {
+	uint64_t key;
+	uint32_t pkt_len;
+	struct vl_offload ol;
+};
+
+struct lab_fifo {
+	struct lab_expect *e;
+	uint32_t cap, head, count;
+};
+
+struct lab_net_driver_config {
+	uint32_t queue_size;
+	uint64_t features;
+	bool use_indirect;         /* post some chains through indirect tables */
+	const uint32_t *sizes;     /* TX packet sizes to pick from */
+	uint32_t nsizes;
+	uint32_t rx_buf_max;       /* non-mergeable RX buffer capacity (header included) */
+	uint64_t seed;
+	uint16_t start_idx;
+};
+
+struct lab_net_driver {
+	struct lab_gmem *g;
+	struct lab_net_driver_config cfg;
+	uint32_t hdr_len;
+	bool mergeable;
+	struct lab_vring tx, rx;
+	struct lab_chain_rec *tx_rec, *rx_rec; /* [queue_size], by head */
+	struct lab_rng rng;
+	uint64_t tx_key, rx_buf_key;
+	uint64_t round;
+	struct lab_fifo tx_expect;    /* posted TX packets, in avail order */
+	struct lab_fifo rx_expect;    /* packets the host delivered, in delivery order */
+	uint8_t *scratch, *scratch2;  /* VL_PKT_MAX_LEN + 12 bytes each */
+	uint8_t *grant;               /* one bit per RAM byte: granted for device writes */
+	uint32_t tx_in_flight, rx_in_flight;
+	uint64_t checks;
+	char *err;                    /* first failure, written once */
+	size_t errlen;
+};
+
+int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
+		 const struct lab_net_driver_config *cfg, char *err, size_t errlen);
+void lab_drv_fini(struct lab_net_driver *d);
+
+/* Post one TX packet (random size and shape). Returns 1 if posted, 0 if out of descriptors
+ * or guest memory, -1 on a driver failure (message in err). */
+int lab_drv_post_tx(struct lab_net_driver *d);
+/* Post one RX buffer. Same return convention. */
+int lab_drv_post_rx(struct lab_net_driver *d);
+void lab_drv_kick(struct lab_net_driver *d);
+
+/* Check a packet the host dequeued against the oldest posted TX packet. 0 ok, -1 failure. */
+int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt);
+/* Record that the host delivered a packet (key, length, offloads) to RX. */
+int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
+		      const struct vl_offload *ol);
+
+/* Harvest used entries: TX (buffers unchanged, each head once) and RX (reassemble, compare
+ * with what the host delivered). Return 0 or -1 on failure. */
+int lab_drv_harvest_tx(struct lab_net_driver *d);
+int lab_drv_harvest_rx(struct lab_net_driver *d);
+
+/* Accounting: fail if a TX chain posted max_age rounds ago is still not returned. */
+int lab_drv_check_tx_age(struct lab_net_driver *d, uint64_t max_age);
+
+/* Containment: may the device have written the byte run [gpa, gpa+len)? */
+bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_t len);
+
+/* Fill a packet's payload and offloads the way the checker will expect them for `key`. */
+void lab_make_payload(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key);
+
+#endif

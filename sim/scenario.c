@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+#include "scenario.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "guest_mem.h"
+#include "net_driver.h"
+#include "vhostlab/vhostlab.h"
+
+#define RX_KEY_BASE ((uint64_t)1 << 62)  /* RX packet keys never collide with TX keys */
+#define POOL_BUF_SIZE 2048u
+#define STALL_ROUNDS 1000u        /* rounds without progress before declaring a hang */
+
+void lab_scenario_defaults(struct lab_scenario_config *cfg)
+{
+	static const uint32_t sizes[] = {64, 128, 256, 257, 1500, 9000};
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mergeable = true;
+	cfg->indirect = true;
+	cfg->batch_threshold = VL_BATCH_THRESHOLD_DEFAULT;
+	cfg->queue_size = 256;
+	cfg->burst = 32;
+	cfg->packets = 100000;
+	memcpy(cfg->sizes, sizes, sizeof(sizes));
+	cfg->nsizes = sizeof(sizes) / sizeof(sizes[0]);
+	cfg->seed = 1;
+	cfg->containment_every = 16;
+}
+
+void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, size_t len)
+{
+	char gran[32];
+
+	if (cfg->granularity)
+		snprintf(gran, sizeof(gran), "%" PRIu64, cfg->granularity);
+	else
+		snprintf(gran, sizeof(gran), "coarse");
+	snprintf(buf, len, "ring=split mergeable=%s indirect=%s batch=%u granularity=%s "
+		 "queue=%u seed=%" PRIu64, cfg->mergeable ? "on" : "off",
+		 cfg->indirect ? "on" : "off", cfg->batch_threshold, gran, cfg->queue_size,
+		 cfg->seed);
+}
+
+/* Everything one run owns, so teardown is one function whatever failed. */
+struct run {
+	const struct lab_scenario_config *cfg;
+	struct lab_scenario_result *res;
+	struct lab_gmem *gmem;
+	struct vl_mem *mem;
+	struct lab_net_driver drv;
+	bool drv_ready;
+	struct vl_vq *txq, *rxq;
+	struct vl_pool *pool;
+	struct vl_pkt **burst;       /* [cfg->burst] dequeued packets */
+	struct vl_pkt **pending;     /* [cfg->burst] host packets waiting for RX room */
+	uint64_t *pending_key;
+	uint8_t *status;
+	uint32_t npending;
+	uint64_t host_bursts;
+	uint64_t rx_key;
+	char drv_err[400];
+};
+
+__attribute__((format(printf, 2, 3))) static int run_fail(struct run *r, const char *fmt, ...)
+{
+	if (r->res->error[0] == '\0') {
+		char where[200], what[600];
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof(what), fmt, ap);
+		va_end(ap);
+		lab_scenario_describe(r->cfg, where, sizeof(where));
+		snprintf(r->res->error, sizeof(r->res->error), "[%s] %s", where, what);
+	}
+	r->res->ok = false;
+	return -1;
+}
+
+static int driver_failed(struct run *r)
+{
+	return run_fail(r, "%s", r->drv_err[0] ? r->drv_err : "simulated driver failure");
+}
+
+static uint32_t max_size(const struct lab_scenario_config *cfg)
+{
+	uint32_t m = 1;
+
+	for (uint32_t i = 0; i < cfg->nsizes; i++)
+		if (cfg->sizes[i] > m)
+			m = cfg->sizes[i];
+	return m;
+}
+
+/* Guest RAM for the worst case in flight: a TX burst of the largest packets and a full RX
+ * ring, each allocation padded for misalignment and indirect tables; doubled for
+ * fragmentation. */
+static uint64_t ram_needed(const struct lab_scenario_config *cfg, uint32_t hdr_len)
+{
+	uint64_t pad = (uint64_t)(LAB_MAX_SEGS + 1) * 128;
+	uint64_t tx = (uint64_t)cfg->burst * (max_size(cfg) + hdr_len + pad);
+	uint64_t rx_buf = cfg->mergeable ? 2048 + 64 + pad : max_size(cfg) + hdr_len + 64 + pad;
+	uint64_t rx = (uint64_t)cfg->queue_size * rx_buf;
+	uint64_t ram = 2 * (tx + rx) + (1u << 20);
+	uint64_t unit = cfg->granularity ? cfg->granularity : LAB_PAGE_SIZE;
+
+	return (ram + unit - 1) / unit * unit;
+}
+
+/* ---- containment ------------------------------------------------------------------- */
+
+struct diff_ctx {
+	struct run *r;
+	const char *burst_kind;
+	int bad;
+};
+
+static void on_diff(void *p, uint64_t gpa, uint64_t len)
+{
+	struct diff_ctx *c = p;
+
+	if (c->bad || lab_drv_write_allowed(&c->r->drv, gpa, len))
+		return;
+	c->bad = 1;
+	run_fail(c->r, "containment: the %s burst changed guest bytes [0x%" PRIx64 ", +%" PRIu64
+		 ") the driver never granted for writing", c->burst_kind, gpa, len);
+}
+
+static bool scan_due(const struct run *r)
+{
+	/* The first bursts always, then every containment_every-th. */
+	return r->cfg->containment_every &&
+	       (r->host_bursts < 4 || r->host_bursts % r->cfg->containment_every == 0);
+}
+
+static int containment_check(struct run *r, const char *kind)
+{
+	struct diff_ctx c = {.r = r, .burst_kind = kind};
+
+	lab_gmem_diff(r->gmem, on_diff, &c);
+	r->res->containment_scans++;
+	return c.bad ? -1 : 0;
+}
+
+/* ---- setup and teardown ------------------------------------------------------------ */
+
+static int setup(struct run *r)
+{
+	const struct lab_scenario_config *cfg = r->cfg;
+	uint64_t features = VL_FEATURE(VL_F_NET_CSUM);
+	char msg[256] = "";
+	int err = 0;
+
+	/* Mergeable configurations run as modern devices (12-byte header); the others as
+	 * legacy ones (10-byte header), so both header sizes are exercised. */
+	if (cfg->mergeable)
+		features |= VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_VERSION_1);
+	if (cfg->indirect)
+		features |= VL_FEATURE(VL_F_RING_INDIRECT_DESC);
+	uint32_t hdr_len = vl_net_hdr_len(features);
+
+	r->res->hdr_len = hdr_len;
+	struct lab_gmem_config gc = {
+		.ram_size = ram_needed(cfg, hdr_len),
+		.ring_area_size = 2 * lab_vring_area_bytes(cfg->queue_size),
+		.granularity = cfg->granularity,
+		.seed = cfg->seed,
+	};
+
+	r->gmem = lab_gmem_create(&gc, msg, sizeof(msg));
+	if (!r->gmem)
+		return run_fail(r, "guest memory: %s", msg);
+	uint32_t n;
+	const struct vl_mem_region *regs = lab_gmem_regions(r->gmem, &n);
+
+	r->mem = vl_mem_create(regs, n, &err);
+	if (!r->mem)
+		return run_fail(r, "vl_mem_create: %s", vl_strerror(err));
+
+	struct lab_net_driver_config dc = {
+		.queue_size = cfg->queue_size,
+		.features = features,
+		.use_indirect = cfg->indirect,
+		.sizes = cfg->sizes,
+		.nsizes = cfg->nsizes,
+		.rx_buf_max = max_size(cfg) + hdr_len,
+		.seed = cfg->seed,
+		/* Start near the top of the 16-bit index space so every run crosses the wrap. */
+		.start_idx = (uint16_t)(0x10000u - 3u * (cfg->queue_size % 0x8000u) - 7u),
+	};
+
+	if (lab_drv_init(&r->drv, r->gmem, &dc, r->drv_err, sizeof(r->drv_err)) != 0)
+		return driver_failed(r);
+	r->drv_ready = true;
+
+	struct vl_vq_config qc;
+
+	vl_vq_config_init(&qc, VL_LAYOUT_SPLIT, cfg->queue_size);
+	qc.features = features;
+	qc.batch_threshold = cfg->batch_threshold;
+	qc.last_avail_idx = dc.start_idx;
+	qc.desc_gpa = r->drv.tx.desc_gpa;
+	qc.driver_gpa = r->drv.tx.avail_gpa;
+	qc.device_gpa = r->drv.tx.used_gpa;
+	r->txq = vl_vq_create(r->mem, &qc, &err);
+	if (!r->txq)
+		return run_fail(r, "TX queue: %s", vl_strerror(err));
+	qc.desc_gpa = r->drv.rx.desc_gpa;
+	qc.driver_gpa = r->drv.rx.avail_gpa;
+	qc.device_gpa = r->drv.rx.used_gpa;
+	r->rxq = vl_vq_create(r->mem, &qc, &err);
+	if (!r->rxq)
+		return run_fail(r, "RX queue: %s", vl_strerror(err));
+
+	/* Enough segments for a TX burst of the largest packets plus the RX packets held. */
+	uint32_t segs_per_pkt = max_size(cfg) / POOL_BUF_SIZE + 1;
+
+	r->pool = vl_pool_create(2 * cfg->burst * segs_per_pkt + 64, POOL_BUF_SIZE);
+	r->burst = calloc(cfg->burst, sizeof(*r->burst));
+	r->pending = calloc(cfg->burst, sizeof(*r->pending));
+	r->pending_key = calloc(cfg->burst, sizeof(*r->pending_key));
+	r->status = calloc(cfg->burst, 1);
+	if (!r->pool || !r->burst || !r->pending || !r->pending_key || !r->status)
+		return run_fail(r, "out of memory");
+	r->rx_key = RX_KEY_BASE;
+	return 0;
+}
+
+static void teardown(struct run *r)
+{
+	for (uint32_t i = 0; i < r->npending; i++)
+		vl_pkt_free(r->pending[i]);
+	r->npending = 0;
+	if (r->pool) {
+		uint32_t out = vl_pool_destroy(r->pool);
+
+		if (out != 0)
+			run_fail(r, "pool hygiene: %u buffers never came back", out);
+	}
+	vl_vq_destroy(r->txq);
+	vl_vq_destroy(r->rxq);
+	vl_mem_destroy(r->mem);
+	if (r->drv_ready)
+		lab_drv_fini(&r->drv);
+	lab_gmem_destroy(r->gmem);
+	free(r->burst);
+	free(r->pending);
+	free(r->pending_key);
+	free(r->status);
+}
+
+/* ---- one round: a TX burst and an RX burst ----------------------------------------- */
+
+static int tx_round(struct run *r, uint64_t *posted)
+{
+	const struct lab_scenario_config *cfg = r->cfg;
+	struct lab_scenario_result *res = r->res;
+
+	for (uint32_t i = 0; i < cfg->burst && *posted < cfg->packets; i++) {
+		int p = lab_drv_post_tx(&r->drv);
+
+		if (p < 0)
+			return driver_failed(r);
+		if (p == 0)
+			break;
+		(*posted)++;
+	}
+	lab_drv_kick(&r->drv);
+
+	bool scan = scan_due(r);
+
+	if (scan)
+		lab_gmem_snapshot(r->gmem);
+	uint16_t n = vl_net_dequeue(r->txq, r->pool, r->burst, (uint16_t)cfg->burst);
+
+	r->host_bursts++;
+	if (scan && containment_check(r, "dequeue") != 0)
+		return -1;
+	int rc = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (rc == 0 && lab_drv_check_dequeued(&r->drv, r->burst[i]) != 0)
+			rc = driver_failed(r);
+		res->tx_bytes += r->burst[i]->pkt_len;
+		vl_pkt_free(r->burst[i]);
+	}
+	res->tx_packets += n;
+	if (rc != 0)
+		return rc;
+	if (lab_drv_harvest_tx(&r->drv) != 0 || lab_drv_check_tx_age(&r->drv, 1) != 0)
+		return driver_failed(r);
+	return 0;
+}
+
+static void make_rx_packet(struct run *r, struct vl_pkt *pkt, uint64_t key)
+{
+	struct lab_rng rng = lab_rng_make(r->cfg->seed, key);
+	static const uint8_t flag_choices[] = {0, VL_NET_HDR_F_DATA_VALID, VL_NET_HDR_F_NEEDS_CSUM};
+	uint8_t *tmp = r->drv.scratch;
+
+	lab_make_payload(tmp, pkt->pkt_len, r->cfg->seed, key);
+	vl_pkt_write(pkt, 0, tmp, pkt->pkt_len);
+	pkt->ol.flags = flag_choices[lab_rng_below(&rng, 3)];
+	pkt->ol.gso_type = VL_NET_HDR_GSO_NONE;
+	pkt->ol.hdr_len = (uint16_t)lab_rng_below(&rng, 128);
+	pkt->ol.gso_size = (uint16_t)lab_rng_below(&rng, 1500);
+	pkt->ol.csum_start = (uint16_t)lab_rng_below(&rng, pkt->pkt_len);
+	pkt->ol.csum_offset = (uint16_t)lab_rng_below(&rng, 64);
+}
+
+static int rx_round(struct run *r, uint64_t *generated)
+{
+	const struct lab_scenario_config *cfg = r->cfg;
+	struct lab_scenario_result *res = r->res;
+
+	if (lab_drv_harvest_rx(&r->drv) != 0)
+		return driver_failed(r);
+	while (r->drv.rx_in_flight < cfg->queue_size) {
+		int p = lab_drv_post_rx(&r->drv);
+
+		if (p < 0)
+			return driver_failed(r);
+		if (p == 0)
+			break;
+	}
+	lab_drv_kick(&r->drv);
+
+	while (r->npending < cfg->burst && *generated < cfg->packets) {
+		struct lab_rng rng = lab_rng_make(cfg->seed, r->rx_key ^ 0x1234);
+		uint32_t len = cfg->sizes[lab_rng_below(&rng, cfg->nsizes)];
+		struct vl_pkt *pkt = vl_pkt_alloc_len(r->pool, len);
+
+		if (!pkt)
+			return run_fail(r, "pool exhausted building RX packet %" PRIu64,
+					r->rx_key - RX_KEY_BASE);
+		make_rx_packet(r, pkt, r->rx_key);
+		r->pending[r->npending] = pkt;
+		r->pending_key[r->npending] = r->rx_key++;
+		r->npending++;
+		(*generated)++;
+	}
+
+	bool scan = scan_due(r);
+
+	if (scan)
+		lab_gmem_snapshot(r->gmem);
+	uint16_t h = vl_net_enqueue(r->rxq, r->pending, (uint16_t)r->npending, r->status);
+
+	r->host_bursts++;
+	if (scan && containment_check(r, "enqueue") != 0)
+		return -1;
+	for (uint16_t i = 0; i < h; i++) {
+		struct vl_pkt *pkt = r->pending[i];
+
+		if (r->status[i] != VL_RX_DELIVERED)
+			return run_fail(r, "RX packet %" PRIu64 " (%u bytes) dropped (status %u) "
+					"although the guest's buffers could hold it",
+					r->pending_key[i] - RX_KEY_BASE, pkt->pkt_len, r->status[i]);
+		if (lab_drv_expect_rx(&r->drv, r->pending_key[i], pkt->pkt_len, &pkt->ol) != 0)
+			return driver_failed(r);
+		res->rx_packets++;
+		res->rx_bytes += pkt->pkt_len;
+		vl_pkt_free(pkt);
+	}
+	memmove(r->pending, r->pending + h, (r->npending - h) * sizeof(*r->pending));
+	memmove(r->pending_key, r->pending_key + h, (r->npending - h) * sizeof(*r->pending_key));
+	r->npending -= h;
+	if (lab_drv_harvest_rx(&r->drv) != 0)
+		return driver_failed(r);
+	return 0;
+}
+
+/* ---- end-of-run oracles ------------------------------------------------------------ */
+
+static int final_checks(struct run *r)
+{
+	struct lab_net_driver *d = &r->drv;
+	const struct vl_vq_stats *ts = vl_vq_stats(r->txq), *rs = vl_vq_stats(r->rxq);
+
+	if (lab_drv_harvest_tx(d) != 0 || lab_drv_harvest_rx(d) != 0)
+		return driver_failed(r);
+	if (d->tx_in_flight != 0)
+		return run_fail(r, "accounting: %u TX chains never returned", d->tx_in_flight);
+	if (d->tx_expect.count != 0)
+		return run_fail(r, "accounting: %u posted TX packets never dequeued",
+				d->tx_expect.count);
+	if (d->rx_expect.count != 0)
+		return run_fail(r, "accounting: %u delivered RX packets never seen by the guest",
+				d->rx_expect.count);
+	/* Every RX buffer the device consumed came back: those still out are exactly the
+	 * ones it has not consumed yet. */
+	uint16_t unconsumed = (uint16_t)(d->rx.avail_idx - vl_vq_last_avail(r->rxq));
+
+	if (d->rx_in_flight != unconsumed)
+		return run_fail(r, "accounting: %u RX buffers outstanding but the device left only "
+				"%u unconsumed", d->rx_in_flight, unconsumed);
+	for (int q = 0; q < 2; q++) {
+		const struct vl_vq_stats *s = q ? rs : ts;
+		const struct vl_vq *vq = q ? r->rxq : r->txq;
+
+		if (vl_vq_broken(vq))
+			return run_fail(r, "%s queue broken: %s", q ? "RX" : "TX",
+					vl_drop_name(vl_vq_broken_reason(vq)));
+		for (int k = 1; k < VL_DROP__COUNT; k++)
+			if (s->drops[k])
+				return run_fail(r, "%s queue dropped %" PRIu64 " well-formed "
+						"chains/packets as %s", q ? "RX" : "TX",
+						s->drops[k], vl_drop_name((enum vl_drop)k));
+	}
+	/* Every host packet was freed after checking, and all RX packets were handled. */
+	if (r->npending != 0 || vl_pool_free_count(r->pool) != vl_pool_capacity(r->pool))
+		return run_fail(r, "pool hygiene: %u of %u buffers free at the end",
+				vl_pool_free_count(r->pool), vl_pool_capacity(r->pool));
+	r->res->tx_stats = *ts;
+	r->res->rx_stats = *rs;
+	return 0;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int lab_scenario_run(const struct lab_scenario_config *cfg, struct lab_scenario_result *res)
+{
+	struct run r = {.cfg = cfg, .res = res};
+	double t0 = now_seconds();
+	uint64_t tx_posted = 0, rx_generated = 0, stall = 0;
+	uint64_t last_progress = 0, step = cfg->packets / 20 + 1;
+
+	memset(res, 0, sizeof(*res));
+	res->ok = true;
+	if (cfg->nsizes == 0 || cfg->burst == 0 || cfg->queue_size == 0) {
+		run_fail(&r, "invalid scenario configuration");
+		return -1;
+	}
+	int rc = setup(&r);
+
+	while (rc == 0 && (res->tx_packets < cfg->packets || res->rx_packets < cfg->packets)) {
+		uint64_t before = res->tx_packets + res->rx_packets;
+
+		r.drv.round++;
+		rc = tx_round(&r, &tx_posted);
+		if (rc == 0)
+			rc = rx_round(&r, &rx_generated);
+		if (rc != 0)
+			break;
+		if (res->tx_packets + res->rx_packets == before) {
+			if (++stall > STALL_ROUNDS)
+				rc = run_fail(&r, "liveness: no packet moved for %u rounds "
+					      "(tx %" PRIu64 ", rx %" PRIu64 ")", STALL_ROUNDS,
+					      res->tx_packets, res->rx_packets);
+		} else {
+			stall = 0;
+		}
+		uint64_t done = res->tx_packets + res->rx_packets;
+
+		if (cfg->progress && done - last_progress >= step) {
+			last_progress = done;
+			cfg->progress(cfg->progress_ctx, res->tx_packets, res->rx_packets,
+				      cfg->packets);
+		}
+	}
+	if (rc == 0)
+		rc = final_checks(&r);
+	res->checks = r.drv.checks + res->containment_scans;
+	teardown(&r);
+	res->seconds = now_seconds() - t0;
+	return res->ok ? 0 : -1;
+}

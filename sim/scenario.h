@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* One scenario body, run over any configuration: the simulated driver and the core exchange
+ * packets both ways while every oracle is applied (byte equality, accounting, containment,
+ * pool hygiene). `vhostlab run` and the scenario tests both call lab_scenario_run. */
+#ifndef LAB_SCENARIO_H
+#define LAB_SCENARIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vhostlab/vl_vq.h"
+
+#define LAB_MAX_SIZES 32u
+
+struct lab_scenario_config {
+	bool mergeable;            /* negotiate VIRTIO_NET_F_MRG_RXBUF (+VERSION_1) */
+	bool indirect;             /* negotiate and use indirect descriptors */
+	uint32_t batch_threshold;  /* core's small-copy threshold, 0 = off */
+	uint64_t granularity;      /* guest RAM region size, 0 = coarse */
+	uint32_t queue_size;
+	uint32_t burst;            /* packets per host burst */
+	uint64_t packets;          /* per direction */
+	uint32_t sizes[LAB_MAX_SIZES];
+	uint32_t nsizes;
+	uint64_t seed;
+	uint32_t containment_every; /* host bursts between whole-memory checks (0 = never) */
+	/* Called now and then with progress; may be NULL. */
+	void (*progress)(void *ctx, uint64_t tx_done, uint64_t rx_done, uint64_t total);
+	void *progress_ctx;
+};
+
+struct lab_scenario_result {
+	bool ok;
+	char error[1024];            /* first failure, with configuration context */
+	uint32_t hdr_len;
+	uint64_t tx_packets, rx_packets, tx_bytes, rx_bytes;
+	uint64_t checks;            /* individual oracle checks that passed */
+	uint64_t containment_scans;
+	double seconds;
+	struct vl_vq_stats tx_stats, rx_stats;
+};
+
+/* Fill cfg with the default workload for one configuration. */
+void lab_scenario_defaults(struct lab_scenario_config *cfg);
+
+/* Run one configuration. Returns 0 when every oracle held, -1 otherwise (res->error says
+ * which oracle, packet and values). */
+int lab_scenario_run(const struct lab_scenario_config *cfg, struct lab_scenario_result *res);
+
+/* "mergeable=on indirect=off batch=256 granularity=4096 seed=1" */
+void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, size_t len);
+
+#endif
