@@ -23,6 +23,7 @@ void lab_scenario_defaults(struct lab_scenario_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mergeable = true;
 	cfg->indirect = true;
+	cfg->modern = true;
 	cfg->batch_threshold = VL_BATCH_THRESHOLD_DEFAULT;
 	cfg->queue_size = 256;
 	cfg->burst = 32;
@@ -42,9 +43,9 @@ void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, siz
 	else
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "ring=split mergeable=%s indirect=%s batch=%u granularity=%s "
-		 "queue=%u seed=%" PRIu64, cfg->mergeable ? "on" : "off",
-		 cfg->indirect ? "on" : "off", cfg->batch_threshold, gran, cfg->queue_size,
-		 cfg->seed);
+		 "version_1=%s queue=%u seed=%" PRIu64, cfg->mergeable ? "on" : "off",
+		 cfg->indirect ? "on" : "off", cfg->batch_threshold, gran,
+		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->seed);
 }
 
 /* Everything one run owns, so teardown is one function whatever failed. */
@@ -157,10 +158,10 @@ static int setup(struct run *r)
 	char msg[256] = "";
 	int err = 0;
 
-	/* Mergeable configurations run as modern devices (12-byte header); the others as
-	 * legacy ones (10-byte header), so both header sizes are exercised. */
 	if (cfg->mergeable)
-		features |= VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_VERSION_1);
+		features |= VL_FEATURE(VL_F_NET_MRG_RXBUF);
+	if (cfg->modern)
+		features |= VL_FEATURE(VL_F_VERSION_1);
 	if (cfg->indirect)
 		features |= VL_FEATURE(VL_F_RING_INDIRECT_DESC);
 	uint32_t hdr_len = vl_net_hdr_len(features);

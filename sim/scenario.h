@@ -16,6 +16,8 @@
 struct lab_scenario_config {
 	bool mergeable;            /* negotiate VIRTIO_NET_F_MRG_RXBUF (+VERSION_1) */
 	bool indirect;             /* negotiate and use indirect descriptors */
+	bool modern;               /* negotiate VIRTIO_F_VERSION_1 (12-byte header even
+				    * without mergeable buffers; num_buffers must be 1) */
 	uint32_t batch_threshold;  /* core's small-copy threshold, 0 = off */
 	uint64_t granularity;      /* guest RAM region size, 0 = coarse */
 	uint32_t queue_size;

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* vhostlab command-line tool: shared helpers of the subcommands. */
+#ifndef VL_CLI_H
+#define VL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit codes every subcommand uses. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1   /* the job ran and found a failure */
+#define CLI_EXIT_USAGE 2  /* bad command line */
+
+int cmd_run(int argc, char **argv);
+
+/* Parse an unsigned decimal in [min, max]; on error print "vhostlab CMD: OPT: ..." naming
+ * the value and return false. */
+bool cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t min,
+		   uint64_t max, uint64_t *out);
+
+/* Print "vhostlab CMD: message" to stderr. */
+void cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
