@@ -138,7 +138,7 @@ static bool one_gran(const char *opt, const char *item, void *out, uint32_t i)
 		((uint64_t *)out)[i] = 0;
 		return true;
 	}
-	if (!cli_parse_u64("run", opt, item, 4096, 1ull << 30, &v))
+	if (!cli_parse_u64("run", opt, item, 1, 1ull << 30, &v))
 		return false;
 	if (v % 4096 != 0) {
 		cli_usage_error("run", "%s: %s is not a multiple of 4096 (or 'coarse')", opt, item);

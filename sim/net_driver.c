@@ -176,12 +176,20 @@ static void release_chain(struct lab_net_driver *d, struct lab_vring *vr,
 /* Cut `total` bytes into segment lengths. TX shapes put the header alone, share it with
  * data, or spread it over three descriptors; a rare zero-length descriptor is mixed in. */
 static uint32_t cut_segments(struct lab_net_driver *d, uint32_t total, uint32_t hdr,
-			     uint32_t max_data_segs, uint32_t *lens)
+			     uint32_t max_data_segs, uint32_t max_descs, uint32_t *lens)
 {
 	uint32_t n = 0, rest = total;
+	/* Spec 2.7.5.3.1: no chain (indirect tables included) longer than the queue size. */
+	uint32_t limit = d->cfg.queue_size < LAB_MAX_SEGS ? d->cfg.queue_size : LAB_MAX_SEGS;
 
-	if (hdr) {
-		switch (lab_rng_below(&d->rng, 3)) {
+	if (limit > max_descs)
+		limit = max_descs;
+	uint32_t hdr_modes = limit >= 4 ? 3 : limit >= 2 ? 1 : 0;
+
+	if (hdr && hdr_modes) {
+		/* Mode 0 (header alone) needs 2 descriptors, mode 1 (header in three) needs 4;
+		 * the shared mode needs one and is chosen when nothing else fits. */
+		switch (hdr_modes == 3 ? lab_rng_below(&d->rng, 3) : 2 * lab_rng_below(&d->rng, 2)) {
 		case 0: /* header alone */
 			lens[n++] = hdr;
 			rest -= hdr;
@@ -197,6 +205,8 @@ static uint32_t cut_segments(struct lab_net_driver *d, uint32_t total, uint32_t 
 			break;
 		}
 	}
+	if (max_data_segs > limit - n)
+		max_data_segs = limit - n;
 	uint32_t k = 1 + lab_rng_below(&d->rng, max_data_segs);
 
 	if (k > rest)
@@ -208,7 +218,7 @@ static uint32_t cut_segments(struct lab_net_driver *d, uint32_t total, uint32_t 
 		lens[n++] = len;
 		rest -= len;
 	}
-	if (n < LAB_MAX_SEGS && lab_rng_chance(&d->rng, 1, 32)) {
+	if (n < limit && lab_rng_chance(&d->rng, 1, 32)) {
 		/* A zero-length descriptor somewhere after the first: legal, skipped. */
 		uint32_t at = 1 + lab_rng_below(&d->rng, n);
 
@@ -322,7 +332,7 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 	memcpy(d->scratch, rec.hdr, d->hdr_len);
 	lab_make_payload(d->scratch + d->hdr_len, pkt_len, d->cfg.seed, rec.key);
 
-	uint32_t n = cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS, lens);
+	uint32_t n = cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS, LAB_MAX_SEGS, lens);
 	uint32_t off = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -479,17 +489,26 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 
 	if (d->rx.nfree == 0)
 		return 0;
-	if (d->mergeable)
+	if (d->mergeable) {
 		/* Mostly ordinary buffers, sometimes tiny ones that hold little beyond the
-		 * header, so packets spread over many buffers. */
-		cap = lab_rng_chance(&d->rng, 1, 8) ? d->hdr_len + lab_rng_below(&d->rng, 16)
-						     : d->hdr_len + 1 + lab_rng_below(&d->rng, 2048);
-	else
+		 * header, so packets spread over many buffers. Never so small that a full ring
+		 * could not hold the largest packet: then the device must drop it. */
+		uint32_t min_cap = (d->cfg.rx_buf_max + d->cfg.queue_size - 1) / d->cfg.queue_size;
+
+		if (min_cap < d->hdr_len)
+			min_cap = d->hdr_len;
+		cap = lab_rng_chance(&d->rng, 1, 8) ? min_cap + lab_rng_below(&d->rng, 16)
+						     : min_cap + 1 + lab_rng_below(&d->rng, 2048);
+	} else {
 		cap = d->cfg.rx_buf_max + lab_rng_below(&d->rng, 64);
+	}
 	rec.key = d->rx_buf_key;
 	rec.total = cap;
 
-	uint32_t n = cut_segments(d, cap, 0, d->mergeable ? 3 : 4, lens);
+	/* Mergeable packets need several buffers at once: on small queues, one descriptor per
+	 * buffer (as Linux posts them) so the ring can hold queue-size buffers. */
+	uint32_t max_segs = d->mergeable ? (d->cfg.queue_size >= 64 ? 3 : 1) : 4;
+	uint32_t n = cut_segments(d, cap, 0, max_segs, max_segs == 1 ? 1 : LAB_MAX_SEGS, lens);
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t gpa = place_bytes(d, &rec, NULL, lens[i]);

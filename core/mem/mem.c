@@ -88,7 +88,8 @@ struct vl_mem *vl_mem_create(const struct vl_mem_region *regions, uint32_t n, in
 			 * address space (a pointer overflow); the unsigned difference equals
 			 * size only when r->host is exactly there (or NULL, rejected above). */
 			if (r->gpa == prev->last + 1 &&
-			    (uintptr_t)r->host - (uintptr_t)prev->host == prev->last - prev->gpa + 1) {
+			    (uintptr_t)r->host - (uintptr_t)prev->host ==
+				    prev->last - prev->gpa + 1) {
 				prev->last = last;
 				continue;
 			}
