@@ -55,16 +55,22 @@ static bool fifo_pop(struct lab_fifo *f, struct lab_expect *e)
 
 /* ---- grants (containment) ---------------------------------------------------------- */
 
+/* Set or clear bits [first, first + len) of the grant bitmap: whole bytes at once in the
+ * middle, bit by bit at the ragged ends. */
 static void grant_set(struct lab_net_driver *d, uint64_t gpa, uint32_t len, bool on)
 {
-	uint64_t off = gpa - lab_gmem_ram_gpa(d->g);
+	uint64_t i = gpa - lab_gmem_ram_gpa(d->g), end = i + len;
 
-	for (uint64_t i = off; i < off + len; i++) {
-		if (on)
-			d->grant[i >> 3] |= (uint8_t)(1u << (i & 7));
-		else
-			d->grant[i >> 3] &= (uint8_t)~(1u << (i & 7));
+	for (; i < end && (i & 7); i++)
+		d->grant[i >> 3] = on ? d->grant[i >> 3] | (uint8_t)(1u << (i & 7))
+				      : d->grant[i >> 3] & (uint8_t)~(1u << (i & 7));
+	if (end - i >= 8) {
+		memset(&d->grant[i >> 3], on ? 0xff : 0, (end - i) >> 3);
+		i += (end - i) & ~(uint64_t)7;
 	}
+	for (; i < end; i++)
+		d->grant[i >> 3] = on ? d->grant[i >> 3] | (uint8_t)(1u << (i & 7))
+				      : d->grant[i >> 3] & (uint8_t)~(1u << (i & 7));
 }
 
 static bool in_range(uint64_t gpa, uint64_t len, uint64_t base, uint64_t size)
