@@ -1,0 +1,129 @@
+"""Command-line contract of vhostlab (docs/cli.md): help, version, usage errors.
+
+Usage errors exit 2 and the message on stderr names the offending word, so that a user can
+see at once what to fix.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+RUN_OPTIONS = [
+    "--mergeable",
+    "--indirect",
+    "--batch",
+    "--granularity",
+    "--packets",
+    "--sizes",
+    "--seed",
+    "--queue-size",
+    "--burst",
+    "--json",
+    "--quiet",
+]
+
+
+def assert_usage_error(res, bad_word: str) -> None:
+    assert res.returncode == 2, f"want exit status 2 (usage error)\n{res.describe()}"
+    assert bad_word in res.stderr, f"stderr does not name {bad_word!r}\n{res.describe()}"
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_top_level_help(vhostlab, flag):
+    res = vhostlab(flag)
+    assert res.returncode == 0, res.describe()
+    assert re.search(r"\brun\b", res.stdout), f"help must list the run command\n{res.describe()}"
+    assert "--version" in res.stdout, res.describe()
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_run_help_mentions_every_option(vhostlab, flag):
+    res = vhostlab("run", flag)
+    assert res.returncode == 0, res.describe()
+    missing = [opt for opt in RUN_OPTIONS if opt not in res.stdout]
+    assert not missing, f"run help does not mention {missing}\n{res.describe()}"
+
+
+def test_run_help_does_not_run(vhostlab):
+    """--help wins over other options and never starts the lab."""
+    res = vhostlab("run", "--json", "--help")
+    assert res.returncode == 0, res.describe()
+    assert '"configs"' not in res.stdout, res.describe()
+
+
+def test_version(vhostlab, project_version):
+    res = vhostlab("--version")
+    assert res.returncode == 0, res.describe()
+    m = re.search(r"\b(\d+\.\d+\.\d+)\b", res.stdout)
+    assert m, f"--version must print a version number on stdout\n{res.describe()}"
+    if project_version is not None:
+        assert m.group(1) == project_version, (
+            f"--version says {m.group(1)}, CMakeLists.txt says {project_version}\n"
+            f"{res.describe()}"
+        )
+
+
+def test_no_command_is_usage_error(vhostlab):
+    res = vhostlab()
+    assert res.returncode == 2, res.describe()
+    assert res.stderr.strip(), f"a usage message is expected on stderr\n{res.describe()}"
+
+
+def test_unknown_command(vhostlab):
+    assert_usage_error(vhostlab("frobnicate"), "frobnicate")
+
+
+def test_unknown_top_level_option(vhostlab):
+    assert_usage_error(vhostlab("--frobnicate"), "--frobnicate")
+
+
+def test_unknown_run_option(vhostlab):
+    assert_usage_error(vhostlab("run", "--frobnicate"), "--frobnicate")
+
+
+def test_packets_not_a_number(vhostlab):
+    assert_usage_error(vhostlab("run", "--packets", "abc"), "abc")
+
+
+def test_granularity_not_page_multiple(vhostlab):
+    res = vhostlab("run", "--granularity", "1000")
+    assert_usage_error(res, "1000")
+
+
+def test_granularity_bad_item_in_list(vhostlab):
+    res = vhostlab("run", "--granularity", "coarse,4096,6000")
+    assert_usage_error(res, "6000")
+
+
+@pytest.mark.parametrize(
+    "args, bad_word",
+    [
+        (["--mergeable", "maybe"], "maybe"),
+        (["--indirect", "sometimes"], "sometimes"),
+        (["--batch", "12x"], "12x"),
+        (["--granularity", "fine"], "fine"),
+        (["--sizes", "65536"], "65536"),
+        (["--sizes", "64,zz"], "zz"),
+        (["--seed", "seedy"], "seedy"),
+        (["--queue-size", "1000"], "1000"),  # not a power of two
+        (["--queue-size", "65536"], "65536"),  # power of two above 32768
+        (["--burst", "257"], "257"),
+        (["--packets", "12q"], "12q"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_bad_values(vhostlab, args, bad_word):
+    assert_usage_error(vhostlab("run", *args), bad_word)
+
+
+def test_missing_option_value(vhostlab):
+    assert_usage_error(vhostlab("run", "--packets"), "--packets")
+
+
+def test_usage_error_prints_no_json(vhostlab):
+    """A consumer of --json must never see a half result on stdout after a usage error."""
+    res = vhostlab("run", "--json", "--packets", "abc")
+    assert_usage_error(res, "abc")
+    assert res.stdout.strip() == "", f"nothing may be printed on stdout\n{res.describe()}"

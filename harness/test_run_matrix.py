@@ -1,0 +1,242 @@
+"""`vhostlab run --json`: the scenario matrix and its JSON result (docs/cli.md).
+
+Each run drives the real core through the simulated guest; a configuration only reports
+"ok": true when every oracle passed, so these tests fail whenever the datapath does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+PACKETS = 3000
+
+# Every key of a configuration object and the type(s) its value must have.
+CONFIG_KEYS = {
+    "ring": str,
+    "mergeable": bool,
+    "indirect": bool,
+    "batch_threshold": int,
+    "granularity": int,
+    "queue_size": int,
+    "tx_packets": int,
+    "rx_packets": int,
+    "tx_bytes": int,
+    "rx_bytes": int,
+    "checks": int,
+    "seconds": (int, float),
+    "pps": (int, float),
+    "ok": bool,
+    "error": (str, type(None)),
+}
+
+DEFAULT_MATRIX = set(
+    itertools.product([True, False], [True, False], [0, 256], [0, 4096])
+)  # (mergeable, indirect, batch_threshold, granularity)
+
+
+def combo(cfg: dict) -> tuple:
+    return (cfg["mergeable"], cfg["indirect"], cfg["batch_threshold"], cfg["granularity"])
+
+
+def has_type(value, types) -> bool:
+    # bool is a subclass of int in Python; an int field must not be a JSON true/false.
+    if isinstance(value, bool):
+        return types is bool or (isinstance(types, tuple) and bool in types)
+    return isinstance(value, types)
+
+
+def check_config(cfg: dict, *, min_packets: int) -> None:
+    """Schema and sanity of one configuration object that is expected to have passed."""
+    assert isinstance(cfg, dict), cfg
+    missing = sorted(set(CONFIG_KEYS) - set(cfg))
+    assert not missing, f"configuration lacks keys {missing}: {cfg}"
+    for key, types in CONFIG_KEYS.items():
+        assert has_type(cfg[key], types), f"{key}={cfg[key]!r} has the wrong type in {cfg}"
+    assert cfg["ring"] == "split", cfg
+    assert cfg["ok"] is True, f"configuration failed: {cfg.get('error')}: {cfg}"
+    assert cfg["error"] is None, cfg
+    assert cfg["tx_packets"] >= min_packets, cfg
+    assert cfg["rx_packets"] >= min_packets, cfg
+    assert cfg["tx_bytes"] > 0 and cfg["rx_bytes"] > 0, cfg
+    # Every packet is at least 1 byte; a byte count below the packet count is impossible.
+    assert cfg["tx_bytes"] >= cfg["tx_packets"], cfg
+    assert cfg["rx_bytes"] >= cfg["rx_packets"], cfg
+    assert cfg["checks"] > 0, f"a passing configuration must have checked something: {cfg}"
+    assert cfg["seconds"] >= 0 and cfg["pps"] >= 0, cfg
+    assert cfg["batch_threshold"] >= 0, cfg
+    assert cfg["granularity"] == 0 or cfg["granularity"] % 4096 == 0, cfg
+
+
+def untimed(cfg: dict) -> dict:
+    """A configuration without its timing fields (which legitimately vary run to run)."""
+    return {k: v for k, v in cfg.items() if k not in ("seconds", "pps")}
+
+
+# --- the default matrix -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def default_run(vhostlab):
+    return vhostlab.run_json("--packets", str(PACKETS))
+
+
+def test_default_matrix_passes(default_run):
+    res, doc = default_run
+    failed = [c for c in doc.get("configs", []) if c.get("ok") is not True]
+    assert doc["ok"] is True, f"failed configurations: {failed}\n{res.describe()}"
+    assert res.returncode == 0, res.describe()
+
+
+def test_default_matrix_top_level(default_run):
+    res, doc = default_run
+    assert isinstance(doc.get("configs"), list), res.describe()
+    assert has_type(doc.get("seed"), int) and doc["seed"] == 1, f"default seed is 1: {doc.get('seed')}"
+    assert has_type(doc.get("wall_seconds"), (int, float)), doc.get("wall_seconds")
+    assert doc["wall_seconds"] >= 0
+    assert doc["ok"] == all(c.get("ok") is True for c in doc["configs"]), (
+        'top-level "ok" must be true exactly when every configuration is ok'
+    )
+
+
+def test_default_matrix_is_full_product(default_run):
+    _, doc = default_run
+    combos = [combo(c) for c in doc["configs"]]
+    assert len(combos) == 16, f"want 16 configurations, got {len(combos)}: {combos}"
+    duplicates = {c for c in combos if combos.count(c) > 1}
+    assert not duplicates, f"configurations run more than once: {duplicates}"
+    assert set(combos) == DEFAULT_MATRIX, (
+        f"missing {DEFAULT_MATRIX - set(combos)}, unexpected {set(combos) - DEFAULT_MATRIX}"
+    )
+
+
+def test_default_matrix_configs(default_run):
+    _, doc = default_run
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=PACKETS)
+        assert cfg["queue_size"] == 256, f"default queue size is 256: {cfg}"
+        # Default sizes are 64..9000 bytes.
+        assert 64 * cfg["tx_packets"] <= cfg["tx_bytes"] <= 9000 * cfg["tx_packets"], cfg
+        assert 64 * cfg["rx_packets"] <= cfg["rx_bytes"] <= 9000 * cfg["rx_packets"], cfg
+
+
+# --- single configurations chosen by options --------------------------------------------
+
+SINGLE_CONFIGS = [
+    # mergeable, indirect, batch, granularity option, granularity in JSON
+    ("on", "on", "0", "coarse", 0),
+    ("off", "on", "256", "4096", 4096),
+    ("on", "off", "256", "8192", 8192),
+    ("off", "off", "0", "coarse", 0),
+    ("on", "on", "1024", "4096", 4096),
+]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 42, 20240601])
+@pytest.mark.parametrize(
+    "mergeable, indirect, batch, gran_opt, gran_json",
+    SINGLE_CONFIGS,
+    ids=[f"mrg={m}-ind={i}-batch={b}-gran={g}" for m, i, b, g, _ in SINGLE_CONFIGS],
+)
+def test_single_configuration(vhostlab, mergeable, indirect, batch, gran_opt, gran_json, seed):
+    packets = 2000
+    res, doc = vhostlab.run_json(
+        "--mergeable", mergeable,
+        "--indirect", indirect,
+        "--batch", batch,
+        "--granularity", gran_opt,
+        "--packets", str(packets),
+        "--seed", str(seed),
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    assert doc.get("seed") == seed, f"JSON seed {doc.get('seed')} != --seed {seed}"
+    assert len(doc["configs"]) == 1, res.describe()
+    cfg = doc["configs"][0]
+    check_config(cfg, min_packets=packets)
+    assert combo(cfg) == (mergeable == "on", indirect == "on", int(batch), gran_json), cfg
+
+
+def test_list_options_make_product(vhostlab):
+    """2 (mergeable both) x 1 x 3 batch thresholds x 1 granularity = 6 configurations."""
+    res, doc = vhostlab.run_json(
+        "--mergeable", "both", "--indirect", "on", "--batch", "0,64,256",
+        "--granularity", "coarse", "--packets", "500",
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    got = sorted(combo(c) for c in doc["configs"])
+    want = sorted(itertools.product([True, False], [True], [0, 64, 256], [0]))
+    assert got == want, res.describe()
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=500)
+
+
+def test_queue_size_and_burst(vhostlab):
+    res, doc = vhostlab.run_json(
+        "--mergeable", "on", "--indirect", "off", "--batch", "0", "--granularity", "4096",
+        "--queue-size", "64", "--burst", "1", "--packets", "500",
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    assert len(doc["configs"]) == 1, res.describe()
+    cfg = doc["configs"][0]
+    check_config(cfg, min_packets=500)
+    assert cfg["queue_size"] == 64, cfg
+
+
+def test_same_seed_same_result(vhostlab):
+    """Runs are deterministic: everything but timing repeats exactly for a seed."""
+    args = ("--packets", "1000", "--seed", "5")
+    res1, doc1 = vhostlab.run_json(*args)
+    res2, doc2 = vhostlab.run_json(*args)
+    assert doc1["ok"] is True and doc2["ok"] is True, res1.describe() + "\n" + res2.describe()
+    assert [untimed(c) for c in doc1["configs"]] == [untimed(c) for c in doc2["configs"]]
+
+
+# --- packet sizes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "size, packets",
+    [(64, 1000), (1, 1000), (65535, 100)],
+)
+def test_fixed_size_byte_counts(vhostlab, size, packets):
+    """With a single packet size every packet has exactly that many bytes, each way."""
+    res, doc = vhostlab.run_json("--sizes", str(size), "--packets", str(packets), timeout=300)
+    assert doc["ok"] is True, res.describe()
+    assert len(doc["configs"]) == 16, res.describe()
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=packets)
+        assert cfg["tx_bytes"] == size * cfg["tx_packets"], cfg
+        assert cfg["rx_bytes"] == size * cfg["rx_packets"], cfg
+
+
+def test_size_list_bounds_bytes(vhostlab):
+    res, doc = vhostlab.run_json("--sizes", "100,200", "--packets", "1000")
+    assert doc["ok"] is True, res.describe()
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=1000)
+        assert 100 * cfg["tx_packets"] <= cfg["tx_bytes"] <= 200 * cfg["tx_packets"], cfg
+        assert 100 * cfg["rx_packets"] <= cfg["rx_bytes"] <= 200 * cfg["rx_packets"], cfg
+
+
+# --- output modes -----------------------------------------------------------------------
+
+
+def test_quiet_keeps_stderr_empty(vhostlab):
+    res = vhostlab("run", "--quiet", "--packets", "200")
+    assert res.returncode == 0, res.describe()
+    assert res.stderr == "", f"--quiet must print nothing on stderr\n{res.describe()}"
+
+
+def test_text_output_has_a_row_per_configuration(vhostlab):
+    res = vhostlab("run", "--quiet", "--packets", "200")
+    assert res.returncode == 0, res.describe()
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    assert len(lines) >= 16, f"want at least one line per configuration\n{res.describe()}"
+    try:
+        json.loads(res.stdout)
+    except json.JSONDecodeError:
+        pass
+    else:
+        pytest.fail(f"without --json the output must be a table, not JSON\n{res.describe()}")
