@@ -15,6 +15,7 @@ static const char *const vl_err_text[VL_ERR__COUNT] = {
 	[VL_ERR_RING_UNMAPPED] = "ring area not contiguous in mapped guest memory",
 	[VL_ERR_RING_MISALIGNED] = "ring area misaligned",
 	[VL_ERR_LAYOUT] = "unsupported ring layout",
+	[VL_ERR_RING_BASE] = "ring position outside the ring",
 };
 
 const char *vl_strerror(int err)

@@ -2,7 +2,6 @@
 /* Dequeue: guest TX chains become host packets. One body, instantiated per ring layout. */
 #include "net/copy.h"
 #include "net/net_hdr.h"
-#include "pkt/pool_internal.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
@@ -72,24 +71,25 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 	vq->stats.bursts++;
 	if (vq->broken)
 		return 0;
-	uint16_t avail = vl_ring_avail_count(vq, L);
-	uint16_t n = avail < count ? avail : count;
+	vl_ring_begin(vq, L);
+	uint16_t n = vl_ring_avail(vq, L, count);
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint16_t head;
+		struct vl_chain c;
 		uint32_t np = 0, total = 0, pkt_len = 0;
 		struct vl_offload ol;
+		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
+						 &total);
 
-		if (vl_ring_head(vq, L, consumed, &head) != 0)
+		if (vq->broken)
 			break;
-		enum vl_drop why = vl_ring_walk(vq, L, head, VL_DIR_DEVICE_READS, &np, &total);
 
 		if (why == VL_DROP_NONE)
 			why = tx_check(vq, np, total, &ol, &pkt_len);
 		if (why != VL_DROP_NONE) {
 			/* Return the chain (the guest gets its descriptors back) and skip it. */
 			count_drop(vq, why);
-			vl_ring_push_used(vq, L, head, 0);
+			vl_ring_push_used(vq, L, &c, 0);
 			consumed++;
 			continue;
 		}
@@ -105,7 +105,7 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 		pkts[got++] = pkt;
 		vq->stats.packets++;
 		vq->stats.bytes += pkt_len;
-		vl_ring_push_used(vq, L, head, 0);
+		vl_ring_push_used(vq, L, &c, 0);
 		consumed++;
 	}
 	if (consumed == 0)
@@ -113,7 +113,8 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 	vl_ring_consume(vq, L, consumed);
 	/* Copies first: once used->idx moves, the guest may reuse the buffers we read. */
 	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L);
+	/* TX used lengths are all 0, so under IN_ORDER the burst may go back as one. */
+	vl_ring_flush_used(vq, L, vq->in_order);
 	return got;
 }
 
@@ -123,13 +124,17 @@ static uint16_t dequeue_split(struct vl_vq *vq, struct vl_pool *pool, struct vl_
 	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_SPLIT);
 }
 
+static uint16_t dequeue_packed(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
+			       uint16_t count)
+{
+	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_PACKED);
+}
+
 uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
 			uint16_t count)
 {
 	/* Dispatch once per burst. */
-	switch (vq->layout) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		return dequeue_split(vq, pool, pkts, count);
-	}
+	if (vq->layout == VL_LAYOUT_PACKED)
+		return dequeue_packed(vq, pool, pkts, count);
+	return dequeue_split(vq, pool, pkts, count);
 }

@@ -14,10 +14,9 @@ enum reserve_result {
 	RESERVE_DROP,     /* the packet can never be delivered: drop it, keep the buffers */
 };
 
-/* Burst state: the window [last_avail_idx, last_avail_idx + avail) of the avail ring, of
- * which the first `committed` entries are consumed (returned or holding packets). */
+/* Burst state: of the ring's window of available chains, the first `committed` are consumed
+ * (returned or holding packets). */
 struct rx_burst {
-	uint16_t avail;
 	uint16_t committed;
 	enum vl_drop drop_reason;  /* for RESERVE_DROP */
 };
@@ -27,16 +26,31 @@ struct rx_burst {
  * is remembered and returned just before the packet's own chains when the packet commits.
  * If the packet does not commit, deferred chains stay in the ring and are walked again. */
 static inline void rx_bad_chain(struct vl_vq *vq, const enum vl_layout L, struct rx_burst *b,
-				uint16_t head, enum vl_drop why, uint32_t nbufs,
+				const struct vl_chain *c, enum vl_drop why, uint32_t nbufs,
 				uint32_t *ndeferred)
 {
 	vq->stats.drops[why]++;
 	if (nbufs == 0) {
-		vl_ring_push_used(vq, L, head, 0);
+		vl_ring_push_used(vq, L, c, 0);
 		b->committed++;
 	} else {
-		vq->rx_deferred_bad[(*ndeferred)++] = head;
+		vq->rx_deferred_bad[(*ndeferred)++] = *c;
 	}
+}
+
+/* Under VIRTIO_F_IN_ORDER chains must come back in the order they were made available, so a
+ * bad chain cannot be returned ahead of good ones reserved before it: those are returned
+ * empty with it, and the packet starts over after it. */
+static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout L,
+					 struct rx_burst *b, const struct vl_chain *c,
+					 enum vl_drop why, uint32_t nbufs, uint16_t pos)
+{
+	for (uint32_t i = 0; i < nbufs; i++)
+		vl_ring_push_used(vq, L, &vq->rx_bufs[i].chain, 0);
+	vq->stats.rx_bufs_wasted += nbufs;
+	vq->stats.drops[why]++;
+	vl_ring_push_used(vq, L, c, 0);
+	b->committed = pos;
 }
 
 /* Reserve chains for `need` bytes starting at the first unconsumed avail entry. On success,
@@ -51,24 +65,26 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 	*ndeferred = 0;
 	*pos = b->committed;
 	while (cap < need) {
-		uint16_t head;
+		struct vl_chain c;
 		uint32_t first = np, len = 0;
 
-		if (*pos == b->avail) {
+		if (vl_ring_avail(vq, L, (uint16_t)(*pos + 1)) <= *pos) {
+			if (vq->broken)
+				return RESERVE_NO_ROOM; /* the caller stops */
 			/* Even a ring full of this guest's buffers cannot hold the packet:
 			 * waiting would stall the queue forever. (Deferred bad chains stay in
 			 * the ring and are returned with the next packet that commits.) */
-			if (vq->mergeable && b->avail - b->committed == (int)vq->size) {
+			if (vq->mergeable && b->committed == 0 && vl_ring_full(vq, L)) {
 				b->drop_reason = VL_DROP_RX_TOO_BIG;
 				return RESERVE_DROP;
 			}
 			return RESERVE_NO_ROOM;
 		}
-		if (vl_ring_head(vq, L, *pos, &head) != 0)
-			return RESERVE_NO_ROOM; /* queue now broken; the caller stops */
-		(*pos)++;
+		enum vl_drop why = vl_ring_fetch(vq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
 
-		enum vl_drop why = vl_ring_walk(vq, L, head, VL_DIR_DEVICE_WRITES, &np, &len);
+		if (vq->broken)
+			return RESERVE_NO_ROOM;
+		(*pos)++;
 
 		if (why == VL_DROP_TOO_MANY_PIECES && first > 0) {
 			/* The chain is fine on its own; this packet needs too many pieces. */
@@ -80,7 +96,14 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 			why = VL_DROP_RX_BUF_TOO_SMALL;
 		if (why != VL_DROP_NONE) {
 			np = first;
-			rx_bad_chain(vq, L, b, head, why, *nbufs, ndeferred);
+			if (vq->in_order && *nbufs > 0) {
+				rx_bad_chain_in_order(vq, L, b, &c, why, *nbufs, *pos);
+				*nbufs = 0;
+				np = 0;
+				cap = 0;
+				continue;
+			}
+			rx_bad_chain(vq, L, b, &c, why, *nbufs, ndeferred);
 			continue;
 		}
 		if (!vq->mergeable && len < need) {
@@ -90,7 +113,7 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 		}
 		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
 
-		rb->head = head;
+		rb->chain = c;
 		rb->first_piece = first;
 		rb->npieces = np - first;
 		rb->cap = len;
@@ -148,13 +171,13 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struc
 		}
 	}
 	for (uint32_t i = 0; i < ndeferred; i++)
-		vl_ring_push_used(vq, L, vq->rx_deferred_bad[i], 0);
+		vl_ring_push_used(vq, L, &vq->rx_deferred_bad[i], 0);
 	uint32_t left = vq->hdr_len + pkt->pkt_len;
 
 	for (uint32_t i = 0; i < nbufs; i++) {
 		uint32_t used = vq->rx_bufs[i].cap < left ? vq->rx_bufs[i].cap : left;
 
-		vl_ring_push_used(vq, L, vq->rx_bufs[i].head, used);
+		vl_ring_push_used(vq, L, &vq->rx_bufs[i].chain, used);
 		left -= used;
 	}
 }
@@ -168,7 +191,7 @@ static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts
 	vq->stats.bursts++;
 	if (vq->broken)
 		return 0;
-	b.avail = vl_ring_avail_count(vq, L);
+	vl_ring_begin(vq, L);
 
 	for (; handled < count; handled++) {
 		const struct vl_pkt *pkt = pkts[handled];
@@ -208,7 +231,7 @@ static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts
 	vl_ring_consume(vq, L, b.committed);
 	/* Every byte in place before the used index tells the guest it is there. */
 	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L);
+	vl_ring_flush_used(vq, L, false);
 	return handled;
 }
 
@@ -218,12 +241,16 @@ static uint16_t enqueue_split(struct vl_vq *vq, struct vl_pkt *const *pkts, uint
 	return enqueue_body(vq, pkts, count, status, VL_LAYOUT_SPLIT);
 }
 
+static uint16_t enqueue_packed(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
+			       uint8_t *status)
+{
+	return enqueue_body(vq, pkts, count, status, VL_LAYOUT_PACKED);
+}
+
 uint16_t vl_net_enqueue(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
 			uint8_t *status)
 {
-	switch (vq->layout) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		return enqueue_split(vq, pkts, count, status);
-	}
+	if (vq->layout == VL_LAYOUT_PACKED)
+		return enqueue_packed(vq, pkts, count, status);
+	return enqueue_split(vq, pkts, count, status);
 }

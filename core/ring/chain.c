@@ -35,3 +35,28 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 	*total += len;
 	return VL_DROP_NONE;
 }
+
+enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				   const uint8_t **table, uint32_t *entries)
+{
+	if (!vq->indirect_ok)
+		return VL_DROP_INDIRECT_NOT_NEGOTIATED;
+	/* A table of more than queue-size entries cannot describe a legal chain (spec: chains
+	 * are never longer than the queue size); bounding it also bounds the copy-out buffer. */
+	if (len == 0 || len % 16u != 0 || len / 16u > vq->size)
+		return VL_DROP_INDIRECT_LEN;
+
+	uint64_t got = len;
+	const uint8_t *host = vl_mem_xlate(vq->mem, addr, &got);
+
+	if (host == NULL)
+		return VL_DROP_UNMAPPED;
+	if (got < len) {
+		if (vl_mem_read(vq->mem, addr, vq->indirect_copy, len) != len)
+			return VL_DROP_UNMAPPED;
+		host = vq->indirect_copy;
+	}
+	*table = host;
+	*entries = len / 16u;
+	return VL_DROP_NONE;
+}

@@ -3,70 +3,78 @@
  * compile-time constant: a net body is a static inline function instantiated once per layout,
  * so every switch below folds away and no call through a pointer happens per descriptor.
  *
- * Adding a layout: add its enum value, implement the six operations in ring/<layout>.{h,c},
+ * A burst: begin, then avail/fetch chains by position in the burst's window (position 0 is
+ * the oldest chain not yet consumed), push_used for each chain handled, consume the chains
+ * handled (always a prefix of the window), flush.
+ *
+ * Adding a layout: add its enum value, implement these operations in ring/<layout>.{h,c},
  * add one case to each switch here, and one instantiation per net body (net/dequeue.c,
  * net/enqueue.c). The virtio-net logic itself is not touched. */
 #ifndef VL_RING_H
 #define VL_RING_H
 
+#include "ring/packed.h"
 #include "ring/split.h"
 
-static inline uint16_t vl_ring_avail_count(struct vl_vq *vq, const enum vl_layout L)
+static inline void vl_ring_begin(struct vl_vq *vq, const enum vl_layout L)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		return vl_split_avail_count(vq);
-	}
+	if (L == VL_LAYOUT_SPLIT)
+		vl_split_begin(vq);
+	else
+		vl_packed_begin(vq);
 }
 
-static inline int vl_ring_head(struct vl_vq *vq, const enum vl_layout L, uint16_t pos,
-			       uint16_t *head)
+/* Chains available in the window, at most want. */
+static inline uint16_t vl_ring_avail(struct vl_vq *vq, const enum vl_layout L, uint16_t want)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		return vl_split_head(vq, pos, head);
-	}
+	if (L == VL_LAYOUT_SPLIT)
+		return vl_split_avail(vq, want);
+	return vl_packed_avail(vq, want);
 }
 
-static inline enum vl_drop vl_ring_walk(struct vl_vq *vq, const enum vl_layout L,
-					uint16_t head, enum vl_dir dir, uint32_t *np,
-					uint32_t *total)
+/* Does the window hold every chain the ring can (the guest posted all it could)? */
+static inline bool vl_ring_full(struct vl_vq *vq, const enum vl_layout L)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		return vl_split_walk(vq, head, dir, np, total);
-	}
+	if (L == VL_LAYOUT_SPLIT)
+		return vl_split_full(vq);
+	return vl_packed_full(vq);
 }
 
-static inline void vl_ring_push_used(struct vl_vq *vq, const enum vl_layout L, uint16_t id,
-				     uint32_t len)
+/* Walk window chain `pos` into vq->pieces[*np..]; c receives what the used ring must name. */
+static inline enum vl_drop vl_ring_fetch(struct vl_vq *vq, const enum vl_layout L,
+					 uint16_t pos, enum vl_dir dir, struct vl_chain *c,
+					 uint32_t *np, uint32_t *total)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
-		vl_split_push_used(vq, id, len);
-	}
+	if (L == VL_LAYOUT_SPLIT)
+		return vl_split_fetch(vq, pos, dir, c, np, total);
+	return vl_packed_fetch(vq, pos, dir, c, np, total);
+}
+
+static inline void vl_ring_push_used(struct vl_vq *vq, const enum vl_layout L,
+				     const struct vl_chain *c, uint32_t len)
+{
+	(void)L; /* both layouts collect the same shadow elements */
+	vl_vq_push_used(vq, c, len);
 }
 
 static inline void vl_ring_consume(struct vl_vq *vq, const enum vl_layout L, uint16_t n)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
+	if (L == VL_LAYOUT_SPLIT)
 		vl_split_consume(vq, n);
-	}
+	else
+		vl_packed_consume(vq, n);
 }
 
-static inline void vl_ring_flush_used(struct vl_vq *vq, const enum vl_layout L)
+/* Publish the burst. in_order_batch: the caller's used elements all have length 0 and may be
+ * returned as one (TX under VIRTIO_F_IN_ORDER); split writes them all anyway, which the spec
+ * equally allows and every in-order driver reads. */
+static inline void vl_ring_flush_used(struct vl_vq *vq, const enum vl_layout L,
+				      bool in_order_batch)
 {
-	switch (L) {
-	case VL_LAYOUT_SPLIT:
-	default:
+	if (L == VL_LAYOUT_SPLIT)
 		vl_split_flush_used(vq);
-	}
+	else
+		vl_packed_flush_used(vq, in_order_batch);
 }
 
 #endif

@@ -2,39 +2,6 @@
 /* Split virtqueue: chain walking with every hostile-input check, and used-ring publication. */
 #include "ring/split.h"
 
-/* Make an indirect table readable as host descriptors. A table that lies in one host mapping
- * is used in place (its entries are still read once each, through vl_guest_load_bytes); one
- * that straddles regions is copied out first. */
-static enum vl_drop split_map_indirect(struct vl_vq *vq, const struct vl_split_desc *d,
-				       const uint8_t **table, uint32_t *entries)
-{
-	if (!vq->indirect_ok)
-		return VL_DROP_INDIRECT_NOT_NEGOTIATED;
-	/* Spec 2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT. */
-	if (d->flags & VL_DESC_F_NEXT)
-		return VL_DROP_INDIRECT_WITH_NEXT;
-	/* A table of more than queue-size entries cannot describe a legal chain (spec: chains
-	 * are never longer than the queue size); bounding it also bounds the copy-out buffer. */
-	if (d->len == 0 || d->len % sizeof(struct vl_split_desc) != 0 ||
-	    d->len / sizeof(struct vl_split_desc) > vq->size)
-		return VL_DROP_INDIRECT_LEN;
-
-	uint64_t len = d->len;
-	/* Bytes, not descriptors: the guest may place the table at any alignment. */
-	const uint8_t *host = vl_mem_xlate(vq->mem, d->addr, &len);
-
-	if (host == NULL)
-		return VL_DROP_UNMAPPED;
-	if (len < d->len) {
-		if (vl_mem_read(vq->mem, d->addr, vq->indirect_copy, d->len) != d->len)
-			return VL_DROP_UNMAPPED;
-		host = (const uint8_t *)vq->indirect_copy;
-	}
-	*table = host;
-	*entries = d->len / (uint32_t)sizeof(struct vl_split_desc);
-	return VL_DROP_NONE;
-}
-
 enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uint32_t *np,
 			   uint32_t *total)
 {
@@ -61,7 +28,11 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 		if (d.flags & VL_DESC_F_INDIRECT) {
 			if (indirect)
 				return VL_DROP_NESTED_INDIRECT;
-			enum vl_drop why = split_map_indirect(vq, &d, &itable, &entries);
+			/* Spec 2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT. */
+			if (d.flags & VL_DESC_F_NEXT)
+				return VL_DROP_INDIRECT_WITH_NEXT;
+			enum vl_drop why = vl_chain_map_indirect(vq, d.addr, d.len, &itable,
+								 &entries);
 
 			if (why != VL_DROP_NONE)
 				return why;
@@ -87,24 +58,46 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 	}
 }
 
+/* Our wish for kicks, written where the guest reads it (spec 2.7.7, 2.7.10): with event idx,
+ * avail_event = the next entry we will look at (kick me when you pass it); leaving it stale
+ * lets the guest skip kicks while we poll (one spurious kick per 16-bit wrap at most).
+ * Without event idx, the NO_NOTIFY flag. */
+static void split_update_kick_wish(struct vl_vq *vq)
+{
+	if (vq->event_idx) {
+		if (vq->want_kicks) {
+			uint16_t *avail_event = (uint16_t *)&vq->used->ring[vq->size];
+
+			__atomic_store_n(avail_event, vq->last_avail_idx, __ATOMIC_RELAXED);
+		}
+	} else {
+		__atomic_store_n(&vq->used->flags,
+				 (uint16_t)(vq->want_kicks ? 0 : VL_USED_F_NO_NOTIFY),
+				 __ATOMIC_RELAXED);
+	}
+}
+
 void vl_split_flush_used(struct vl_vq *vq)
 {
 	uint32_t n = vq->shadow_count;
+	uint16_t old = vq->used_idx;
 
+	split_update_kick_wish(vq);
 	if (n == 0) {
 		vq->needs_call = false;
 		return;
 	}
 	uint32_t mask = vq->size - 1;
-	uint32_t start = vq->used_idx & mask;
-	/* The shadow holds at most queue-size entries, so the copy wraps at most once. */
-	uint32_t first = n < vq->size - start ? n : vq->size - start;
 
-	memcpy(&vq->used->ring[start], vq->shadow_used, first * sizeof(*vq->shadow_used));
-	if (first < n)
-		memcpy(&vq->used->ring[0], vq->shadow_used + first,
-		       (n - first) * sizeof(*vq->shadow_used));
-	vq->used_idx = (uint16_t)(vq->used_idx + n);
+	/* The shadow holds at most queue-size entries, so the ring is written at most once
+	 * around. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_split_used_elem *u = &vq->used->ring[(old + i) & mask];
+
+		u->id = vq->shadow[i].id;
+		u->len = vq->shadow[i].len;
+	}
+	vq->used_idx = (uint16_t)(old + n);
 	/* Spec 2.7.8.2: the device MUST write the used elements (and the buffers they describe)
 	 * before the index that exposes them. The release store orders every earlier store,
 	 * including the batched copies flushed just before this call. */
@@ -113,11 +106,20 @@ void vl_split_flush_used(struct vl_vq *vq)
 	vq->shadow_count = 0;
 
 	/* Reading the guest's notification wish after publishing needs a full barrier (store
-	 * then load): otherwise we could read a stale NO_INTERRUPT and miss a wake-up. */
+	 * then load): otherwise we could read a stale value and miss a wake-up. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	uint16_t flags = vl_guest_load16(&vq->avail->flags);
+	if (vq->event_idx) {
+		/* used_event sits after the avail ring (spec 2.7.10). */
+		uint16_t used_event = vl_guest_load16(&vq->avail->ring[vq->size]);
 
-	vq->needs_call = !(flags & VL_AVAIL_F_NO_INTERRUPT);
+		vq->needs_call = vl_need_event(used_event, vq->used_idx, old);
+	} else {
+		uint16_t flags = vl_guest_load16(&vq->avail->flags);
+
+		vq->needs_call = !(flags & VL_AVAIL_F_NO_INTERRUPT);
+	}
 	if (vq->needs_call)
 		vq->stats.calls_needed++;
+	else
+		vq->stats.calls_suppressed++;
 }

@@ -1,41 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /* Split virtqueue (spec 2.7): the device-side mechanics the net datapath is built on.
- * Fetch and completion are separate: avail_count/head/walk fetch, push_used/flush complete. */
+ * Fetch (begin/avail/fetch) and completion (push_used/consume/flush) are separate. */
 #ifndef VL_RING_SPLIT_H
 #define VL_RING_SPLIT_H
 
 #include "ring/guest_load.h"
 #include "ring/vq_internal.h"
 
-/* New entries in the avail ring since last_avail_idx, read once per burst (load-acquire, so
- * the entries and descriptors they name are read after it). A guest claiming more than the
- * queue size breaks the queue: no index it gives can be trusted after that. */
-static inline uint16_t vl_split_avail_count(struct vl_vq *vq)
+/* Start a burst: read avail->idx once (load-acquire, so the entries and descriptors it
+ * covers are read after it). A guest claiming more than the queue size new entries breaks
+ * the queue: no index it gives can be trusted after that. */
+static inline void vl_split_begin(struct vl_vq *vq)
 {
 	uint16_t idx = vl_guest_load16_acquire(&vq->avail->idx);
 	uint16_t n = (uint16_t)(idx - vq->last_avail_idx);
 
+	vq->window = 0;
 	if (n > vq->size) {
 		vl_vq_break(vq, VL_DROP_AVAIL_IDX_JUMP);
-		return 0;
+		return;
 	}
-	return n;
+	vq->window = n;
 }
 
-/* Head index of the avail entry `pos` entries after last_avail_idx (pos < avail count).
- * Returns -1 and breaks the queue if the guest names a head outside the table: there is no
- * id we could return to it. */
-static inline int vl_split_head(struct vl_vq *vq, uint16_t pos, uint16_t *head)
+/* Chains available in this burst's window, at most `want`. */
+static inline uint16_t vl_split_avail(const struct vl_vq *vq, uint16_t want)
 {
-	uint16_t slot = (uint16_t)(vq->last_avail_idx + pos) & (uint16_t)(vq->size - 1);
-	uint16_t h = vl_guest_load16(&vq->avail->ring[slot]);
+	return vq->window < want ? vq->window : want;
+}
 
-	if (h >= vq->size) {
-		vl_vq_break(vq, VL_DROP_HEAD_OUT_OF_RANGE);
-		return -1;
-	}
-	*head = h;
-	return 0;
+/* True when the window holds every descriptor chain the ring can: the guest posted all. */
+static inline bool vl_split_full(const struct vl_vq *vq)
+{
+	return vq->window == vq->size;
 }
 
 /* Walk the chain at `head` (direct descriptors, then at most one indirect table), appending
@@ -44,13 +41,22 @@ static inline int vl_split_head(struct vl_vq *vq, uint16_t pos, uint16_t *head)
 enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uint32_t *np,
 			   uint32_t *total);
 
-/* Record a used element; published by vl_split_flush_used. */
-static inline void vl_split_push_used(struct vl_vq *vq, uint16_t id, uint32_t len)
+/* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
+ * then walk it. A head outside the table breaks the queue (there is no id we could return
+ * to the guest); the caller sees vq->broken. */
+static inline enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+					  struct vl_chain *c, uint32_t *np, uint32_t *total)
 {
-	struct vl_split_used_elem *e = &vq->shadow_used[vq->shadow_count++];
+	uint16_t slot = (uint16_t)(vq->last_avail_idx + pos) & (uint16_t)(vq->size - 1);
+	uint16_t h = vl_guest_load16(&vq->avail->ring[slot]);
 
-	e->id = id;
-	e->len = len;
+	if (h >= vq->size) {
+		vl_vq_break(vq, VL_DROP_HEAD_OUT_OF_RANGE);
+		return VL_DROP_HEAD_OUT_OF_RANGE;
+	}
+	c->id = h;
+	c->ndescs = 1;
+	return vl_split_walk(vq, h, dir, np, total);
 }
 
 /* Mark n avail entries consumed. */
@@ -61,7 +67,8 @@ static inline void vl_split_consume(struct vl_vq *vq, uint16_t n)
 }
 
 /* Publish the burst's used elements: entries first, then used->idx with release semantics,
- * so the guest never sees an index covering entries (or data) not yet written. */
+ * so the guest never sees an index covering entries (or data) not yet written; then decide
+ * whether the guest wants a notification and refresh our own kick wish. */
 void vl_split_flush_used(struct vl_vq *vq);
 
 #endif

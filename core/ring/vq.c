@@ -26,11 +26,13 @@ static const char *const vl_drop_names[VL_DROP__COUNT] = {
 	[VL_DROP_RX_TOO_MANY_PIECES] = "rx_too_many_pieces",
 	[VL_DROP_AVAIL_IDX_JUMP] = "avail_idx_jump",
 	[VL_DROP_HEAD_OUT_OF_RANGE] = "head_out_of_range",
+	[VL_DROP_ID_OUT_OF_RANGE] = "id_out_of_range",
+	[VL_DROP_CHAIN_INCOMPLETE] = "chain_incomplete",
 };
 
 const char *vl_drop_name(enum vl_drop reason)
 {
-	if ((unsigned)reason >= VL_DROP__COUNT)
+	if ((unsigned)reason >= VL_DROP__COUNT || vl_drop_names[reason] == NULL)
 		return "unknown";
 	return vl_drop_names[reason];
 }
@@ -41,6 +43,12 @@ void vl_vq_config_init(struct vl_vq_config *cfg, enum vl_layout layout, uint32_t
 	cfg->layout = layout;
 	cfg->size_minus_one = (uint16_t)(size - 1);
 	cfg->batch_threshold = VL_BATCH_THRESHOLD_DEFAULT;
+	if (layout == VL_LAYOUT_PACKED) {
+		/* Both wrap counters start at 1 (spec 2.8.1). */
+		cfg->features |= VL_FEATURE(VL_F_RING_PACKED);
+		cfg->last_avail_idx = VL_PACKED_WRAP_BIT;
+		cfg->last_used_idx = VL_PACKED_WRAP_BIT;
+	}
 }
 
 /* Host pointer for a ring area of `bytes` at gpa, or NULL with *err set: the whole area must
@@ -81,9 +89,34 @@ static int map_split(struct vl_vq *vq, const struct vl_mem *mem)
 	return VL_OK;
 }
 
+static int map_packed(struct vl_vq *vq, const struct vl_mem *mem)
+{
+	int err = VL_OK;
+	void *desc = map_area(mem, vq->cfg.desc_gpa, vl_packed_desc_bytes(vq->size), 16, &err);
+	void *drv = desc ? map_area(mem, vq->cfg.driver_gpa, sizeof(struct vl_packed_event), 4,
+				    &err) : NULL;
+	void *dev = drv ? map_area(mem, vq->cfg.device_gpa, sizeof(struct vl_packed_event), 4,
+				   &err) : NULL;
+
+	if (!dev)
+		return err;
+	vq->pdesc = desc;
+	vq->driver_event = drv;
+	vq->device_event = dev;
+	vq->mem = mem;
+	return VL_OK;
+}
+
+static int map_rings(struct vl_vq *vq, const struct vl_mem *mem)
+{
+	return vq->layout == VL_LAYOUT_PACKED ? map_packed(vq, mem) : map_split(vq, mem);
+}
+
 static void free_scratch(struct vl_vq *vq)
 {
-	free(vq->shadow_used);
+	free(vq->shadow);
+	free(vq->pflags);
+	free(vq->pchains);
 	free(vq->batch);
 	free(vq->pieces);
 	free(vq->indirect_copy);
@@ -101,15 +134,23 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 		*err = VL_ERR_INVALID_ARG;
 		return NULL;
 	}
-	if (cfg->layout != VL_LAYOUT_SPLIT) {
+	if (cfg->layout != VL_LAYOUT_SPLIT && cfg->layout != VL_LAYOUT_PACKED) {
 		*err = VL_ERR_LAYOUT;
 		return NULL;
 	}
 	uint32_t size = vl_vq_config_size(cfg);
+	bool packed = cfg->layout == VL_LAYOUT_PACKED;
 
-	/* Split rings index with a mask: the size must be a power of two (spec 2.7). */
-	if ((size & (size - 1)) != 0) {
+	/* Split rings index with a mask: the size must be a power of two (spec 2.7). Packed
+	 * rings take any size up to 32768 (spec 2.8). */
+	if (!packed && (size & (size - 1)) != 0) {
 		*err = VL_ERR_QUEUE_SIZE;
+		return NULL;
+	}
+	/* A packed resume position must lie inside the ring. */
+	if (packed && ((cfg->last_avail_idx & ~VL_PACKED_WRAP_BIT) >= size ||
+		       (cfg->last_used_idx & ~VL_PACKED_WRAP_BIT) >= size)) {
+		*err = VL_ERR_RING_BASE;
 		return NULL;
 	}
 
@@ -126,23 +167,30 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->hdr_len = vl_net_hdr_len(cfg->features);
 	vq->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
 	vq->indirect_ok = (cfg->features & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) != 0;
+	vq->in_order = (cfg->features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
+	vq->event_idx = (cfg->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0;
+	vq->want_kicks = true;
 	vq->batch_threshold = cfg->batch_threshold;
 	vq->last_avail_idx = cfg->last_avail_idx;
 
-	vq->shadow_used = calloc(size, sizeof(*vq->shadow_used));
+	vq->shadow = calloc(size, sizeof(*vq->shadow));
 	vq->batch = calloc(size, sizeof(*vq->batch));
 	vq->pieces = calloc(VL_CHAIN_MAX_PIECES, sizeof(*vq->pieces));
-	vq->indirect_copy = calloc(size, sizeof(*vq->indirect_copy));
+	vq->indirect_copy = calloc(size, 16);
 	vq->rx_bufs = calloc(size, sizeof(*vq->rx_bufs));
 	vq->rx_deferred_bad = calloc(size, sizeof(*vq->rx_deferred_bad));
-	if (!vq->shadow_used || !vq->batch || !vq->pieces || !vq->indirect_copy ||
-	    !vq->rx_bufs || !vq->rx_deferred_bad) {
+	if (packed) {
+		vq->pflags = calloc(size, sizeof(*vq->pflags));
+		vq->pchains = calloc(size, sizeof(*vq->pchains));
+	}
+	if (!vq->shadow || !vq->batch || !vq->pieces || !vq->indirect_copy || !vq->rx_bufs ||
+	    !vq->rx_deferred_bad || (packed && (!vq->pflags || !vq->pchains))) {
 		free_scratch(vq);
 		free(vq);
 		*err = VL_ERR_NOMEM;
 		return NULL;
 	}
-	int rc = map_split(vq, mem);
+	int rc = map_rings(vq, mem);
 
 	if (rc != VL_OK) {
 		free_scratch(vq);
@@ -153,6 +201,12 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	/* Resume the used index where the guest expects it: the device has returned exactly
 	 * what it consumed when a queue (re)starts. */
 	vq->used_idx = vq->last_avail_idx;
+	if (packed) {
+		vq->avail_pos = cfg->last_avail_idx & (uint16_t)~VL_PACKED_WRAP_BIT;
+		vq->avail_wrap = (cfg->last_avail_idx & VL_PACKED_WRAP_BIT) != 0;
+		vq->used_pos = cfg->last_used_idx & (uint16_t)~VL_PACKED_WRAP_BIT;
+		vq->used_wrap = (cfg->last_used_idx & VL_PACKED_WRAP_BIT) != 0;
+	}
 	*err = VL_OK;
 	return vq;
 }
@@ -169,7 +223,7 @@ int vl_vq_set_mem(struct vl_vq *vq, const struct vl_mem *mem)
 {
 	if (!vq || !mem)
 		return VL_ERR_INVALID_ARG;
-	return map_split(vq, mem);
+	return map_rings(vq, mem);
 }
 
 void vl_vq_set_batch_threshold(struct vl_vq *vq, uint32_t threshold)
@@ -189,7 +243,24 @@ void vl_vq_break(struct vl_vq *vq, enum vl_drop reason)
 
 uint32_t vl_vq_size(const struct vl_vq *vq) { return vq->size; }
 uint64_t vl_vq_features(const struct vl_vq *vq) { return vq->features; }
-uint16_t vl_vq_last_avail(const struct vl_vq *vq) { return vq->last_avail_idx; }
+uint16_t vl_vq_last_avail(const struct vl_vq *vq)
+{
+	if (vq->layout == VL_LAYOUT_PACKED)
+		return (uint16_t)(vq->avail_pos | (vq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
+	return vq->last_avail_idx;
+}
+
+uint16_t vl_vq_last_used(const struct vl_vq *vq)
+{
+	if (vq->layout == VL_LAYOUT_PACKED)
+		return (uint16_t)(vq->used_pos | (vq->used_wrap ? VL_PACKED_WRAP_BIT : 0));
+	return vq->used_idx;
+}
+
+void vl_vq_set_kicks(struct vl_vq *vq, bool want)
+{
+	vq->want_kicks = want;
+}
 bool vl_vq_broken(const struct vl_vq *vq) { return vq->broken; }
 enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq) { return vq->broken_reason; }
 bool vl_vq_needs_call(const struct vl_vq *vq) { return vq->needs_call; }

@@ -27,9 +27,29 @@ struct vl_copy {
 	uint32_t len;
 };
 
+/* A chain as the net layer sees it, whatever the layout. */
+struct vl_chain {
+	uint16_t id;     /* what the used ring must name: split head / packed buffer id */
+	uint16_t ndescs; /* packed: ring descriptors the chain occupies (split: 1) */
+};
+
+/* A used element waiting in the shadow used ring until the burst's flush. */
+struct vl_used_elem {
+	uint16_t id;
+	uint16_t ndescs;
+	uint32_t len;
+};
+
+/* A chain the packed scan found available: where it starts and how long it is. */
+struct vl_packed_chain {
+	uint16_t start;
+	uint16_t ndescs;
+	bool wrap;       /* the driver wrap counter its descriptors were made available with */
+};
+
 /* One guest RX chain reserved for the packet being enqueued. */
 struct vl_rx_buf {
-	uint16_t head;
+	struct vl_chain chain;
 	uint32_t first_piece;
 	uint32_t npieces;
 	uint32_t cap;     /* bytes the chain can take */
@@ -48,6 +68,9 @@ struct vl_vq {
 	uint32_t hdr_len;          /* virtio-net header bytes: 10 or 12 */
 	bool mergeable;            /* VIRTIO_NET_F_MRG_RXBUF negotiated */
 	bool indirect_ok;          /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	bool in_order;             /* VIRTIO_F_IN_ORDER negotiated */
+	bool event_idx;            /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool want_kicks;           /* the device asks the guest for available notifications */
 	const struct vl_mem *mem;
 	struct vl_vq_config cfg;
 
@@ -57,9 +80,24 @@ struct vl_vq {
 	struct vl_split_used *used;
 	uint16_t last_avail_idx;   /* next avail entry to consume */
 	uint16_t used_idx;         /* shadow of used->idx: what we last published */
+	uint16_t window;           /* split: avail entries seen at the start of this burst */
 
-	/* Used entries collected during a burst, published once at its end. */
-	struct vl_split_used_elem *shadow_used; /* [size] */
+	/* Packed ring (spec 2.8): positions 0..size-1 plus a one-bit wrap counter each. */
+	struct vl_packed_desc *pdesc;
+	struct vl_packed_event *driver_event; /* the guest's wish for used notifications */
+	struct vl_packed_event *device_event; /* our wish for available notifications */
+	uint16_t avail_pos;        /* next descriptor to consume */
+	bool avail_wrap;
+	uint16_t used_pos;         /* where the next used descriptor goes */
+	bool used_wrap;
+	uint16_t *pflags;          /* [size]: flags read by this burst's scan, by position */
+	struct vl_packed_chain *pchains; /* [size]: chains the scan found, in ring order */
+	uint32_t pscanned;         /* chains scanned in this burst's window */
+	uint32_t pscan_descs;      /* descriptors those chains cover */
+	bool pscan_end;            /* the scan met a descriptor that is not available */
+
+	/* Used elements collected during a burst, published once at its end. */
+	struct vl_used_elem *shadow; /* [size] */
 	uint32_t shadow_count;
 
 	/* Small-copy batch (technique 1): bounded by the queue size, flushed per burst. */
@@ -69,15 +107,25 @@ struct vl_vq {
 
 	/* Scratch for chain walking. */
 	struct vl_piece *pieces;   /* [VL_CHAIN_MAX_PIECES] */
-	struct vl_split_desc *indirect_copy; /* [size]: tables not contiguous in host memory */
+	uint8_t *indirect_copy;    /* [16 * size]: tables not contiguous in host memory */
 	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
-	uint16_t *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
+	struct vl_chain *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
 
 	bool broken;
 	enum vl_drop broken_reason;
 	bool needs_call;
 	struct vl_vq_stats stats;
 };
+
+/* Latch-free helpers shared by the layouts. */
+static inline void vl_vq_push_used(struct vl_vq *vq, const struct vl_chain *c, uint32_t len)
+{
+	struct vl_used_elem *e = &vq->shadow[vq->shadow_count++];
+
+	e->id = c->id;
+	e->ndescs = c->ndescs;
+	e->len = len;
+}
 
 /* Latch the queue as broken (a guest offence at queue level). Cold: never in a healthy run. */
 void vl_vq_break(struct vl_vq *vq, enum vl_drop reason) __attribute__((cold));
@@ -88,5 +136,12 @@ void vl_vq_break(struct vl_vq *vq, enum vl_drop reason) __attribute__((cold));
 enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
 				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
 				uint32_t *total);
+
+/* Validate an indirect descriptor (addr, len) and make its table readable: *table points at
+ * the table in place when it lies in one host mapping, else at a copy in vq->indirect_copy;
+ * *entries = len / 16. Both layouts use 16-byte table entries. Entries may sit at any
+ * alignment: read them with vl_guest_load_bytes. */
+enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				   const uint8_t **table, uint32_t *entries);
 
 #endif

@@ -21,6 +21,7 @@ enum vl_err {
 	VL_ERR_RING_UNMAPPED,    /* a ring area is not entirely inside one host mapping */
 	VL_ERR_RING_MISALIGNED,  /* a ring area violates the alignment the spec requires */
 	VL_ERR_LAYOUT,           /* the requested ring layout is not supported */
+	VL_ERR_RING_BASE,        /* packed resume position outside the ring */
 	VL_ERR__COUNT
 };
 

@@ -64,6 +64,39 @@ static inline uint64_t vl_split_desc_bytes(uint32_t size) { return 16ull * size;
 static inline uint64_t vl_split_avail_bytes(uint32_t size) { return 6ull + 2ull * size; }
 static inline uint64_t vl_split_used_bytes(uint32_t size) { return 6ull + 8ull * size; }
 
+/* Packed virtqueue wire layout (spec 2.8). */
+#define VL_PDESC_F_AVAIL (1u << 7)
+#define VL_PDESC_F_USED  (1u << 15)
+
+struct vl_packed_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t id;
+	uint16_t flags;
+};
+
+/* Event suppression structure (driver area and device area). */
+#define VL_RING_EVENT_ENABLE  0u
+#define VL_RING_EVENT_DISABLE 1u
+#define VL_RING_EVENT_DESC    2u /* only with VIRTIO_F_RING_EVENT_IDX */
+
+struct vl_packed_event {
+	uint16_t off_wrap;  /* bits 0-14: descriptor offset; bit 15: wrap counter */
+	uint16_t flags;
+};
+
+static inline uint64_t vl_packed_desc_bytes(uint32_t size) { return 16ull * size; }
+
+/* vhost-user's encoding of a packed ring position: index in bits 0-14, wrap counter in 15. */
+#define VL_PACKED_WRAP_BIT 0x8000u
+
+/* Split-ring event index arithmetic (spec 2.7.7.2): true when new_idx has moved past
+ * event_idx since old_idx, with 16-bit wrap-around. */
+static inline int vl_need_event(uint16_t event_idx, uint16_t new_idx, uint16_t old_idx)
+{
+	return (uint16_t)(new_idx - event_idx - 1) < (uint16_t)(new_idx - old_idx);
+}
+
 /* virtio-net header (spec 5.1.6). num_buffers exists when the header is 12 bytes. */
 #define VL_NET_HDR_F_NEEDS_CSUM 1u
 #define VL_NET_HDR_F_DATA_VALID 2u

@@ -19,7 +19,7 @@ extern "C" {
 
 enum vl_layout {
 	VL_LAYOUT_SPLIT = 0,
-	/* VL_LAYOUT_PACKED arrives with the packed-ring work. */
+	VL_LAYOUT_PACKED = 1,
 	VL_LAYOUT__COUNT
 };
 
@@ -34,10 +34,16 @@ struct vl_vq_config {
 	enum vl_layout layout;
 	uint16_t size_minus_one;  /* queue size - 1 (so 32768 fits); use vl_vq_config_init */
 	uint64_t features;        /* negotiated feature bits (VL_FEATURE(...)) */
-	uint64_t desc_gpa;        /* split: descriptor table */
-	uint64_t driver_gpa;      /* split: available ring */
-	uint64_t device_gpa;      /* split: used ring */
-	uint16_t last_avail_idx;  /* where to resume (vhost-user SET_VRING_BASE); usually 0 */
+	uint64_t desc_gpa;        /* split: descriptor table; packed: descriptor ring */
+	uint64_t driver_gpa;      /* split: available ring; packed: driver event suppression */
+	uint64_t device_gpa;      /* split: used ring; packed: device event suppression */
+	/* Where to resume (vhost-user SET_VRING_BASE). Split: the avail index (usually 0).
+	 * Packed: ring position in bits 0-14 and the wrap counter in bit 15 (initially
+	 * VL_PACKED_WRAP_BIT: position 0, wrap counter 1). */
+	uint16_t last_avail_idx;
+	/* Packed only: the device's used position, same encoding. Split ignores it (the used
+	 * index restarts at last_avail_idx: everything consumed was returned). */
+	uint16_t last_used_idx;
 	uint32_t batch_threshold; /* copies of at most this many bytes are batched; 0 = off */
 };
 
@@ -72,6 +78,9 @@ enum vl_drop {
 	/* Queue-level: the queue is declared broken and stops (see vl_vq_broken). */
 	VL_DROP_AVAIL_IDX_JUMP,      /* avail->idx claims more than queue size new entries */
 	VL_DROP_HEAD_OUT_OF_RANGE,   /* avail ring names a head >= queue size */
+	VL_DROP_ID_OUT_OF_RANGE,     /* packed: buffer id >= queue size */
+	VL_DROP_CHAIN_INCOMPLETE,    /* packed: an available head whose chain runs into a
+				      * descriptor that is not available (or wraps onto itself) */
 	VL_DROP__COUNT
 };
 
@@ -92,6 +101,9 @@ struct vl_vq_stats {
 	uint64_t copies_batched;      /* small copies deferred to the burst flush */
 	uint64_t copies_direct;       /* copies done at once (large, or batch array full) */
 	uint64_t calls_needed;        /* bursts after which the guest asked to be notified */
+	uint64_t calls_suppressed;    /* bursts that published but the guest wanted no call */
+	uint64_t rx_bufs_wasted;      /* in-order RX: good buffers returned empty because a bad
+				       * chain followed them inside one packet's reservation */
 };
 
 struct vl_vq;
@@ -111,16 +123,30 @@ void vl_vq_set_batch_threshold(struct vl_vq *vq, uint32_t threshold);
 
 uint32_t vl_vq_size(const struct vl_vq *vq);
 uint64_t vl_vq_features(const struct vl_vq *vq);
-/* Index of the next avail entry the device will consume (vhost-user GET_VRING_BASE). */
+/* Index of the next avail entry the device will consume (vhost-user GET_VRING_BASE).
+ * Packed: position in bits 0-14, wrap counter in bit 15. */
 uint16_t vl_vq_last_avail(const struct vl_vq *vq);
+/* Packed: the next used position and wrap counter, same encoding; split: used->idx. */
+uint16_t vl_vq_last_used(const struct vl_vq *vq);
 
 /* A broken queue refuses all further work; the reason is one of the queue-level drops. */
 bool vl_vq_broken(const struct vl_vq *vq);
 enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq);
 
 /* True when the last burst published used entries and the guest wants a notification for
- * them (checked against avail->flags now; event idx arrives with the packed-ring work). */
+ * them: split without event idx, avail->flags lacks NO_INTERRUPT; split with event idx,
+ * used_event was passed (spec 2.7.7.2, 16-bit wrap-around); packed, the driver event
+ * suppression area says ENABLE, or DESC and the named descriptor was used. The embedder
+ * signals the guest (call eventfd) when this is true. */
 bool vl_vq_needs_call(const struct vl_vq *vq);
+
+/* Whether the device wants the guest to notify it of new buffers. true (the default):
+ * the guest kicks; false: the device polls, the guest may skip kicks (split: NO_NOTIFY, or
+ * a stale avail_event with event idx; packed: DISABLE). Takes effect at the end of the next
+ * burst; with event idx the device keeps avail_event / the device area current itself.
+ * After turning kicks back on, run one more burst before sleeping: buffers posted while
+ * kicks were off produce no kick. */
+void vl_vq_set_kicks(struct vl_vq *vq, bool want);
 
 const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
 

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* Packed virtqueue: availability scan, chain walking, used write-back, event suppression. */
+#include "ring/packed.h"
+
+/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and flags
+ * come from the same guest write. */
+typedef uint32_t __attribute__((may_alias)) vl_u32_alias;
+
+static inline void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
+{
+	uint32_t p = (uint32_t)*pos + n;
+
+	if (p >= size) {
+		p -= size;
+		*wrap = !*wrap;
+	}
+	*pos = (uint16_t)p;
+}
+
+void vl_packed_scan(struct vl_vq *vq, uint32_t want)
+{
+	const uint32_t size = vq->size;
+
+	while (vq->pscanned < want && !vq->pscan_end) {
+		if (vq->pscan_descs >= size) {
+			/* The whole ring is in the window: nothing more can be available. */
+			vq->pscan_end = true;
+			return;
+		}
+		uint16_t pos = vq->avail_pos, start;
+		bool wrap = vq->avail_wrap, start_wrap;
+		uint32_t n = 0;
+
+		advance(&pos, &wrap, vq->pscan_descs, size);
+		start = pos;
+		start_wrap = wrap;
+		for (;;) {
+			/* A chain longer than what is left of the ring would run into itself. */
+			if (vq->pscan_descs + n >= size) {
+				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				vq->pscan_end = true;
+				return;
+			}
+			uint16_t flags = vl_guest_load16_acquire(&vq->pdesc[pos].flags);
+
+			if (!vl_packed_is_avail(flags, wrap)) {
+				if (n == 0) {
+					vq->pscan_end = true;
+					return;
+				}
+				/* The driver makes a chain's head available after all its other
+				 * descriptors (spec 2.8.6): a visible head with a missing tail is
+				 * a lie, and the positions that follow cannot be trusted. */
+				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				vq->pscan_end = true;
+				return;
+			}
+			vq->pflags[pos] = flags;
+			n++;
+			advance(&pos, &wrap, 1, size);
+			if (!(flags & VL_DESC_F_NEXT))
+				break;
+		}
+		struct vl_packed_chain *pc = &vq->pchains[vq->pscanned++];
+
+		pc->start = start;
+		pc->wrap = start_wrap;
+		pc->ndescs = (uint16_t)n;
+		vq->pscan_descs += n;
+	}
+}
+
+/* Walk an indirect table: entries are consecutive (NEXT is ignored, spec 2.8.8); only WRITE
+ * is a valid flag; an INDIRECT entry is a nested table, which we refuse. */
+static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, uint32_t entries,
+				      bool want_writable, uint32_t *np, uint32_t *total)
+{
+	for (uint32_t i = 0; i < entries; i++) {
+		struct vl_packed_desc d;
+
+		vl_guest_load_bytes(&d, table + (size_t)i * sizeof(d), sizeof(d));
+		if (d.flags & VL_DESC_F_INDIRECT)
+			return VL_DROP_NESTED_INDIRECT;
+		if (((d.flags & VL_DESC_F_WRITE) != 0) != want_writable)
+			return VL_DROP_DIRECTION;
+		if (d.len > 0) {
+			enum vl_drop why = vl_chain_add_range(vq->mem, d.addr, d.len, vq->pieces,
+							      VL_CHAIN_MAX_PIECES, np, total);
+			if (why != VL_DROP_NONE)
+				return why;
+		}
+	}
+	return VL_DROP_NONE;
+}
+
+enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+			     struct vl_chain *c, uint32_t *np, uint32_t *total)
+{
+	const struct vl_packed_chain *pc = &vq->pchains[pos];
+	const bool want_writable = dir == VL_DIR_DEVICE_WRITES;
+	const uint32_t size = vq->size;
+	uint16_t p = pc->start;
+	bool wrap = pc->wrap;
+
+	*total = 0;
+	/* The buffer id is in the chain's last descriptor (spec 2.8.6). Read it first so a
+	 * chain dropped for its contents can still be returned under its id. */
+	uint16_t last = p;
+	bool last_wrap = wrap;
+
+	advance(&last, &last_wrap, pc->ndescs - 1u, size);
+	uint16_t id = vl_guest_load16(&vq->pdesc[last].id);
+
+	if (id >= size) {
+		vl_vq_break(vq, VL_DROP_ID_OUT_OF_RANGE);
+		return VL_DROP_ID_OUT_OF_RANGE;
+	}
+	c->id = id;
+	c->ndescs = pc->ndescs;
+
+	for (uint32_t i = 0; i < pc->ndescs; i++, advance(&p, &wrap, 1, size)) {
+		const uint16_t flags = vq->pflags[p]; /* read once, by the scan */
+		const uint64_t addr = __atomic_load_n(&vq->pdesc[p].addr, __ATOMIC_RELAXED);
+		const uint32_t len = __atomic_load_n(&vq->pdesc[p].len, __ATOMIC_RELAXED);
+
+		if (flags & VL_DESC_F_INDIRECT) {
+			/* Spec 2.8.8: an indirect descriptor is never part of a NEXT list. */
+			if (pc->ndescs != 1)
+				return VL_DROP_INDIRECT_WITH_NEXT;
+			const uint8_t *table;
+			uint32_t entries;
+			enum vl_drop why = vl_chain_map_indirect(vq, addr, len, &table, &entries);
+
+			if (why != VL_DROP_NONE)
+				return why;
+			return packed_walk_table(vq, table, entries, want_writable, np, total);
+		}
+		if (((flags & VL_DESC_F_WRITE) != 0) != want_writable)
+			return VL_DROP_DIRECTION;
+		if (len > 0) {
+			enum vl_drop why = vl_chain_add_range(vq->mem, addr, len, vq->pieces,
+							      VL_CHAIN_MAX_PIECES, np, total);
+			if (why != VL_DROP_NONE)
+				return why;
+		}
+	}
+	return VL_DROP_NONE;
+}
+
+void vl_packed_consume(struct vl_vq *vq, uint16_t n)
+{
+	uint32_t descs = 0;
+
+	for (uint16_t i = 0; i < n; i++)
+		descs += vq->pchains[i].ndescs;
+	advance(&vq->avail_pos, &vq->avail_wrap, descs, vq->size);
+	vq->stats.chains += n;
+	vl_packed_begin(vq);
+}
+
+/* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we
+ * poll; with event idx, DESC naming the next descriptor we will look at; else ENABLE. */
+static void packed_update_kick_wish(struct vl_vq *vq)
+{
+	uint16_t flags = VL_RING_EVENT_DISABLE;
+
+	if (vq->want_kicks && vq->event_idx) {
+		uint16_t off_wrap = (uint16_t)(vq->avail_pos |
+					       (vq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
+
+		__atomic_store_n(&vq->device_event->off_wrap, off_wrap, __ATOMIC_RELAXED);
+		flags = VL_RING_EVENT_DESC;
+	} else if (vq->want_kicks) {
+		flags = VL_RING_EVENT_ENABLE;
+	}
+	__atomic_store_n(&vq->device_event->flags, flags, __ATOMIC_RELEASE);
+}
+
+/* Did the used descriptors just written, from (old_pos, old_wrap) up to the current used
+ * position, pass the one the guest asked to hear about? Positions are mapped onto a line of
+ * 2 * size slots (wrap counter 1 -> upper half), where one flush moves at most size. */
+static bool packed_need_call(const struct vl_vq *vq, uint16_t old_pos, bool old_wrap)
+{
+	uint32_t snap = __atomic_load_n((const vl_u32_alias *)(const void *)vq->driver_event,
+					__ATOMIC_RELAXED);
+	uint16_t off_wrap = (uint16_t)snap, flags = (uint16_t)(snap >> 16) & 3u;
+	const uint32_t size = vq->size, line = 2 * size;
+
+	if (flags == VL_RING_EVENT_DISABLE)
+		return false;
+	/* ENABLE, the reserved value 3, and DESC without event idx: notify (a spurious call
+	 * is harmless, a missing one hangs the guest). */
+	if (flags != VL_RING_EVENT_DESC || !vq->event_idx)
+		return true;
+	uint32_t off = off_wrap & 0x7fffu;
+
+	if (off >= size)
+		return true;
+	uint32_t ev = off + ((off_wrap & VL_PACKED_WRAP_BIT) ? size : 0);
+	uint32_t from = old_pos + (old_wrap ? size : 0);
+	uint32_t to = vq->used_pos + (vq->used_wrap ? size : 0);
+
+	return (ev + line - from) % line < (to + line - from) % line;
+}
+
+void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
+{
+	uint32_t n = vq->shadow_count;
+	const uint16_t old_pos = vq->used_pos;
+	const bool old_wrap = vq->used_wrap;
+
+	packed_update_kick_wish(vq);
+	if (n == 0) {
+		vq->needs_call = false;
+		return;
+	}
+	if (in_order_batch && n > 1) {
+		/* One used descriptor for the batch, carrying the last buffer's id; the guest
+		 * treats every earlier buffer as used (spec 2.8.11). */
+		uint32_t descs = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			descs += vq->shadow[i].ndescs;
+		vq->shadow[0].id = vq->shadow[n - 1].id;
+		vq->shadow[0].len = 0;
+		vq->shadow[0].ndescs = (uint16_t)descs; /* <= size <= 32768 */
+		n = 1;
+	}
+	uint16_t head_flags = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vl_used_elem *e = &vq->shadow[i];
+		struct vl_packed_desc *d = &vq->pdesc[vq->used_pos];
+		uint16_t flags = (uint16_t)((vq->used_wrap ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0) |
+					    (e->len ? VL_DESC_F_WRITE : 0));
+
+		__atomic_store_n(&d->id, e->id, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->len, e->len, __ATOMIC_RELAXED);
+		if (i == 0)
+			head_flags = flags;
+		else
+			__atomic_store_n(&d->flags, flags, __ATOMIC_RELEASE);
+		advance(&vq->used_pos, &vq->used_wrap, e->ndescs, vq->size);
+	}
+	/* The first used descriptor last: it exposes the whole burst, data included. */
+	__atomic_store_n(&vq->pdesc[old_pos].flags, head_flags, __ATOMIC_RELEASE);
+	vq->stats.used_entries += n;
+	vq->shadow_count = 0;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vq->needs_call = packed_need_call(vq, old_pos, old_wrap);
+	if (vq->needs_call)
+		vq->stats.calls_needed++;
+	else
+		vq->stats.calls_suppressed++;
+}

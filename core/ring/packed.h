@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Packed virtqueue (spec 2.8): the device side. One ring of descriptors; the driver marks a
+ * descriptor available by setting AVAIL to its wrap counter and USED to the inverse, the
+ * device marks it used by setting both to its own wrap counter. Chains occupy consecutive
+ * descriptors; the buffer id sits in the last one; the device writes one used descriptor per
+ * chain (at the chain's first position) and skips the rest. */
+#ifndef VL_RING_PACKED_H
+#define VL_RING_PACKED_H
+
+#include "ring/guest_load.h"
+#include "ring/vq_internal.h"
+
+/* A descriptor is available for a driver wrap counter w when AVAIL == w and USED != w. A
+ * descriptor with both bits equal to w looks used: for the device it is simply not
+ * available (spec 2.8.1). */
+static inline bool vl_packed_is_avail(uint16_t flags, bool wrap)
+{
+	return ((flags & VL_PDESC_F_AVAIL) != 0) == wrap && ((flags & VL_PDESC_F_USED) != 0) != wrap;
+}
+
+/* Start a burst: the window of available chains is found lazily by vl_packed_avail. */
+static inline void vl_packed_begin(struct vl_vq *vq)
+{
+	vq->pscanned = 0;
+	vq->pscan_descs = 0;
+	vq->pscan_end = false;
+}
+
+/* Scan forward until `want` chains are known or a descriptor is not available. */
+void vl_packed_scan(struct vl_vq *vq, uint32_t want);
+
+/* Complete chains available in this burst's window, at most `want`. Each descriptor's flags
+ * are read once (load-acquire, so its other fields are read after) and kept for the walk. */
+static inline uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want)
+{
+	if (vq->pscanned < want && !vq->pscan_end && !vq->broken)
+		vl_packed_scan(vq, want);
+	return (uint16_t)(vq->pscanned < want ? vq->pscanned : want);
+}
+
+/* True when every descriptor of the ring is available to the device. */
+static inline bool vl_packed_full(struct vl_vq *vq)
+{
+	vl_packed_avail(vq, (uint16_t)(vq->size < 0xffffu ? vq->size : 0xffffu));
+	return vq->pscan_descs == vq->size;
+}
+
+/* Read the buffer id and walk chain `pos` of the window (pos < vl_packed_avail). An id
+ * outside [0, size) breaks the queue (the guest could not match it); the caller sees
+ * vq->broken. */
+enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+			     struct vl_chain *c, uint32_t *np, uint32_t *total);
+
+/* Consume the first n chains of the window (their descriptors now belong to the device
+ * until it writes them used). */
+void vl_packed_consume(struct vl_vq *vq, uint16_t n);
+
+/* Write the burst's used descriptors: id and len of each, flags of all but the first, then
+ * (release) the first one's flags, so the guest never sees part of a burst (spec 2.8.21:
+ * the first buffer of a multi-buffer request is marked used last). With in_order_batch
+ * (TX under VIRTIO_F_IN_ORDER) the whole burst becomes one used descriptor carrying the last
+ * buffer id (spec 2.8.11). Then decide whether the guest wants a call. */
+void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch);
+
+#endif
