@@ -81,9 +81,20 @@ static bool in_range(uint64_t gpa, uint64_t len, uint64_t base, uint64_t size)
 bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_t len)
 {
 	/* The device owns the used rings; RX buffers while they are posted. */
-	if (in_range(gpa, len, d->tx.used_gpa, vl_split_used_bytes(d->tx.size)) ||
-	    in_range(gpa, len, d->rx.used_gpa, vl_split_used_bytes(d->rx.size)))
+	if (d->cfg.layout == VL_LAYOUT_PACKED) {
+		/* The device writes used descriptors into the ring itself (id, len, flags of
+		 * descriptors it owns) and its event suppression structure. */
+		for (int q = 0; q < 2; q++) {
+			const struct lab_pring *pr = q ? &d->rx.p : &d->tx.p;
+
+			if (in_range(gpa, len, pr->desc_gpa, vl_packed_desc_bytes(pr->size)) ||
+			    in_range(gpa, len, pr->device_gpa, sizeof(struct vl_packed_event)))
+				return true;
+		}
+	} else if (in_range(gpa, len, d->tx.s.used_gpa, vl_split_used_bytes(d->tx.size)) ||
+		   in_range(gpa, len, d->rx.s.used_gpa, vl_split_used_bytes(d->rx.size))) {
 		return true;
+	}
 	uint64_t ram = lab_gmem_ram_gpa(d->g);
 
 	if (!in_range(gpa, len, ram, lab_gmem_ram_size(d->g)))
@@ -109,11 +120,19 @@ int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
 	d->rng = lab_rng_make(cfg->seed, 0x5eed);
 
 	uint64_t ring = lab_gmem_ring_gpa(g);
+	bool event_idx = (cfg->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0;
 
-	if (lab_vring_init(&d->tx, g, ring, cfg->queue_size, cfg->start_idx) != 0 ||
-	    lab_vring_init(&d->rx, g, ring + lab_vring_area_bytes(cfg->queue_size),
-			   cfg->queue_size, cfg->start_idx) != 0)
+	d->in_order = (cfg->features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
+	if (lab_ring_init(&d->tx, cfg->layout, g, ring, cfg->queue_size, cfg->start_idx,
+			  d->in_order, event_idx) != 0 ||
+	    lab_ring_init(&d->rx, cfg->layout, g,
+			  ring + lab_ring_area_bytes(cfg->layout, cfg->queue_size),
+			  cfg->queue_size, cfg->start_idx, d->in_order, event_idx) != 0)
 		return drv_fail(d, "ring area too small for queue size %u", cfg->queue_size);
+	d->tx_order = calloc(cfg->queue_size, sizeof(*d->tx_order));
+	d->rx_order = calloc(cfg->queue_size, sizeof(*d->rx_order));
+	if (!d->tx_order || !d->rx_order)
+		return drv_fail(d, "out of memory setting up the simulated driver");
 	d->tx_rec = calloc(cfg->queue_size, sizeof(*d->tx_rec));
 	d->rx_rec = calloc(cfg->queue_size, sizeof(*d->rx_rec));
 	d->scratch = malloc(VL_PKT_MAX_LEN + 12);
@@ -128,8 +147,10 @@ int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
 
 void lab_drv_fini(struct lab_net_driver *d)
 {
-	lab_vring_fini(&d->tx);
-	lab_vring_fini(&d->rx);
+	lab_ring_fini(&d->tx);
+	lab_ring_fini(&d->rx);
+	free(d->tx_order);
+	free(d->rx_order);
 	free(d->tx_rec);
 	free(d->rx_rec);
 	free(d->scratch);
@@ -166,17 +187,14 @@ static uint64_t place_bytes(struct lab_net_driver *d, struct lab_chain_rec *rec,
 	return base + skew;
 }
 
-static void release_chain(struct lab_net_driver *d, struct lab_vring *vr,
-			  struct lab_chain_rec *rec, bool granted)
+static void release_chain(struct lab_net_driver *d, struct lab_chain_rec *rec, bool granted)
 {
 	for (uint32_t i = 0; i < rec->nsegs && granted; i++)
 		grant_set(d, rec->segs[i].gpa, rec->segs[i].len, false);
 	for (uint32_t i = 0; i < rec->nallocs; i++)
 		lab_gmem_free(d->g, rec->allocs[i].gpa, rec->allocs[i].len);
-	for (uint32_t i = 0; i < rec->ndescs; i++)
-		lab_vring_desc_put(vr, rec->descs[i]);
 	rec->in_flight = false;
-	rec->nsegs = rec->nallocs = rec->ndescs = 0;
+	rec->nsegs = rec->nallocs = 0;
 }
 
 /* Cut `total` bytes into segment lengths. TX shapes put the header alone, share it with
@@ -235,22 +253,27 @@ static uint32_t cut_segments(struct lab_net_driver *d, uint32_t total, uint32_t 
 	return n;
 }
 
-/* Link the segments of rec into a chain (direct or through an indirect table) with the
- * given descriptor flags, and make its head available. Returns 1, or 0 when out of room. */
-static int link_chain(struct lab_net_driver *d, struct lab_vring *vr, struct lab_chain_rec *rec,
-		      uint16_t flags, uint16_t *head_out)
+/* Link the segments of rec into a chain (direct, or one descriptor naming an indirect table)
+ * with the given descriptor flags and make it available. Returns 1 with the id the device
+ * must return, or 0 when out of descriptors, ids or guest RAM. */
+static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_chain_rec *rec,
+		      uint16_t flags, uint16_t *id_out)
 {
 	bool indirect = d->cfg.use_indirect && lab_rng_chance(&d->rng, 1, 2);
+	struct lab_pdesc elems[LAB_MAX_SEGS];
+	int id;
 
 	if (indirect) {
-		struct vl_split_desc table[LAB_MAX_SEGS];
-		/* Segment i sits in table slot[i]: the walk starts at entry 0, so slot[0] = 0;
-		 * the rest are shuffled so `next` really has to be followed. */
+		/* Both layouts use 16-byte table entries. Split entries are linked by next, and
+		 * we store them in a shuffled order so next really has to be followed (the walk
+		 * starts at entry 0, which holds segment 0). Packed entries are consecutive. */
+		uint8_t table[LAB_MAX_SEGS * 16];
 		uint16_t slot[LAB_MAX_SEGS];
+		bool packed = d->cfg.layout == VL_LAYOUT_PACKED;
 
 		for (uint32_t i = 0; i < rec->nsegs; i++)
 			slot[i] = (uint16_t)i;
-		for (uint32_t i = rec->nsegs; i > 2; i--) {
+		for (uint32_t i = rec->nsegs; !packed && i > 2; i--) {
 			uint32_t j = 1 + lab_rng_below(&d->rng, i - 1);
 			uint16_t t = slot[i - 1];
 
@@ -258,41 +281,61 @@ static int link_chain(struct lab_net_driver *d, struct lab_vring *vr, struct lab
 			slot[j] = t;
 		}
 		for (uint32_t i = 0; i < rec->nsegs; i++) {
-			struct vl_split_desc *e = &table[slot[i]];
 			bool more = i + 1 < rec->nsegs;
 
-			e->addr = rec->segs[i].gpa;
-			e->len = rec->segs[i].len;
-			e->flags = (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0));
-			e->next = more ? slot[i + 1] : 0;
-		}
-		int di = lab_vring_desc_get(vr);
+			if (packed) {
+				struct vl_packed_desc e = {
+					.addr = rec->segs[i].gpa, .len = rec->segs[i].len,
+					.id = 0, .flags = flags,
+				};
 
-		if (di < 0)
+				memcpy(table + 16 * i, &e, 16);
+			} else {
+				struct vl_split_desc e = {
+					.addr = rec->segs[i].gpa, .len = rec->segs[i].len,
+					.flags = (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0)),
+					.next = more ? slot[i + 1] : 0,
+				};
+
+				memcpy(table + 16 * slot[i], &e, 16);
+			}
+		}
+		if (lab_ring_free_descs(r) < 1)
 			return 0;
-		rec->descs[rec->ndescs++] = (uint16_t)di;
-		uint32_t tbytes = rec->nsegs * (uint32_t)sizeof(struct vl_split_desc);
-		uint64_t tgpa = place_bytes(d, rec, (const uint8_t *)table, tbytes);
+		uint32_t tbytes = rec->nsegs * 16;
+		uint64_t tgpa = place_bytes(d, rec, table, tbytes);
 
 		if (tgpa == 0)
 			return 0;
-		lab_vring_set_desc(vr, (uint16_t)di, tgpa, tbytes, VL_DESC_F_INDIRECT, 0);
-		*head_out = (uint16_t)di;
-		return 1;
+		elems[0] = (struct lab_pdesc){.addr = tgpa, .len = tbytes, .flags = VL_DESC_F_INDIRECT};
+		id = lab_ring_post(r, elems, 1);
+	} else {
+		if (lab_ring_free_descs(r) < rec->nsegs)
+			return 0;
+		for (uint32_t i = 0; i < rec->nsegs; i++)
+			elems[i] = (struct lab_pdesc){
+				.addr = rec->segs[i].gpa, .len = rec->segs[i].len, .flags = flags,
+			};
+		id = lab_ring_post(r, elems, rec->nsegs);
 	}
-	if (vr->nfree < rec->nsegs)
+	if (id < 0)
 		return 0;
-	for (uint32_t i = 0; i < rec->nsegs; i++)
-		rec->descs[rec->ndescs++] = (uint16_t)lab_vring_desc_get(vr);
-	for (uint32_t i = 0; i < rec->nsegs; i++) {
-		bool more = i + 1 < rec->nsegs;
-
-		lab_vring_set_desc(vr, rec->descs[i], rec->segs[i].gpa, rec->segs[i].len,
-				   (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0)),
-				   more ? rec->descs[i + 1] : 0);
-	}
-	*head_out = rec->descs[0];
+	*id_out = (uint16_t)id;
 	return 1;
+}
+
+/* Under IN_ORDER the device returns buffers exactly in the order they were posted. */
+static int check_order(struct lab_net_driver *d, uint16_t *order, uint32_t *head,
+		       uint32_t *count, uint32_t id, const char *q)
+{
+	if (!d->in_order)
+		return 0;
+	if (*count == 0 || order[*head] != id)
+		return drv_fail(d, "%s: in-order device returned id %u, but %s was posted first", q,
+				id, *count ? "another" : "nothing");
+	*head = (*head + 1) % d->cfg.queue_size;
+	(*count)--;
+	return 0;
 }
 
 /* ---- TX ---------------------------------------------------------------------------- */
@@ -329,7 +372,7 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 	uint32_t lens[LAB_MAX_SEGS];
 	struct lab_chain_rec rec = {0};
 
-	if (d->tx_expect.count == d->tx_expect.cap || d->tx.nfree == 0)
+	if (d->tx_expect.count == d->tx_expect.cap || lab_ring_free_descs(&d->tx) == 0)
 		return 0;
 	rec.key = d->tx_key;
 	rec.pkt_len = pkt_len;
@@ -356,7 +399,8 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 	rec.in_flight = true;
 	rec.posted_round = d->round;
 	d->tx_rec[head] = rec;
-	lab_vring_add_avail(&d->tx, head);
+	if (d->in_order)
+		d->tx_order[(d->tx_order_head + d->tx_order_count++) % d->cfg.queue_size] = head;
 
 	struct lab_expect e = {.key = rec.key, .pkt_len = pkt_len};
 
@@ -371,14 +415,14 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 	d->tx_in_flight++;
 	return 1;
 no_room:
-	release_chain(d, &d->tx, &rec, false);
+	release_chain(d, &rec, false);
 	return 0;
 }
 
 void lab_drv_kick(struct lab_net_driver *d)
 {
-	lab_vring_kick(&d->tx);
-	lab_vring_kick(&d->rx);
+	lab_ring_publish(&d->tx);
+	lab_ring_publish(&d->rx);
 }
 
 static bool same_offload(const struct vl_offload *a, const struct vl_offload *b)
@@ -446,10 +490,16 @@ int lab_drv_harvest_tx(struct lab_net_driver *d)
 {
 	uint32_t id, len;
 
-	while (lab_vring_pop_used(&d->tx, &id, &len)) {
-		if (id >= d->tx.size || !d->tx_rec[id].in_flight)
-			return drv_fail(d, "TX used ring returned head %u, which is not in flight",
+	for (;;) {
+		int got = lab_ring_pop_used(&d->tx, &id, &len);
+
+		if (got == 0)
+			break;
+		if (got < 0 || id >= d->tx.size || !d->tx_rec[id].in_flight)
+			return drv_fail(d, "TX used ring returned id %u, which is not in flight",
 					id);
+		if (check_order(d, d->tx_order, &d->tx_order_head, &d->tx_order_count, id, "TX"))
+			return -1;
 		struct lab_chain_rec *rec = &d->tx_rec[id];
 
 		if (len != 0)
@@ -464,7 +514,7 @@ int lab_drv_harvest_tx(struct lab_net_driver *d)
 		if (at != rec->total)
 			return drv_fail(d, "TX packet %" PRIu64 ": the device modified byte %u of "
 					"its read-only buffer", rec->key, at);
-		release_chain(d, &d->tx, rec, false);
+		release_chain(d, rec, false);
 		d->tx_in_flight--;
 		d->checks++;
 	}
@@ -493,7 +543,7 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 	uint16_t head;
 	uint32_t cap;
 
-	if (d->rx.nfree == 0)
+	if (lab_ring_free_descs(&d->rx) == 0)
 		return 0;
 	if (d->mergeable) {
 		/* Mostly ordinary buffers, sometimes tiny ones that hold little beyond the
@@ -535,12 +585,13 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 	rec.in_flight = true;
 	rec.posted_round = d->round;
 	d->rx_rec[head] = rec;
-	lab_vring_add_avail(&d->rx, head);
+	if (d->in_order)
+		d->rx_order[(d->rx_order_head + d->rx_order_count++) % d->cfg.queue_size] = head;
 	d->rx_buf_key++;
 	d->rx_in_flight++;
 	return 1;
 no_room:
-	release_chain(d, &d->rx, &rec, false);
+	release_chain(d, &rec, false);
 	return 0;
 }
 
@@ -558,10 +609,14 @@ int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
 /* Pop one used RX entry and validate it against the record of that head. */
 static int rx_pop(struct lab_net_driver *d, uint32_t *id, uint32_t *len)
 {
-	if (!lab_vring_pop_used(&d->rx, id, len))
+	int got = lab_ring_pop_used(&d->rx, id, len);
+
+	if (got == 0)
 		return 1;
-	if (*id >= d->rx.size || !d->rx_rec[*id].in_flight)
-		return drv_fail(d, "RX used ring returned head %u, which is not in flight", *id);
+	if (got < 0 || *id >= d->rx.size || !d->rx_rec[*id].in_flight)
+		return drv_fail(d, "RX used ring returned id %u, which is not in flight", *id);
+	if (check_order(d, d->rx_order, &d->rx_order_head, &d->rx_order_count, *id, "RX"))
+		return -1;
 	if (*len > d->rx_rec[*id].total)
 		return drv_fail(d, "RX buffer %u: used length %u exceeds its capacity %u", *id,
 				*len, d->rx_rec[*id].total);
@@ -628,13 +683,15 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 					"be 1)", nbufs);
 		if (nbufs == 0 || nbufs > d->rx.size)
 			return drv_fail(d, "RX: num_buffers %u out of range", nbufs);
-		if (lab_vring_used_pending(&d->rx) < nbufs - 1)
-			return drv_fail(d, "RX: num_buffers says %u but only %u more used entries "
-					"are published", nbufs, lab_vring_used_pending(&d->rx));
-		release_chain(d, &d->rx, rec, true);
+		release_chain(d, rec, true);
 		d->rx_in_flight--;
 		for (uint16_t b = 1; b < nbufs; b++) {
-			if (rx_pop(d, &id, &len) != 0)
+			int more = rx_pop(d, &id, &len);
+
+			if (more > 0)
+				return drv_fail(d, "RX: num_buffers says %u but only %u used "
+						"buffers are published", nbufs, b);
+			if (more < 0)
 				return -1;
 			rec = &d->rx_rec[id];
 			if (got + len > VL_PKT_MAX_LEN)
@@ -642,7 +699,7 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 						VL_PKT_MAX_LEN);
 			gather_segs(d, rec, d->scratch2 + got, len);
 			got += len;
-			release_chain(d, &d->rx, rec, true);
+			release_chain(d, rec, true);
 			d->rx_in_flight--;
 		}
 		if (rx_check_packet(d, got, hdr, nbufs) != 0)

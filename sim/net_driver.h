@@ -11,7 +11,7 @@
 #include "guest_mem.h"
 #include "rng.h"
 #include "vhostlab/vl_pkt.h"
-#include "vring_split.h"
+#include "vring.h"
 
 #define LAB_MAX_SEGS 24u       /* descriptors one posted chain may use */
 #define LAB_MAX_TX_DATA_SEGS 8u /* payload segments of a TX chain (header pieces extra) */
@@ -30,8 +30,6 @@ struct lab_chain_rec {
 	struct lab_seg segs[LAB_MAX_SEGS]; /* buffer bytes in chain order */
 	uint32_t nallocs;
 	struct lab_seg allocs[LAB_MAX_SEGS + 1]; /* guest RAM to give back */
-	uint32_t ndescs;
-	uint16_t descs[LAB_MAX_SEGS]; /* ring descriptors to give back */
 	uint32_t total;          /* TX: header + payload bytes; RX: capacity */
 	uint32_t pkt_len;        /* TX */
 	uint8_t hdr[12];         /* TX: header as written */
@@ -50,6 +48,7 @@ struct lab_fifo {
 };
 
 struct lab_net_driver_config {
+	enum vl_layout layout;
 	uint32_t queue_size;
 	uint64_t features;
 	bool use_indirect;         /* post some chains through indirect tables */
@@ -57,7 +56,7 @@ struct lab_net_driver_config {
 	uint32_t nsizes;
 	uint32_t rx_buf_max;       /* non-mergeable RX buffer capacity (header included) */
 	uint64_t seed;
-	uint16_t start_idx;
+	uint16_t start_idx;        /* split: first avail/used index; packed: first position */
 };
 
 struct lab_net_driver {
@@ -65,8 +64,11 @@ struct lab_net_driver {
 	struct lab_net_driver_config cfg;
 	uint32_t hdr_len;
 	bool mergeable;
-	struct lab_vring tx, rx;
-	struct lab_chain_rec *tx_rec, *rx_rec; /* [queue_size], by head */
+	struct lab_ring tx, rx;
+	struct lab_chain_rec *tx_rec, *rx_rec; /* [queue_size], by id (split: head) */
+	bool in_order;
+	uint16_t *tx_order, *rx_order;         /* in-order: ids in posting order */
+	uint32_t tx_order_head, tx_order_count, rx_order_head, rx_order_count;
 	struct lab_rng rng;
 	uint64_t tx_key, rx_buf_key;
 	uint64_t round;

@@ -42,9 +42,11 @@ void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, siz
 		snprintf(gran, sizeof(gran), "%" PRIu64, cfg->granularity);
 	else
 		snprintf(gran, sizeof(gran), "coarse");
-	snprintf(buf, len, "ring=split mergeable=%s indirect=%s batch=%u granularity=%s "
-		 "version_1=%s queue=%u seed=%" PRIu64, cfg->mergeable ? "on" : "off",
-		 cfg->indirect ? "on" : "off", cfg->batch_threshold, gran,
+	snprintf(buf, len, "ring=%s mergeable=%s indirect=%s in_order=%s event_idx=%s batch=%u "
+		 "granularity=%s version_1=%s queue=%u seed=%" PRIu64,
+		 cfg->layout == VL_LAYOUT_PACKED ? "packed" : "split", cfg->mergeable ? "on" : "off",
+		 cfg->indirect ? "on" : "off", cfg->in_order ? "on" : "off",
+		 cfg->event_idx ? "on" : "off", cfg->batch_threshold, gran,
 		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->seed);
 }
 
@@ -160,8 +162,15 @@ static int setup(struct run *r)
 
 	if (cfg->mergeable)
 		features |= VL_FEATURE(VL_F_NET_MRG_RXBUF);
-	if (cfg->modern)
+	/* The packed ring exists only for modern (VERSION_1) devices. */
+	if (cfg->modern || cfg->layout == VL_LAYOUT_PACKED)
 		features |= VL_FEATURE(VL_F_VERSION_1);
+	if (cfg->layout == VL_LAYOUT_PACKED)
+		features |= VL_FEATURE(VL_F_RING_PACKED);
+	if (cfg->in_order)
+		features |= VL_FEATURE(VL_F_IN_ORDER);
+	if (cfg->event_idx)
+		features |= VL_FEATURE(VL_F_RING_EVENT_IDX);
 	if (cfg->indirect)
 		features |= VL_FEATURE(VL_F_RING_INDIRECT_DESC);
 	uint32_t hdr_len = vl_net_hdr_len(features);
@@ -169,7 +178,7 @@ static int setup(struct run *r)
 	r->res->hdr_len = hdr_len;
 	struct lab_gmem_config gc = {
 		.ram_size = ram_needed(cfg, hdr_len),
-		.ring_area_size = 2 * lab_vring_area_bytes(cfg->queue_size),
+		.ring_area_size = 2 * lab_ring_area_bytes(cfg->layout, cfg->queue_size),
 		.granularity = cfg->granularity,
 		.seed = cfg->seed,
 	};
@@ -185,6 +194,7 @@ static int setup(struct run *r)
 		return run_fail(r, "vl_mem_create: %s", vl_strerror(err));
 
 	struct lab_net_driver_config dc = {
+		.layout = cfg->layout,
 		.queue_size = cfg->queue_size,
 		.features = features,
 		.use_indirect = cfg->indirect,
@@ -192,8 +202,12 @@ static int setup(struct run *r)
 		.nsizes = cfg->nsizes,
 		.rx_buf_max = max_size(cfg) + hdr_len,
 		.seed = cfg->seed,
-		/* Start near the top of the 16-bit index space so every run crosses the wrap. */
-		.start_idx = (uint16_t)(0x10000u - 3u * (cfg->queue_size % 0x8000u) - 7u),
+		/* Split: start near the top of the 16-bit index space so every run crosses the
+		 * wrap. Packed: start near the end of the ring so the wrap counters flip at
+		 * once. */
+		.start_idx = cfg->layout == VL_LAYOUT_PACKED
+				     ? (uint16_t)(cfg->queue_size > 3 ? cfg->queue_size - 3 : 0)
+				     : (uint16_t)(0x10000u - 3u * (cfg->queue_size % 0x8000u) - 7u),
 	};
 
 	if (lab_drv_init(&r->drv, r->gmem, &dc, r->drv_err, sizeof(r->drv_err)) != 0)
@@ -202,19 +216,14 @@ static int setup(struct run *r)
 
 	struct vl_vq_config qc;
 
-	vl_vq_config_init(&qc, VL_LAYOUT_SPLIT, cfg->queue_size);
+	vl_vq_config_init(&qc, cfg->layout, cfg->queue_size);
 	qc.features = features;
 	qc.batch_threshold = cfg->batch_threshold;
-	qc.last_avail_idx = dc.start_idx;
-	qc.desc_gpa = r->drv.tx.desc_gpa;
-	qc.driver_gpa = r->drv.tx.avail_gpa;
-	qc.device_gpa = r->drv.tx.used_gpa;
+	lab_ring_device_config(&r->drv.tx, &qc);
 	r->txq = vl_vq_create(r->mem, &qc, &err);
 	if (!r->txq)
 		return run_fail(r, "TX queue: %s", vl_strerror(err));
-	qc.desc_gpa = r->drv.rx.desc_gpa;
-	qc.driver_gpa = r->drv.rx.avail_gpa;
-	qc.device_gpa = r->drv.rx.used_gpa;
+	lab_ring_device_config(&r->drv.rx, &qc);
 	r->rxq = vl_vq_create(r->mem, &qc, &err);
 	if (!r->rxq)
 		return run_fail(r, "RX queue: %s", vl_strerror(err));
@@ -256,12 +265,77 @@ static void teardown(struct run *r)
 	free(r->status);
 }
 
+/* ---- notifications ----------------------------------------------------------------- */
+
+/* The driver's used-notification wish before a burst: a mix of off, next, and "a few
+ * buffers later" (event idx), as a real driver switches between interrupt and polling. */
+static void arm_calls(struct run *r, struct lab_ring *ring)
+{
+	uint32_t pick = lab_rng_below(&r->drv.rng, 4);
+	enum lab_call_mode mode = pick == 0 ? LAB_CALLS_OFF : pick == 3 ? LAB_CALLS_LATER
+									: LAB_CALLS_NEXT;
+
+	lab_ring_arm_calls(ring, mode, 1 + lab_rng_below(&r->drv.rng, r->cfg->burst));
+}
+
+/* After the burst and a full harvest: a call the guest's reckoning says was due and the core
+ * did not signal is a lost wake-up (the guest would sleep forever); the reverse is counted. */
+static int check_call(struct run *r, struct lab_ring *ring, const struct vl_vq *vq,
+		      const char *q)
+{
+	bool due = lab_ring_call_due(ring), signalled = vl_vq_needs_call(vq);
+
+	r->res->calls_due += due;
+	if (due && !signalled)
+		return run_fail(r, "notifications: %s used buffers passed the guest's event "
+				"(mode %d) but the core signalled no call: lost wake-up", q,
+				(int)ring->call_mode);
+	if (!due && signalled)
+		r->res->calls_spurious++;
+	r->res->checks++;
+	return 0;
+}
+
+/* The device polls in some phases (kicks off) and sleeps on kicks in others. */
+static bool kicks_wanted(uint64_t round)
+{
+	return (round / 32) % 2 == 0;
+}
+
+/* After posting: when the device wants kicks and had drained the ring at its last burst, it
+ * may be asleep, so the guest's reckoning (from the device's suppression structure) must call
+ * for a kick, or the device would never learn of the new buffers. */
+static int check_kick(struct run *r, struct lab_ring *ring, const struct vl_vq *vq,
+		      bool drained, const char *q)
+{
+	bool due = lab_ring_kick_due(ring);
+	/* set_kicks(true) writes the wish at once; a device coming back from polling runs a
+	 * burst before sleeping, so only rounds after a burst in kick mode are judged. */
+	bool wanted = kicks_wanted(r->drv.round) && kicks_wanted(r->drv.round - 1);
+
+	r->res->kicks_sent += due;
+	if (!due && lab_ring_posted(ring))
+		r->res->kicks_skipped++;
+	if (wanted && drained && lab_ring_posted(ring) && !due)
+		return run_fail(r, "notifications: the device wants kicks and had drained the %s "
+				"ring, but its suppression structure lets the guest skip the kick "
+				"(last_avail %u): lost kick", q, vl_vq_last_avail(vq));
+	r->res->checks++;
+	return 0;
+}
+
 /* ---- one round: a TX burst and an RX burst ----------------------------------------- */
 
 static int tx_round(struct run *r, uint64_t *posted)
 {
 	const struct lab_scenario_config *cfg = r->cfg;
 	struct lab_scenario_result *res = r->res;
+	struct lab_ring *ring = &r->drv.tx;
+
+	vl_vq_set_kicks(r->txq, kicks_wanted(r->drv.round));
+	arm_calls(r, ring);
+	lab_ring_mark_avail(ring);
+	bool drained = vl_vq_last_avail(r->txq) == lab_ring_marked_avail(ring);
 
 	for (uint32_t i = 0; i < cfg->burst && *posted < cfg->packets; i++) {
 		int p = lab_drv_post_tx(&r->drv);
@@ -272,7 +346,9 @@ static int tx_round(struct run *r, uint64_t *posted)
 			break;
 		(*posted)++;
 	}
-	lab_drv_kick(&r->drv);
+	lab_ring_publish(ring);
+	if (check_kick(r, ring, r->txq, drained, "TX") != 0)
+		return -1;
 
 	bool scan = scan_due(r);
 
@@ -296,7 +372,7 @@ static int tx_round(struct run *r, uint64_t *posted)
 		return rc;
 	if (lab_drv_harvest_tx(&r->drv) != 0 || lab_drv_check_tx_age(&r->drv, 1) != 0)
 		return driver_failed(r);
-	return 0;
+	return check_call(r, ring, r->txq, "TX");
 }
 
 static void make_rx_packet(struct run *r, struct vl_pkt *pkt, uint64_t key)
@@ -319,9 +395,15 @@ static int rx_round(struct run *r, uint64_t *generated)
 {
 	const struct lab_scenario_config *cfg = r->cfg;
 	struct lab_scenario_result *res = r->res;
+	struct lab_ring *ring = &r->drv.rx;
 
 	if (lab_drv_harvest_rx(&r->drv) != 0)
 		return driver_failed(r);
+	vl_vq_set_kicks(r->rxq, kicks_wanted(r->drv.round));
+	arm_calls(r, ring);
+	lab_ring_mark_avail(ring);
+	bool drained = vl_vq_last_avail(r->rxq) == lab_ring_marked_avail(ring);
+
 	while (r->drv.rx_in_flight < cfg->queue_size) {
 		int p = lab_drv_post_rx(&r->drv);
 
@@ -330,7 +412,9 @@ static int rx_round(struct run *r, uint64_t *generated)
 		if (p == 0)
 			break;
 	}
-	lab_drv_kick(&r->drv);
+	lab_ring_publish(ring);
+	if (check_kick(r, ring, r->rxq, drained, "RX") != 0)
+		return -1;
 
 	while (r->npending < cfg->burst && *generated < cfg->packets) {
 		struct lab_rng rng = lab_rng_make(cfg->seed, r->rx_key ^ 0x1234);
@@ -374,7 +458,7 @@ static int rx_round(struct run *r, uint64_t *generated)
 	r->npending -= h;
 	if (lab_drv_harvest_rx(&r->drv) != 0)
 		return driver_failed(r);
-	return 0;
+	return check_call(r, ring, r->rxq, "RX");
 }
 
 /* ---- end-of-run oracles ------------------------------------------------------------ */
@@ -396,11 +480,15 @@ static int final_checks(struct run *r)
 				d->rx_expect.count);
 	/* Every RX buffer the device consumed came back: those still out are exactly the
 	 * ones it has not consumed yet. */
-	uint16_t unconsumed = (uint16_t)(d->rx.avail_idx - vl_vq_last_avail(r->rxq));
+	/* Every chain the device consumed came back: consumed == posted - still out. */
+	uint64_t rx_returned = d->rx_buf_key - d->rx_in_flight;
 
-	if (d->rx_in_flight != unconsumed)
-		return run_fail(r, "accounting: %u RX buffers outstanding but the device left only "
-				"%u unconsumed", d->rx_in_flight, unconsumed);
+	if (rs->chains != rx_returned)
+		return run_fail(r, "accounting: the device consumed %" PRIu64 " RX buffers but the "
+				"guest got %" PRIu64 " back", rs->chains, rx_returned);
+	if (ts->chains != d->tx_key)
+		return run_fail(r, "accounting: the guest posted %" PRIu64 " TX chains, the device "
+				"consumed %" PRIu64, d->tx_key, ts->chains);
 	for (int q = 0; q < 2; q++) {
 		const struct vl_vq_stats *s = q ? rs : ts;
 		const struct vl_vq *vq = q ? r->rxq : r->txq;

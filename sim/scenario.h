@@ -14,6 +14,9 @@
 #define LAB_MAX_SIZES 32u
 
 struct lab_scenario_config {
+	enum vl_layout layout;     /* split or packed ring */
+	bool in_order;             /* negotiate VIRTIO_F_IN_ORDER */
+	bool event_idx;            /* negotiate VIRTIO_RING_F_EVENT_IDX */
 	bool mergeable;            /* negotiate VIRTIO_NET_F_MRG_RXBUF (+VERSION_1) */
 	bool indirect;             /* negotiate and use indirect descriptors */
 	bool modern;               /* negotiate VIRTIO_F_VERSION_1 (12-byte header even
@@ -39,6 +42,10 @@ struct lab_scenario_result {
 	uint64_t tx_packets, rx_packets, tx_bytes, rx_bytes;
 	uint64_t checks;            /* individual oracle checks that passed */
 	uint64_t containment_scans;
+	/* Notifications, both queues: calls the guest's own reckoning said were due, calls the
+	 * core signalled that were not due (spurious; a due call not signalled fails the run),
+	 * and kicks the guest sent / skipped because the device was polling. */
+	uint64_t calls_due, calls_spurious, kicks_sent, kicks_skipped;
 	double seconds;
 	struct vl_vq_stats tx_stats, rx_stats;
 };

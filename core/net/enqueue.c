@@ -24,17 +24,21 @@ struct rx_burst {
 /* A chain that cannot take data is returned at once with length 0 if no good chain precedes
  * it in this packet's window (so the consumed part of the ring stays a prefix); otherwise it
  * is remembered and returned just before the packet's own chains when the packet commits.
- * If the packet does not commit, deferred chains stay in the ring and are walked again. */
+ * If the packet does not commit, deferred chains stay in the ring and are walked again. The
+ * drop is counted when the chain is returned, so a chain walked again is counted once. */
 static inline void rx_bad_chain(struct vl_vq *vq, const enum vl_layout L, struct rx_burst *b,
 				const struct vl_chain *c, enum vl_drop why, uint32_t nbufs,
 				uint32_t *ndeferred)
 {
-	vq->stats.drops[why]++;
 	if (nbufs == 0) {
+		vq->stats.drops[why]++;
 		vl_ring_push_used(vq, L, c, 0);
 		b->committed++;
 	} else {
-		vq->rx_deferred_bad[(*ndeferred)++] = *c;
+		struct vl_rx_deferred *d = &vq->rx_deferred_bad[(*ndeferred)++];
+
+		d->chain = *c;
+		d->why = why;
 	}
 }
 
@@ -170,8 +174,10 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struc
 			}
 		}
 	}
-	for (uint32_t i = 0; i < ndeferred; i++)
-		vl_ring_push_used(vq, L, &vq->rx_deferred_bad[i], 0);
+	for (uint32_t i = 0; i < ndeferred; i++) {
+		vq->stats.drops[vq->rx_deferred_bad[i].why]++;
+		vl_ring_push_used(vq, L, &vq->rx_deferred_bad[i].chain, 0);
+	}
 	uint32_t left = vq->hdr_len + pkt->pkt_len;
 
 	for (uint32_t i = 0; i < nbufs; i++) {

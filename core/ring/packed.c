@@ -160,7 +160,7 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n)
 
 /* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we
  * poll; with event idx, DESC naming the next descriptor we will look at; else ENABLE. */
-static void packed_update_kick_wish(struct vl_vq *vq)
+void vl_packed_update_kick_wish(struct vl_vq *vq)
 {
 	uint16_t flags = VL_RING_EVENT_DISABLE;
 
@@ -209,7 +209,7 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 	const uint16_t old_pos = vq->used_pos;
 	const bool old_wrap = vq->used_wrap;
 
-	packed_update_kick_wish(vq);
+	vl_packed_update_kick_wish(vq);
 	if (n == 0) {
 		vq->needs_call = false;
 		return;

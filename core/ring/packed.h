@@ -62,4 +62,7 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n);
  * buffer id (spec 2.8.11). Then decide whether the guest wants a call. */
 void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch);
 
+/* Write the device's kick wish into the device event suppression area. */
+void vl_packed_update_kick_wish(struct vl_vq *vq);
+
 #endif

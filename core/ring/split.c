@@ -62,7 +62,7 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
  * avail_event = the next entry we will look at (kick me when you pass it); leaving it stale
  * lets the guest skip kicks while we poll (one spurious kick per 16-bit wrap at most).
  * Without event idx, the NO_NOTIFY flag. */
-static void split_update_kick_wish(struct vl_vq *vq)
+void vl_split_update_kick_wish(struct vl_vq *vq)
 {
 	if (vq->event_idx) {
 		if (vq->want_kicks) {
@@ -82,7 +82,7 @@ void vl_split_flush_used(struct vl_vq *vq)
 	uint32_t n = vq->shadow_count;
 	uint16_t old = vq->used_idx;
 
-	split_update_kick_wish(vq);
+	vl_split_update_kick_wish(vq);
 	if (n == 0) {
 		vq->needs_call = false;
 		return;

@@ -3,7 +3,8 @@
  * scratch allocation (control path only), accessors and drop names. */
 #include <stdlib.h>
 
-#include "ring/vq_internal.h"
+#include "ring/packed.h"
+#include "ring/split.h"
 #include "vhostlab/vl_error.h"
 
 static const char *const vl_drop_names[VL_DROP__COUNT] = {
@@ -112,6 +113,14 @@ static int map_rings(struct vl_vq *vq, const struct vl_mem *mem)
 	return vq->layout == VL_LAYOUT_PACKED ? map_packed(vq, mem) : map_split(vq, mem);
 }
 
+static void update_kick_wish(struct vl_vq *vq)
+{
+	if (vq->layout == VL_LAYOUT_PACKED)
+		vl_packed_update_kick_wish(vq);
+	else
+		vl_split_update_kick_wish(vq);
+}
+
 static void free_scratch(struct vl_vq *vq)
 {
 	free(vq->shadow);
@@ -207,6 +216,9 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 		vq->used_pos = cfg->last_used_idx & (uint16_t)~VL_PACKED_WRAP_BIT;
 		vq->used_wrap = (cfg->last_used_idx & VL_PACKED_WRAP_BIT) != 0;
 	}
+	/* Publish the device's initial kick wish: a guest that posts before our first burst
+	 * must know whether to kick. */
+	update_kick_wish(vq);
 	*err = VL_OK;
 	return vq;
 }
@@ -260,6 +272,7 @@ uint16_t vl_vq_last_used(const struct vl_vq *vq)
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {
 	vq->want_kicks = want;
+	update_kick_wish(vq);
 }
 bool vl_vq_broken(const struct vl_vq *vq) { return vq->broken; }
 enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq) { return vq->broken_reason; }

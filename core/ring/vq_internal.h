@@ -47,6 +47,13 @@ struct vl_packed_chain {
 	bool wrap;       /* the driver wrap counter its descriptors were made available with */
 };
 
+/* A bad RX chain met after a good one while reserving for a packet: returned, and its drop
+ * counted, only when that packet commits (else it stays in the ring and is walked again). */
+struct vl_rx_deferred {
+	struct vl_chain chain;
+	enum vl_drop why;
+};
+
 /* One guest RX chain reserved for the packet being enqueued. */
 struct vl_rx_buf {
 	struct vl_chain chain;
@@ -109,7 +116,7 @@ struct vl_vq {
 	struct vl_piece *pieces;   /* [VL_CHAIN_MAX_PIECES] */
 	uint8_t *indirect_copy;    /* [16 * size]: tables not contiguous in host memory */
 	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
-	struct vl_chain *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
+	struct vl_rx_deferred *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
 
 	bool broken;
 	enum vl_drop broken_reason;

@@ -142,10 +142,10 @@ bool vl_vq_needs_call(const struct vl_vq *vq);
 
 /* Whether the device wants the guest to notify it of new buffers. true (the default):
  * the guest kicks; false: the device polls, the guest may skip kicks (split: NO_NOTIFY, or
- * a stale avail_event with event idx; packed: DISABLE). Takes effect at the end of the next
- * burst; with event idx the device keeps avail_event / the device area current itself.
- * After turning kicks back on, run one more burst before sleeping: buffers posted while
- * kicks were off produce no kick. */
+ * a stale avail_event with event idx; packed: DISABLE). Written to guest memory at once, and
+ * kept current at the end of every burst (avail_event / the device area name the next entry
+ * the device will look at). After turning kicks back on, run one more burst before sleeping:
+ * buffers posted while kicks were off produced no kick. */
 void vl_vq_set_kicks(struct vl_vq *vq, bool want);
 
 const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
