@@ -274,8 +274,12 @@ static void arm_calls(struct run *r, struct lab_ring *ring)
 	uint32_t pick = lab_rng_below(&r->drv.rng, 4);
 	enum lab_call_mode mode = pick == 0 ? LAB_CALLS_OFF : pick == 3 ? LAB_CALLS_LATER
 									: LAB_CALLS_NEXT;
+	uint32_t n = lab_ring_in_flight(ring);
+	/* Often the very last buffer in flight: the boundary a wrap-around slip would miss. */
+	uint32_t later = n == 0 ? 0 : lab_rng_chance(&r->drv.rng, 1, 2) ? n - 1
+								       : lab_rng_below(&r->drv.rng, n);
 
-	lab_ring_arm_calls(ring, mode, 1 + lab_rng_below(&r->drv.rng, r->cfg->burst));
+	lab_ring_arm_calls(ring, mode, later);
 }
 
 /* After the burst and a full harvest: a call the guest's reckoning says was due and the core
@@ -333,11 +337,12 @@ static int tx_round(struct run *r, uint64_t *posted)
 	struct lab_ring *ring = &r->drv.tx;
 
 	vl_vq_set_kicks(r->txq, kicks_wanted(r->drv.round));
-	arm_calls(r, ring);
 	lab_ring_mark_avail(ring);
 	bool drained = vl_vq_last_avail(r->txq) == lab_ring_marked_avail(ring);
+	/* Now and then a single packet: a kick wish off by one only shows then. */
+	uint32_t want = lab_rng_chance(&r->drv.rng, 1, 8) ? 1 : cfg->burst;
 
-	for (uint32_t i = 0; i < cfg->burst && *posted < cfg->packets; i++) {
+	for (uint32_t i = 0; i < want && *posted < cfg->packets; i++) {
 		int p = lab_drv_post_tx(&r->drv);
 
 		if (p < 0)
@@ -349,6 +354,7 @@ static int tx_round(struct run *r, uint64_t *posted)
 	lab_ring_publish(ring);
 	if (check_kick(r, ring, r->txq, drained, "TX") != 0)
 		return -1;
+	arm_calls(r, ring);
 
 	bool scan = scan_due(r);
 
@@ -400,11 +406,14 @@ static int rx_round(struct run *r, uint64_t *generated)
 	if (lab_drv_harvest_rx(&r->drv) != 0)
 		return driver_failed(r);
 	vl_vq_set_kicks(r->rxq, kicks_wanted(r->drv.round));
-	arm_calls(r, ring);
 	lab_ring_mark_avail(ring);
 	bool drained = vl_vq_last_avail(r->rxq) == lab_ring_marked_avail(ring);
+	/* Usually top the ring up; now and then post a single buffer. */
+	uint32_t room = cfg->queue_size - r->drv.rx_in_flight;
 
-	while (r->drv.rx_in_flight < cfg->queue_size) {
+	if (room > 1 && lab_rng_chance(&r->drv.rng, 1, 8))
+		room = 1;
+	for (uint32_t posted = 0; posted < room; posted++) {
 		int p = lab_drv_post_rx(&r->drv);
 
 		if (p < 0)
@@ -415,6 +424,7 @@ static int rx_round(struct run *r, uint64_t *generated)
 	lab_ring_publish(ring);
 	if (check_kick(r, ring, r->rxq, drained, "RX") != 0)
 		return -1;
+	arm_calls(r, ring);
 
 	while (r->npending < cfg->burst && *generated < cfg->packets) {
 		struct lab_rng rng = lab_rng_make(cfg->seed, r->rx_key ^ 0x1234);

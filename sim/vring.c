@@ -82,6 +82,7 @@ int lab_ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
 	}
 	head = idx[0];
 	r->head_busy[head] = true;
+	r->outstanding++;
 	lab_vring_add_avail(&r->s, (uint16_t)head);
 	return head;
 }
@@ -131,6 +132,7 @@ int lab_ring_pop_used(struct lab_ring *r, uint32_t *id, uint32_t *len)
 	if (*id >= r->size || !r->head_busy[*id])
 		return -1;
 	r->head_busy[*id] = false;
+	r->outstanding--;
 	split_release(&r->s, (uint16_t)*id);
 	return 1;
 }
@@ -149,12 +151,26 @@ static void packed_at(uint32_t size, uint16_t pos, bool wrap, uint32_t k, uint16
 	*out_wrap = wrap;
 }
 
+uint32_t lab_ring_in_flight(const struct lab_ring *r)
+{
+	return r->layout == VL_LAYOUT_PACKED ? r->p.order_count : r->outstanding;
+}
+
 void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t later)
 {
 	if (!r->event_idx && mode == LAB_CALLS_LATER)
 		mode = LAB_CALLS_NEXT;
-	if (mode != LAB_CALLS_LATER)
+	if (mode != LAB_CALLS_LATER || later >= lab_ring_in_flight(r))
 		later = 0;
+	/* Packed positions count descriptors: the later-th buffer in flight starts after the
+	 * descriptors of the ones before it (buffers complete in posting order here). */
+	uint32_t skip = later;
+
+	if (r->layout == VL_LAYOUT_PACKED) {
+		skip = 0;
+		for (uint32_t i = 0; i < later; i++)
+			skip += r->p.id_ndescs[r->p.order[(r->p.order_head + i) % r->size]];
+	}
 	r->call_mode = mode;
 	r->armed_mark = r->used_mark;
 
@@ -170,7 +186,7 @@ void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t la
 			uint16_t pos;
 			bool wrap;
 
-			packed_at(r->size, r->p.next_used, r->p.used_wrap, later, &pos, &wrap);
+			packed_at(r->size, r->p.next_used, r->p.used_wrap, skip, &pos, &wrap);
 			__atomic_store_n(&ev->off_wrap,
 					 (uint16_t)(pos | (wrap ? VL_PACKED_WRAP_BIT : 0)),
 					 __ATOMIC_RELAXED);
@@ -187,7 +203,7 @@ void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t la
 		 * one behind, so the device would have to go all the way around. */
 		uint16_t *used_event = &vr->avail->ring[vr->size];
 		uint16_t at = mode == LAB_CALLS_OFF ? (uint16_t)(vr->last_used - 1)
-						    : (uint16_t)(vr->last_used + later);
+						    : (uint16_t)(vr->last_used + skip);
 
 		__atomic_store_n(used_event, at, __ATOMIC_SEQ_CST);
 	} else {

@@ -17,7 +17,8 @@
 enum lab_call_mode {
 	LAB_CALLS_OFF,      /* no notifications (NO_INTERRUPT / DISABLE / stale used_event) */
 	LAB_CALLS_NEXT,     /* notify on the next used buffer */
-	LAB_CALLS_LATER,    /* event idx only: notify once a few more buffers are used */
+	LAB_CALLS_LATER,    /* event idx only: notify when the used pointer reaches the start of
+			     * the later-th buffer in flight (0 = the oldest) */
 };
 
 struct lab_ring {
@@ -26,6 +27,7 @@ struct lab_ring {
 	uint32_t size;
 	struct lab_vring s;
 	bool *head_busy;         /* split: [size] heads in flight */
+	uint32_t outstanding;    /* split: chains in flight */
 	struct lab_pring p;
 	/* Where the device's used position was when the driver last looked, as a count of
 	 * descriptors (packed) or entries (split) modulo 2^32: the notification oracle's ruler. */
@@ -62,7 +64,10 @@ void lab_ring_publish(struct lab_ring *r);
  * in flight (message in err). */
 int lab_ring_pop_used(struct lab_ring *r, uint32_t *id, uint32_t *len);
 
-/* Arm used-buffer notifications for the next host burst (after harvesting everything). */
+/* Chains in flight (posted, not yet returned). */
+uint32_t lab_ring_in_flight(const struct lab_ring *r);
+/* Arm used-buffer notifications for the next host burst (after harvesting everything and
+ * posting). LATER: `later` < lab_ring_in_flight. */
 void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t later);
 /* After the burst and a full harvest: was a call due, by the driver's own reckoning? Walks
  * every position the device's used pointer passed. Updates used_mark. */

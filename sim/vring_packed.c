@@ -99,10 +99,8 @@ int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t
 	pr->free_descs -= n;
 	pr->id_ndescs[id] = (uint16_t)n;
 	pr->id_busy[id] = true;
-	if (pr->in_order) {
-		pr->order[(pr->order_head + pr->order_count) % pr->size] = id;
-		pr->order_count++;
-	}
+	pr->order[(pr->order_head + pr->order_count) % pr->size] = id;
+	pr->order_count++;
 	return id;
 }
 
@@ -124,9 +122,19 @@ static void retire(struct lab_pring *pr, uint16_t id)
 	pr->free_descs += pr->id_ndescs[id];
 	pr->id_busy[id] = false;
 	pr->free_ids[pr->nfree_ids++] = id;
-	if (pr->in_order && pr->order_count && pr->order[pr->order_head] == id) {
+	/* Drop id from the posting order (usually the front; anywhere when buffers come back
+	 * out of order). */
+	for (uint32_t i = 0; i < pr->order_count; i++) {
+		uint32_t at = (pr->order_head + i) % pr->size;
+
+		if (pr->order[at] != id)
+			continue;
+		for (uint32_t k = i; k > 0; k--)
+			pr->order[(pr->order_head + k) % pr->size] =
+				pr->order[(pr->order_head + k - 1) % pr->size];
 		pr->order_head = (pr->order_head + 1) % pr->size;
 		pr->order_count--;
+		break;
 	}
 }
 

@@ -38,7 +38,7 @@ struct lab_pring {
 	uint32_t nfree_ids;
 	uint16_t *id_ndescs;           /* [size] descriptors of the chain posted under an id */
 	bool *id_busy;                 /* [size] */
-	uint16_t *order;               /* [size] ids in posting order (for in-order batches) */
+	uint16_t *order;               /* [size] ids in flight, in posting order */
 	uint32_t order_head, order_count;
 	int32_t batch_last;            /* in-order batch being expanded: its last id, or -1 */
 };
