@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/* Fixture shared by test_split_ring and test_net: see ring_fixture.h. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_fixture.h"
+
+/* Bytes of the straddle window on each side of the boundary (see rf_straddle). */
+#define RF_STRADDLE_BEFORE 2048u
+#define RF_STRADDLE_AFTER 6144u
+
+void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity)
+{
+	*cfg = (struct rf_cfg){
+		.granularity = granularity,
+		.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_VERSION_1),
+		.qsize = 256,
+		.start_idx = 0,
+		.batch_threshold = VL_BATCH_THRESHOLD_DEFAULT,
+		.ram_size = 1024 * 1024,
+		.seed = 7,
+	};
+}
+
+static void q_setup(struct rf *f, struct rf_q *s, uint64_t ring_gpa, bool rx)
+{
+	struct vl_vq_config qc;
+	int err = -1;
+
+	s->rx = rx;
+	assert_int_equal(lab_vring_init(&s->vr, f->g, ring_gpa, f->cfg.qsize, f->cfg.start_idx),
+			 0);
+	vl_vq_config_init(&qc, VL_LAYOUT_SPLIT, f->cfg.qsize);
+	qc.features = f->cfg.features;
+	qc.batch_threshold = f->cfg.batch_threshold;
+	qc.last_avail_idx = f->cfg.start_idx;
+	qc.desc_gpa = s->vr.desc_gpa;
+	qc.driver_gpa = s->vr.avail_gpa;
+	qc.device_gpa = s->vr.used_gpa;
+	s->q = vl_vq_create(f->mem, &qc, &err);
+	assert_non_null(s->q);
+	assert_int_equal(err, VL_OK);
+	s->chain_desc = calloc((size_t)f->cfg.qsize * RF_MAX_CHAIN, sizeof(*s->chain_desc));
+	s->chain_n = calloc(f->cfg.qsize, sizeof(*s->chain_n));
+	assert_non_null(s->chain_desc);
+	assert_non_null(s->chain_n);
+}
+
+/* Reserve RAM around the end of the first RAM region: a pad up to the window (freed again)
+ * so the first-fit allocator places the window exactly there. */
+static void reserve_straddle_window(struct rf *f)
+{
+	uint32_t n = 0;
+	const struct vl_mem_region *r = lab_gmem_regions(f->g, &n);
+
+	assert_true(n >= 3); /* ring area + at least two RAM regions */
+	uint64_t boundary = r[1].gpa + r[1].size;
+
+	assert_int_equal(r[1].gpa, lab_gmem_ram_gpa(f->g));
+	assert_int_equal(r[2].gpa, boundary);
+	uint64_t pad_len = boundary - RF_STRADDLE_BEFORE - r[1].gpa;
+	uint64_t pad = 0;
+
+	if (pad_len > 0) {
+		pad = lab_gmem_alloc(f->g, pad_len, 64);
+		assert_int_equal(pad, r[1].gpa);
+	}
+	uint64_t win = lab_gmem_alloc(f->g, RF_STRADDLE_BEFORE + RF_STRADDLE_AFTER, 64);
+
+	assert_int_equal(win, boundary - RF_STRADDLE_BEFORE);
+	if (pad_len > 0)
+		lab_gmem_free(f->g, pad, pad_len);
+	f->straddle_gpa = boundary;
+}
+
+void rf_setup(struct rf *f, const struct rf_cfg *cfg)
+{
+	char msg[256] = "";
+	int err = -1;
+	uint32_t n = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->cfg = *cfg;
+	f->hdr_len = vl_net_hdr_len(cfg->features);
+
+	struct lab_gmem_config gc = {
+		.ram_size = cfg->ram_size,
+		.ring_area_size = 2 * lab_vring_area_bytes(cfg->qsize),
+		.granularity = cfg->granularity,
+		.seed = cfg->seed,
+	};
+
+	f->g = lab_gmem_create(&gc, msg, sizeof(msg));
+	if (!f->g)
+		fail_msg("lab_gmem_create: %s", msg);
+	const struct vl_mem_region *regs = lab_gmem_regions(f->g, &n);
+
+	f->mem = vl_mem_create(regs, n, &err);
+	assert_non_null(f->mem);
+	/* The guard pages keep every region a separate host mapping: nothing merges. */
+	assert_int_equal(vl_mem_region_count(f->mem), n);
+
+	uint64_t ring = lab_gmem_ring_gpa(f->g);
+
+	q_setup(f, &f->tx, ring, false);
+	q_setup(f, &f->rx, ring + lab_vring_area_bytes(cfg->qsize), true);
+	f->pool = vl_pool_create(RF_POOL_BUFS, RF_POOL_BUF_SIZE);
+	assert_non_null(f->pool);
+	reserve_straddle_window(f);
+}
+
+void rf_setup_gran(struct rf *f, uint64_t granularity)
+{
+	struct rf_cfg cfg;
+
+	rf_cfg_init(&cfg, granularity);
+	rf_setup(f, &cfg);
+}
+
+static void q_teardown(struct rf_q *s)
+{
+	vl_vq_destroy(s->q);
+	lab_vring_fini(&s->vr);
+	free(s->chain_desc);
+	free(s->chain_n);
+}
+
+void rf_teardown(struct rf *f)
+{
+	q_teardown(&f->tx);
+	q_teardown(&f->rx);
+	/* Every packet a scenario took must have come back. */
+	assert_int_equal(vl_pool_destroy(f->pool), 0);
+	vl_mem_destroy(f->mem);
+	lab_gmem_destroy(f->g);
+	memset(f, 0, sizeof(*f));
+}
+
+struct rf_q *rf_side(struct rf *f, bool rx)
+{
+	return rx ? &f->rx : &f->tx;
+}
+
+/* ---- guest RAM ------------------------------------------------------------------------- */
+
+uint64_t rf_alloc(struct rf *f, uint64_t len)
+{
+	uint64_t gpa = lab_gmem_alloc(f->g, len, 64);
+
+	assert_true(gpa != 0);
+	return gpa;
+}
+
+void *rf_ptr(struct rf *f, uint64_t gpa, uint64_t len)
+{
+	void *p = lab_gmem_guest_ptr(f->g, gpa, len);
+
+	assert_non_null(p);
+	return p;
+}
+
+void rf_write(struct rf *f, uint64_t gpa, const void *src, uint64_t len)
+{
+	memcpy(rf_ptr(f, gpa, len), src, len);
+}
+
+void rf_read(struct rf *f, uint64_t gpa, void *dst, uint64_t len)
+{
+	memcpy(dst, rf_ptr(f, gpa, len), len);
+}
+
+uint64_t rf_put_bytes(struct rf *f, const void *src, uint64_t len)
+{
+	uint64_t gpa = rf_alloc(f, len);
+
+	rf_write(f, gpa, src, len);
+	return gpa;
+}
+
+void rf_fill(struct rf *f, uint64_t gpa, uint8_t byte, uint64_t len)
+{
+	memset(rf_ptr(f, gpa, len), byte, len);
+}
+
+uint64_t rf_straddle(struct rf *f, uint32_t before)
+{
+	assert_true(before > 0 && before <= RF_STRADDLE_BEFORE);
+	uint64_t gpa = f->straddle_gpa - before;
+	uint64_t len = (uint64_t)before + 1;
+
+	/* The core's own table must end a host mapping exactly at the boundary... */
+	assert_non_null(vl_mem_translate(f->mem, gpa, &len, VL_ACCESS_READ));
+	assert_int_equal(len, before);
+	/* ...and the next one start there, somewhere else in host memory. */
+	len = 1;
+	assert_non_null(vl_mem_translate(f->mem, f->straddle_gpa, &len, VL_ACCESS_READ));
+	return gpa;
+}
+
+uint8_t rf_pattern_byte(uint8_t seed, uint32_t i)
+{
+	return (uint8_t)(seed * 31u + i * 7u + (i >> 8) * 13u + 1u);
+}
+
+void rf_pattern(uint8_t *dst, uint32_t len, uint8_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		dst[i] = rf_pattern_byte(seed, i);
+}
+
+void rf_assert_pattern_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed, uint32_t off)
+{
+	const uint8_t *p = rf_ptr(f, gpa, len);
+
+	for (uint32_t i = 0; i < len; i++) {
+		if (p[i] != rf_pattern_byte(seed, off + i))
+			fail_msg("guest byte at gpa 0x%llx (pattern offset %u) is 0x%02x, "
+				 "expected 0x%02x", (unsigned long long)(gpa + i), off + i, p[i],
+				 rf_pattern_byte(seed, off + i));
+	}
+}
+
+/* ---- descriptors ----------------------------------------------------------------------- */
+
+uint16_t rf_desc(struct rf_q *s)
+{
+	int d = lab_vring_desc_get(&s->vr);
+
+	assert_true(d >= 0);
+	return (uint16_t)d;
+}
+
+void rf_set_desc(struct rf_q *s, uint16_t idx, uint64_t addr, uint32_t len, uint16_t flags,
+		 uint16_t next)
+{
+	lab_vring_set_desc(&s->vr, idx, addr, len, flags, next);
+}
+
+void rf_post_head(struct rf_q *s, uint16_t head, const uint16_t *descs, uint32_t n)
+{
+	assert_true(head < s->vr.size);
+	assert_true(n <= RF_MAX_CHAIN);
+	memcpy(&s->chain_desc[(size_t)head * RF_MAX_CHAIN], descs, n * sizeof(*descs));
+	s->chain_n[head] = (uint16_t)n;
+	lab_vring_add_avail(&s->vr, head);
+	lab_vring_kick(&s->vr);
+}
+
+uint16_t rf_post_chain(struct rf_q *s, const struct rf_desc *d, uint32_t n)
+{
+	uint16_t idx[RF_MAX_CHAIN];
+
+	assert_true(n > 0 && n <= RF_MAX_CHAIN);
+	for (uint32_t i = 0; i < n; i++)
+		idx[i] = rf_desc(s);
+	for (uint32_t i = 0; i < n; i++) {
+		bool more = i + 1 < n;
+
+		rf_set_desc(s, idx[i], d[i].gpa, d[i].len,
+			    (uint16_t)(d[i].flags | (more ? VL_DESC_F_NEXT : 0)),
+			    more ? idx[i + 1] : 0);
+	}
+	rf_post_head(s, idx[0], idx, n);
+	return idx[0];
+}
+
+void rf_write_table(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n)
+{
+	uint8_t *p = rf_ptr(f, gpa, (uint64_t)n * sizeof(struct vl_split_desc));
+
+	for (uint32_t i = 0; i < n; i++) {
+		bool more = i + 1 < n;
+		struct vl_split_desc e = {
+			.addr = d[i].gpa,
+			.len = d[i].len,
+			.flags = (uint16_t)(d[i].flags | (more ? VL_DESC_F_NEXT : 0)),
+			.next = (uint16_t)(more ? i + 1 : 0),
+		};
+
+		/* The table may sit at any alignment (straddle cases): copy bytes. */
+		memcpy(p + (size_t)i * sizeof(e), &e, sizeof(e));
+	}
+}
+
+uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len)
+{
+	struct rf_desc d = { table_gpa, table_len, VL_DESC_F_INDIRECT };
+
+	return rf_post_chain(s, &d, 1);
+}
+
+/* ---- well-formed traffic --------------------------------------------------------------- */
+
+struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed)
+{
+	struct rf_good g = { .len = len, .seed = seed };
+	uint32_t total = f->hdr_len + len;
+
+	g.gpa = rf_alloc(f, total);
+	if (s->rx) {
+		/* Poison so the test sees what the device wrote. */
+		rf_fill(f, g.gpa, 0xA5, total);
+	} else {
+		uint8_t *p = rf_ptr(f, g.gpa, total);
+
+		memset(p, 0, f->hdr_len);
+		rf_pattern(p + f->hdr_len, len, seed);
+	}
+	struct rf_desc d = { g.gpa, total, s->rx ? VL_DESC_F_WRITE : 0 };
+
+	g.head = rf_post_chain(s, &d, 1);
+	return g;
+}
+
+uint32_t rf_good_used_len(const struct rf *f, const struct rf_q *s, const struct rf_good *g)
+{
+	return s->rx ? f->hdr_len + g->len : 0;
+}
+
+void rf_burst_expect_goods_ask(struct rf *f, struct rf_q *s, const struct rf_good *g,
+			       uint32_t n, uint16_t tx_count)
+{
+	struct vl_pkt *pkts[512];
+	uint8_t st[512];
+
+	assert_true(n > 0 && n <= 256 && tx_count <= 512);
+	if (!s->rx) {
+		assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, tx_count), n);
+		for (uint32_t i = 0; i < n; i++) {
+			rf_assert_pkt_pattern(pkts[i], g[i].len, g[i].seed);
+			assert_int_equal(pkts[i]->ol.flags, 0);
+			assert_int_equal(pkts[i]->ol.gso_type, 0);
+			vl_pkt_free(pkts[i]);
+		}
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		pkts[i] = rf_make_pkt(f, g[i].len, g[i].seed);
+		st[i] = 0xFF;
+	}
+	assert_int_equal(vl_net_enqueue(s->q, pkts, (uint16_t)n, st), n);
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(st[i], VL_RX_DELIVERED);
+		vl_pkt_free(pkts[i]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t hdr[12];
+		const uint8_t zero[10] = {0};
+
+		rf_read(f, g[i].gpa, hdr, f->hdr_len);
+		assert_memory_equal(hdr, zero, 10);
+		if (f->hdr_len == 12)
+			assert_int_equal(hdr[10] | hdr[11] << 8, 1);
+		rf_assert_pattern_at(f, g[i].gpa + f->hdr_len, g[i].len, g[i].seed, 0);
+	}
+}
+
+void rf_burst_expect_goods(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n)
+{
+	/* TX asks for more than expected: exactly these n must come out, in order. */
+	rf_burst_expect_goods_ask(f, s, g, n, 512);
+}
+
+void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
+{
+	rf_burst_expect_goods(f, s, g, 1);
+}
+
+/* ---- used ring ------------------------------------------------------------------------- */
+
+bool rf_pop_used(struct rf_q *s, uint32_t *id, uint32_t *len)
+{
+	if (!lab_vring_pop_used(&s->vr, id, len))
+		return false;
+	if (*id < s->vr.size) {
+		const uint16_t *d = &s->chain_desc[(size_t)*id * RF_MAX_CHAIN];
+
+		for (uint32_t i = 0; i < s->chain_n[*id]; i++)
+			lab_vring_desc_put(&s->vr, d[i]);
+		s->chain_n[*id] = 0;
+	}
+	return true;
+}
+
+void rf_expect_used(struct rf_q *s, uint16_t id, uint32_t len)
+{
+	uint32_t got_id = UINT32_MAX, got_len = UINT32_MAX;
+
+	if (!rf_pop_used(s, &got_id, &got_len))
+		fail_msg("expected used entry (id %u, len %u), the ring has none", id, len);
+	if (got_id != id || got_len != len)
+		fail_msg("used entry is (id %u, len %u), expected (id %u, len %u)", got_id,
+			 got_len, id, len);
+}
+
+void rf_expect_no_used(struct rf_q *s)
+{
+	assert_int_equal(lab_vring_used_pending(&s->vr), 0);
+}
+
+/* ---- packets --------------------------------------------------------------------------- */
+
+struct vl_pkt *rf_make_pkt(struct rf *f, uint32_t len, uint8_t seed)
+{
+	struct vl_pkt *pkt = vl_pkt_alloc_len(f->pool, len);
+	uint8_t *tmp = malloc(len ? len : 1);
+
+	assert_non_null(pkt);
+	assert_non_null(tmp);
+	rf_pattern(tmp, len, seed);
+	assert_int_equal(vl_pkt_write(pkt, 0, tmp, len), len);
+	free(tmp);
+	return pkt;
+}
+
+void rf_assert_pkt_pattern(const struct vl_pkt *pkt, uint32_t len, uint8_t seed)
+{
+	assert_non_null(pkt);
+	assert_int_equal(pkt->pkt_len, len);
+	uint8_t *tmp = malloc(len ? len : 1);
+
+	assert_non_null(tmp);
+	assert_int_equal(vl_pkt_read(pkt, 0, tmp, len), len);
+	for (uint32_t i = 0; i < len; i++) {
+		if (tmp[i] != rf_pattern_byte(seed, i)) {
+			uint8_t got = tmp[i];
+
+			free(tmp);
+			fail_msg("packet byte %u is 0x%02x, expected 0x%02x", i, got,
+				 rf_pattern_byte(seed, i));
+		}
+	}
+	free(tmp);
+}
+
+uint64_t rf_drops(const struct rf_q *s, enum vl_drop why)
+{
+	return vl_vq_stats(s->q)->drops[why];
+}
+
+uint64_t rf_drops_other(const struct rf_q *s, enum vl_drop except)
+{
+	uint64_t sum = 0;
+
+	for (int i = VL_DROP_NONE + 1; i < VL_DROP__COUNT; i++)
+		if (i != (int)except)
+			sum += vl_vq_stats(s->q)->drops[i];
+	return sum;
+}

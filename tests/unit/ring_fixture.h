@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* Test fixture for the split-ring and virtio-net unit tests: simulated guest memory (coarse
+ * or 4 KiB regions), the core's memory table over its host view, one TX and one RX split
+ * ring written from the driver side (sim/vring_split.h), a core queue over each, and a packet
+ * pool. Helpers write bytes into guest RAM and post chains from (gpa, len, flags) lists.
+ *
+ * Every helper asserts (cmocka) on a fixture failure, so a scenario body reads as the steps
+ * a driver takes and the outcomes it must observe. */
+#ifndef VL_TEST_RING_FIXTURE_H
+#define VL_TEST_RING_FIXTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+#include "vhostlab/vhostlab.h"
+#include "vring_split.h"
+
+/* Guest RAM layouts the scenarios run over. */
+#define RF_COARSE 0u    /* LAB_GMEM_COARSE_REGIONS large RAM regions */
+#define RF_4K 4096u     /* one region per page: buffers and tables straddle freely */
+
+/* Most descriptors one posted chain may use (tracked so they return to the free list). */
+#define RF_MAX_CHAIN 300u
+
+/* The fixture's pool: room for a full ring of small packets plus a few 64 KiB ones. */
+#define RF_POOL_BUFS 1024u
+#define RF_POOL_BUF_SIZE 2048u
+
+struct rf_cfg {
+	uint64_t granularity;     /* RF_COARSE or RF_4K (any multiple of 4096 works) */
+	uint64_t features;        /* negotiated on both queues */
+	uint32_t qsize;           /* both queues */
+	uint16_t start_idx;       /* ring indices and the core's last_avail_idx start here */
+	uint32_t batch_threshold; /* both queues */
+	uint64_t ram_size;        /* guest RAM bytes */
+	uint64_t seed;            /* host placement of the regions */
+};
+
+/* One queue seen from both sides: the driver's ring and the core's queue over it. */
+struct rf_q {
+	struct lab_vring vr;
+	struct vl_vq *q;
+	bool rx;
+	uint16_t *chain_desc;     /* [qsize * RF_MAX_CHAIN]: descriptors of the chain at head */
+	uint16_t *chain_n;        /* [qsize]: how many (0: nothing to give back) */
+};
+
+struct rf {
+	struct rf_cfg cfg;
+	struct lab_gmem *g;
+	struct vl_mem *mem;
+	struct rf_q tx, rx;
+	struct vl_pool *pool;
+	uint32_t hdr_len;
+	/* A window of RAM reserved at setup around the boundary between the first two RAM
+	 * regions (different host mappings): straddle_gpa = that boundary. */
+	uint64_t straddle_gpa;
+};
+
+/* A descriptor as a test lists it; rf_post_chain adds NEXT/next itself. */
+struct rf_desc {
+	uint64_t gpa;
+	uint32_t len;
+	uint16_t flags;
+};
+
+/* A well-formed chain posted by rf_post_good: one descriptor holding (TX) a zero header and
+ * len pattern bytes, or (RX) room for a header and len bytes. */
+struct rf_good {
+	uint16_t head;
+	uint64_t gpa;   /* the buffer (header first) */
+	uint32_t len;   /* packet bytes (header excluded) */
+	uint8_t seed;   /* pattern */
+};
+
+/* Defaults: 256 entries, INDIRECT_DESC + VERSION_1 (12-byte header), index 0, batching at
+ * the default threshold, 1 MiB of RAM. */
+void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity);
+void rf_setup(struct rf *f, const struct rf_cfg *cfg);
+/* Releases everything and asserts no packet of the pool is still out. */
+void rf_teardown(struct rf *f);
+/* Shorthand for rf_cfg_init + changes + rf_setup used by most wrappers. */
+void rf_setup_gran(struct rf *f, uint64_t granularity);
+
+struct rf_q *rf_side(struct rf *f, bool rx);
+
+/* Guest RAM. */
+uint64_t rf_alloc(struct rf *f, uint64_t len);       /* 64-byte aligned, asserts success */
+void *rf_ptr(struct rf *f, uint64_t gpa, uint64_t len); /* guest view, asserts mapped */
+void rf_write(struct rf *f, uint64_t gpa, const void *src, uint64_t len);
+void rf_read(struct rf *f, uint64_t gpa, void *dst, uint64_t len);
+uint64_t rf_put_bytes(struct rf *f, const void *src, uint64_t len); /* alloc + write */
+void rf_fill(struct rf *f, uint64_t gpa, uint8_t byte, uint64_t len);
+/* A gpa `before` bytes ahead of the region boundary at f->straddle_gpa (before <= 2048,
+ * the range may run up to 6144 bytes past the boundary). Asserts that the core's table
+ * really ends a host mapping there. */
+uint64_t rf_straddle(struct rf *f, uint32_t before);
+
+/* Deterministic packet bytes: pattern(seed)[i]. */
+uint8_t rf_pattern_byte(uint8_t seed, uint32_t i);
+void rf_pattern(uint8_t *dst, uint32_t len, uint8_t seed);
+/* Do guest bytes [gpa, gpa+len) equal pattern(seed) starting at offset off? */
+void rf_assert_pattern_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed, uint32_t off);
+
+/* Descriptors. */
+uint16_t rf_desc(struct rf_q *s);   /* one from the driver's free list, asserts success */
+void rf_set_desc(struct rf_q *s, uint16_t idx, uint64_t addr, uint32_t len, uint16_t flags,
+		 uint16_t next);
+/* Make head available and kick; `descs` (n of them) return to the free list when its used
+ * entry is popped with rf_pop_used. head must be < qsize. */
+void rf_post_head(struct rf_q *s, uint16_t head, const uint16_t *descs, uint32_t n);
+/* Write n descriptors linked with NEXT (flags of each as given, NEXT added on all but the
+ * last) and post the chain. Returns the head. */
+uint16_t rf_post_chain(struct rf_q *s, const struct rf_desc *d, uint32_t n);
+/* Write an indirect table of n entries at gpa (linked with NEXT, indices 0..n-1). */
+void rf_write_table(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n);
+/* Post a chain made of one INDIRECT descriptor naming [gpa, gpa + len). */
+uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len);
+
+/* A well-formed one-descriptor chain on side s (see struct rf_good). */
+struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed);
+/* One burst that must move exactly the packet of g: TX dequeues (up to 512) and gets exactly
+ * that packet, byte for byte; RX enqueues one packet of g->len pattern(g->seed) bytes and
+ * finds it (zero offloads, num_buffers 1) in g's buffer. */
+void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g);
+/* The same for n chains posted in this order (n <= 256), all in one burst. */
+void rf_burst_expect_goods(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n);
+/* The same with TX asking for exactly tx_count packets (RX still offers n packets). */
+void rf_burst_expect_goods_ask(struct rf *f, struct rf_q *s, const struct rf_good *g,
+			       uint32_t n, uint16_t tx_count);
+/* Used length the guest must see for g: TX 0, RX header + len. */
+uint32_t rf_good_used_len(const struct rf *f, const struct rf_q *s, const struct rf_good *g);
+
+/* Next used entry: asserts there is one with this id and length and gives its descriptors
+ * back to the free list. */
+void rf_expect_used(struct rf_q *s, uint16_t id, uint32_t len);
+/* Asserts that the guest sees no further used entry. */
+void rf_expect_no_used(struct rf_q *s);
+/* Pop one used entry if there is one (returning descriptors). */
+bool rf_pop_used(struct rf_q *s, uint32_t *id, uint32_t *len);
+
+/* Packets for enqueue: pkt_len pattern(seed) bytes in as many pool segments as needed. */
+struct vl_pkt *rf_make_pkt(struct rf *f, uint32_t len, uint8_t seed);
+/* Does pkt hold exactly len pattern(seed) bytes? */
+void rf_assert_pkt_pattern(const struct vl_pkt *pkt, uint32_t len, uint8_t seed);
+
+/* A drop counter of a queue. */
+uint64_t rf_drops(const struct rf_q *s, enum vl_drop why);
+/* Sum of all drop counters but `except` (so a test can assert "this reason and no other"). */
+uint64_t rf_drops_other(const struct rf_q *s, enum vl_drop except);
+
+#endif

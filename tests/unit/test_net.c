@@ -1,0 +1,912 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-net enqueue (host packets -> guest RX buffers) edge cases: non-mergeable and
+ * mergeable buffers, the header as the guest sees it (10 or 12 bytes, num_buffers), packets
+ * that cannot fit, guests that have not posted enough, bad RX chains around good ones, the
+ * header scattered over tiny descriptors, and the copy batch being invisible to the guest.
+ * Each case checks the return value, per-packet status, counters and the used entries and
+ * bytes the guest sees. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_fixture.h"
+
+/* Feature sets the scenarios run with. */
+#define F_LEGACY 0ull                                                  /* 10-byte header */
+#define F_MODERN (VL_FEATURE(VL_F_VERSION_1) | VL_FEATURE(VL_F_RING_INDIRECT_DESC))
+#define F_MRG (F_MODERN | VL_FEATURE(VL_F_NET_MRG_RXBUF))
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+typedef void (*scn_fn)(struct rf *f);
+
+static void run_net(scn_fn fn, uint64_t gran, uint64_t features, uint32_t qsize)
+{
+	struct rf_cfg cfg;
+	struct rf f;
+
+	rf_cfg_init(&cfg, gran);
+	cfg.features = features;
+	cfg.qsize = qsize;
+	rf_setup(&f, &cfg);
+	fn(&f);
+	rf_teardown(&f);
+}
+
+static bool mergeable(const struct rf *f)
+{
+	return (f->cfg.features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
+}
+
+/* An RX buffer as the test posted it: its bytes are contiguous in guest RAM from gpa even
+ * when several descriptors describe it. */
+struct rxb {
+	uint16_t head;
+	uint64_t gpa;
+	uint32_t cap;
+};
+
+/* One device-writable descriptor of cap bytes, poisoned. */
+static struct rxb post_buf(struct rf *f, uint32_t cap)
+{
+	struct rxb b = { .gpa = rf_alloc(f, cap), .cap = cap };
+	struct rf_desc d = { b.gpa, cap, VL_DESC_F_WRITE };
+
+	rf_fill(f, b.gpa, 0xA5, cap);
+	b.head = rf_post_chain(&f->rx, &d, 1);
+	return b;
+}
+
+static struct vl_pkt *make_pkt_ol(struct rf *f, uint32_t len, uint8_t seed,
+				  const struct vl_offload *ol)
+{
+	struct vl_pkt *p = rf_make_pkt(f, len, seed);
+
+	if (ol)
+		p->ol = *ol;
+	return p;
+}
+
+/* The header bytes a guest must find for offloads ol over nbuf buffers (spec 5.1.6). */
+static void expected_hdr(const struct rf *f, const struct vl_offload *ol, uint16_t nbuf,
+			 uint8_t out[12])
+{
+	struct vl_offload z = {0};
+
+	if (!ol)
+		ol = &z;
+	out[0] = ol->flags;
+	out[1] = ol->gso_type;
+	out[2] = (uint8_t)ol->hdr_len;
+	out[3] = (uint8_t)(ol->hdr_len >> 8);
+	out[4] = (uint8_t)ol->gso_size;
+	out[5] = (uint8_t)(ol->gso_size >> 8);
+	out[6] = (uint8_t)ol->csum_start;
+	out[7] = (uint8_t)(ol->csum_start >> 8);
+	out[8] = (uint8_t)ol->csum_offset;
+	out[9] = (uint8_t)(ol->csum_offset >> 8);
+	/* Without MRG_RXBUF a 12-byte header still carries num_buffers, and it must be 1. */
+	uint16_t nb = mergeable(f) ? nbuf : 1;
+
+	out[10] = (uint8_t)nb;
+	out[11] = (uint8_t)(nb >> 8);
+}
+
+/* The buffer posted last under head `id` (heads are reused once their entries are popped). */
+static const struct rxb *find_buf(const struct rxb *bufs, uint32_t nb, uint32_t id)
+{
+	for (uint32_t i = nb; i-- > 0;)
+		if (bufs[i].head == id)
+			return &bufs[i];
+	fail_msg("used id %u names no buffer this test posted", id);
+	return NULL;
+}
+
+/* Pop the used entries of one delivered packet, which must be exactly the buffers `expect`
+ * (heads, in order) filled front to back: every entry but the last holds its buffer's full
+ * capacity, the lengths add up to header + len, the header is as expected, and the bytes
+ * after it are pattern(seed). Bytes past the used length of the last buffer are untouched. */
+static void expect_rx_packet(struct rf *f, const struct rxb *bufs, uint32_t nb,
+			     const uint16_t *expect, uint32_t nexp, uint32_t len, uint8_t seed,
+			     const struct vl_offload *ol)
+{
+	const uint32_t h = f->hdr_len;
+	uint32_t left = h + len, off = 0;
+	uint8_t want[12];
+
+	for (uint32_t i = 0; i < nexp; i++) {
+		const struct rxb *b = find_buf(bufs, nb, expect[i]);
+		uint32_t used = b->cap < left ? b->cap : left;
+
+		rf_expect_used(&f->rx, expect[i], used);
+		uint32_t skip = 0;
+
+		if (i == 0) {
+			uint8_t hdr[12];
+
+			expected_hdr(f, ol, (uint16_t)nexp, want);
+			rf_read(f, b->gpa, hdr, h);
+			assert_memory_equal(hdr, want, h);
+			skip = h;
+		}
+		rf_assert_pattern_at(f, b->gpa + skip, used - skip, seed, off);
+		off += used - skip;
+		left -= used;
+		if (used < b->cap) {
+			const uint8_t *rest = rf_ptr(f, b->gpa + used, b->cap - used);
+
+			for (uint32_t k = 0; k < b->cap - used; k++)
+				assert_int_equal(rest[k], 0xA5);
+		}
+	}
+	assert_int_equal(left, 0);
+	assert_int_equal(off, len);
+}
+
+static void expect_status(const uint8_t *st, const uint8_t *want, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (st[i] != want[i])
+			fail_msg("status[%u] is %u, expected %u", i, st[i], want[i]);
+}
+
+/* Enqueue n packets of the given lengths (pattern seeds 0x80 + i), expect `ret` handled and
+ * the statuses `want` (entries past ret must stay untouched). */
+static void enqueue_lens(struct rf *f, const uint32_t *lens, uint32_t n, uint16_t ret,
+			 const uint8_t *want)
+{
+	struct vl_pkt *pkts[16];
+	uint8_t st[16];
+
+	assert_true(n <= 16);
+	for (uint32_t i = 0; i < n; i++)
+		pkts[i] = rf_make_pkt(f, lens[i], (uint8_t)(0x80 + i));
+	memset(st, 0xEE, sizeof(st));
+	assert_int_equal(vl_net_enqueue(f->rx.q, pkts, (uint16_t)n, st), ret);
+	expect_status(st, want, ret);
+	for (uint32_t i = ret; i < n; i++)
+		assert_int_equal(st[i], 0xEE);
+	vl_pkt_free_bulk(pkts, n);
+}
+
+static const struct vl_offload OL_TSO = {
+	.flags = VL_NET_HDR_F_NEEDS_CSUM,
+	.gso_type = VL_NET_HDR_GSO_TCPV4,
+	.hdr_len = 54,
+	.gso_size = 1448,
+	.csum_start = 34,
+	.csum_offset = 16,
+};
+
+/* ---- non-mergeable ------------------------------------------------------------------------ */
+
+/* The packet fits one buffer: used length header + packet, the header (10 bytes without
+ * VERSION_1, 12 with and num_buffers 1) carries the offloads, the rest of the buffer is
+ * untouched. */
+static void scn_nonmrg_fits(struct rf *f)
+{
+	struct rxb b[2] = { post_buf(f, f->hdr_len + 1500), post_buf(f, f->hdr_len + 1000) };
+	struct vl_pkt *pkts[2] = {
+		make_pkt_ol(f, 1000, 0x31, &OL_TSO),
+		make_pkt_ol(f, 1000, 0x32, NULL), /* exactly fills b[1] */
+	};
+	uint8_t st[2] = { 0xEE, 0xEE };
+
+	assert_int_equal(vl_net_enqueue(f->rx.q, pkts, 2, st), 2);
+	assert_int_equal(st[0], VL_RX_DELIVERED);
+	assert_int_equal(st[1], VL_RX_DELIVERED);
+	vl_pkt_free_bulk(pkts, 2);
+
+	const uint16_t e0[1] = { b[0].head }, e1[1] = { b[1].head };
+
+	expect_rx_packet(f, b, 2, e0, 1, 1000, 0x31, &OL_TSO);
+	expect_rx_packet(f, b, 2, e1, 1, 1000, 0x32, NULL);
+	rf_expect_no_used(&f->rx);
+
+	const struct vl_vq_stats *st_q = vl_vq_stats(f->rx.q);
+
+	assert_int_equal(st_q->packets, 2);
+	assert_int_equal(st_q->bytes, 2000);
+	assert_int_equal(st_q->used_entries, 2);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
+}
+
+static void test_nonmrg_fits_legacy_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_fits, RF_COARSE, F_LEGACY, 256);
+}
+
+static void test_nonmrg_fits_legacy_4k(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_fits, RF_4K, F_LEGACY, 256);
+}
+
+static void test_nonmrg_fits_modern_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_fits, RF_COARSE, F_MODERN, 256);
+}
+
+static void test_nonmrg_fits_modern_4k(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_fits, RF_4K, F_MODERN, 256);
+}
+
+/* A packet bigger than the one buffer it could use is dropped (nothing published, the buffer
+ * stays available) and the next packet that fits lands in that buffer. */
+static void scn_nonmrg_too_big(struct rf *f)
+{
+	struct rxb b[1] = { post_buf(f, f->hdr_len + 100) };
+	const uint32_t big[1] = { 200 };
+	const uint8_t want_big[1] = { VL_RX_DROPPED_TOO_BIG };
+
+	enqueue_lens(f, big, 1, 1, want_big);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_BIG), 1);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_RX_TOO_BIG), 0);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_last_avail(f->rx.q), f->cfg.start_idx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->chains, 0);
+	assert_int_equal(vl_vq_stats(f->rx.q)->packets, 0);
+	assert_int_equal(vl_vq_stats(f->rx.q)->rx_no_room, 0);
+
+	/* One byte too many, then an exact fit: the second lands in the same buffer. */
+	const uint32_t lens[2] = { 101, 100 };
+	const uint8_t want[2] = { VL_RX_DROPPED_TOO_BIG, VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 2, 2, want);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_BIG), 2);
+	const uint16_t e[1] = { b[0].head };
+
+	expect_rx_packet(f, b, 1, e, 1, 100, 0x81, NULL);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->packets, 1);
+}
+
+static void test_nonmrg_too_big_legacy(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_too_big, RF_4K, F_LEGACY, 256);
+}
+
+static void test_nonmrg_too_big_modern(void **state)
+{
+	(void)state;
+	run_net(scn_nonmrg_too_big, RF_COARSE, F_MODERN, 256);
+}
+
+/* ---- mergeable ------------------------------------------------------------------------------ */
+
+/* A packet spread over N small buffers: num_buffers == N, used lengths fill each buffer but
+ * the last, bytes in order; the next packet starts in the next buffer. */
+static void scn_mrg_spread(struct rf *f)
+{
+	struct rxb b[5];
+
+	for (int i = 0; i < 5; i++)
+		b[i] = post_buf(f, 64);
+	struct vl_pkt *pkts[2] = { make_pkt_ol(f, 200, 0x41, &OL_TSO),
+				   make_pkt_ol(f, 40, 0x42, NULL) };
+	uint8_t st[2];
+
+	assert_int_equal(vl_net_enqueue(f->rx.q, pkts, 2, st), 2);
+	assert_int_equal(st[0], VL_RX_DELIVERED);
+	assert_int_equal(st[1], VL_RX_DELIVERED);
+	vl_pkt_free_bulk(pkts, 2);
+	/* 12 + 200 = 212 = 64 + 64 + 64 + 20 */
+	const uint16_t e0[4] = { b[0].head, b[1].head, b[2].head, b[3].head };
+	const uint16_t e1[1] = { b[4].head };
+
+	expect_rx_packet(f, b, 5, e0, 4, 200, 0x41, &OL_TSO);
+	expect_rx_packet(f, b, 5, e1, 1, 40, 0x42, NULL);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->used_entries, 5);
+	assert_int_equal(vl_vq_stats(f->rx.q)->packets, 2);
+	assert_int_equal(vl_vq_stats(f->rx.q)->bytes, 240);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
+}
+
+static void test_mrg_spread_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_spread, RF_COARSE, F_MRG, 256);
+}
+
+static void test_mrg_spread_4k(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_spread, RF_4K, F_MRG, 256);
+}
+
+/* Not enough buffers yet: the packet is not delivered, nothing of it is published, the call
+ * returns fewer than asked, rx_no_room counts it; once the guest posts more it is delivered
+ * (over the old buffers and the new ones). */
+static void scn_mrg_no_room(struct rf *f)
+{
+	struct rxb b[5];
+
+	b[0] = post_buf(f, 64);
+	b[1] = post_buf(f, 64);
+	const uint32_t lens[1] = { 200 };
+	const uint8_t none[1] = { 0 };
+
+	enqueue_lens(f, lens, 1, 0, none);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->rx_no_room, 1);
+	assert_int_equal(vl_vq_last_avail(f->rx.q), f->cfg.start_idx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->chains, 0);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
+	assert_false(vl_vq_needs_call(f->rx.q));
+
+	b[2] = post_buf(f, 64);
+	b[3] = post_buf(f, 64);
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 1, 1, ok);
+	const uint16_t e[4] = { b[0].head, b[1].head, b[2].head, b[3].head };
+
+	expect_rx_packet(f, b, 4, e, 4, 200, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+
+	/* Two packets, room for the first only: return 1, the second's status untouched. */
+	b[4] = post_buf(f, 64);
+	const uint32_t lens2[2] = { 30, 200 };
+	const uint8_t want2[2] = { VL_RX_DELIVERED, 0 };
+
+	enqueue_lens(f, lens2, 2, 1, want2);
+	assert_int_equal(vl_vq_stats(f->rx.q)->rx_no_room, 2);
+	const uint16_t e4[1] = { b[4].head };
+
+	expect_rx_packet(f, b, 5, e4, 1, 30, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
+}
+
+static void test_mrg_no_room_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_no_room, RF_COARSE, F_MRG, 256);
+}
+
+static void test_mrg_no_room_4k(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_no_room, RF_4K, F_MRG, 256);
+}
+
+/* A ring full of the guest's buffers that still cannot hold the packet: waiting would stall
+ * forever, so it is dropped (too big) with nothing published; a packet exactly as large as
+ * the whole ring fits; after a refill a too-big packet is dropped and the next delivered. */
+static void scn_mrg_full_ring_too_big(struct rf *f)
+{
+	const uint32_t n = f->cfg.qsize; /* 16 */
+	struct rxb b[32] = {{0}};
+
+	assert_true(n <= 16);
+
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = post_buf(f, 64);
+	const uint32_t huge[1] = { 2000 };
+	const uint8_t tb[1] = { VL_RX_DROPPED_TOO_BIG };
+
+	enqueue_lens(f, huge, 1, 1, tb);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_BIG), 1);
+	assert_int_equal(vl_vq_stats(f->rx.q)->rx_no_room, 0);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_last_avail(f->rx.q), f->cfg.start_idx);
+
+	/* 16 * 64 - 12 = 1012 bytes: the whole ring, every buffer full. */
+	const uint32_t exact[1] = { 64 * n - f->hdr_len };
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+	uint16_t e[32] = {0};
+
+	enqueue_lens(f, exact, 1, 1, ok);
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = b[i].head;
+	expect_rx_packet(f, b, n, e, n, 64 * n - f->hdr_len, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+
+	for (uint32_t i = 0; i < n; i++)
+		b[n + i] = post_buf(f, 64);
+	const uint32_t lens[2] = { 2000, 100 };
+	const uint8_t want[2] = { VL_RX_DROPPED_TOO_BIG, VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 2, 2, want);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_BIG), 2);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_RX_TOO_BIG), 0);
+	const uint16_t e2[2] = { b[n].head, b[n + 1].head };
+
+	expect_rx_packet(f, b, 2 * n, e2, 2, 100, 0x81, NULL);
+	rf_expect_no_used(&f->rx);
+}
+
+static void test_mrg_full_ring_too_big_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_full_ring_too_big, RF_COARSE, F_MRG, 16);
+}
+
+static void test_mrg_full_ring_too_big_4k(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_full_ring_too_big, RF_4K, F_MRG, 16);
+}
+
+/* ---- bad RX chains -------------------------------------------------------------------------- */
+
+/* A buffer smaller than the header is returned with length 0 (spec 5.1.6.3.1) and the packet
+ * goes to the next buffer. A buffer of exactly the header is legal: a 0-byte packet fits it
+ * without mergeable buffers; with them it takes the header and the data goes on. */
+static void scn_rx_buf_too_small(struct rf *f)
+{
+	const uint32_t h = f->hdr_len;
+	struct rxb b[4];
+
+	b[0] = post_buf(f, h - 1);
+	b[1] = post_buf(f, h + 100);
+	const uint32_t lens[1] = { 100 };
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 1, 1, ok);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_BUF_TOO_SMALL), 1);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_RX_BUF_TOO_SMALL), 0);
+	rf_expect_used(&f->rx, b[0].head, 0);
+	const uint16_t e1[1] = { b[1].head };
+
+	expect_rx_packet(f, b, 2, e1, 1, 100, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+	/* The short buffer was not written. */
+	for (uint32_t i = 0; i < h - 1; i++)
+		assert_int_equal(((uint8_t *)rf_ptr(f, b[0].gpa, h - 1))[i], 0xA5);
+
+	b[2] = post_buf(f, h);
+	if (mergeable(f)) {
+		b[3] = post_buf(f, 200);
+		enqueue_lens(f, lens, 1, 1, ok);
+		const uint16_t e[2] = { b[2].head, b[3].head };
+
+		expect_rx_packet(f, b, 4, e, 2, 100, 0x80, NULL);
+	} else {
+		const uint32_t zero[1] = { 0 };
+
+		enqueue_lens(f, zero, 1, 1, ok);
+		const uint16_t e[1] = { b[2].head };
+
+		expect_rx_packet(f, b, 3, e, 1, 0, 0x80, NULL);
+	}
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_BUF_TOO_SMALL), 1);
+}
+
+static void test_rx_buf_too_small_nonmrg(void **state)
+{
+	(void)state;
+	run_net(scn_rx_buf_too_small, RF_COARSE, F_MODERN, 256);
+}
+
+static void test_rx_buf_too_small_legacy(void **state)
+{
+	(void)state;
+	run_net(scn_rx_buf_too_small, RF_4K, F_LEGACY, 256);
+}
+
+static void test_rx_buf_too_small_mrg(void **state)
+{
+	(void)state;
+	run_net(scn_rx_buf_too_small, RF_4K, F_MRG, 256);
+}
+
+/* Device-readable descriptors in RX chains (all read-only, or read-only after a writable
+ * one): returned with length 0, counted as direction, never written. */
+static void scn_rx_readonly(struct rf *f)
+{
+	const uint32_t h = f->hdr_len;
+	uint64_t ro = rf_alloc(f, 200);
+
+	rf_fill(f, ro, 0x3C, 200);
+	struct rf_desc d1[1] = { { ro, 200, 0 } };
+	struct rf_desc d2[2] = { { ro, h, VL_DESC_F_WRITE }, { ro + h, 100, 0 } };
+	uint16_t bad0 = rf_post_chain(&f->rx, d1, 1);
+	uint16_t bad1 = rf_post_chain(&f->rx, d2, 2);
+	struct rxb b[1] = { post_buf(f, h + 100) };
+	const uint32_t lens[1] = { 100 };
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 1, 1, ok);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_DIRECTION), 2);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_DIRECTION), 0);
+	rf_expect_used(&f->rx, bad0, 0);
+	rf_expect_used(&f->rx, bad1, 0);
+	const uint16_t e[1] = { b[0].head };
+
+	expect_rx_packet(f, b, 1, e, 1, 100, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+	const uint8_t *p = rf_ptr(f, ro, 200);
+
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(p[i], 0x3C);
+}
+
+static void test_rx_readonly_nonmrg(void **state)
+{
+	(void)state;
+	run_net(scn_rx_readonly, RF_COARSE, F_MODERN, 256);
+}
+
+static void test_rx_readonly_mrg(void **state)
+{
+	(void)state;
+	run_net(scn_rx_readonly, RF_4K, F_MRG, 256);
+}
+
+/* Mergeable: a bad chain between two good buffers of one packet is returned (length 0)
+ * before the packet's entries, which stay consecutive. Also when the packet has to wait for
+ * the second good buffer: the bad chain is dropped (and counted) once, when returned. */
+static void scn_mrg_bad_between(struct rf *f)
+{
+	const uint32_t lens[1] = { 100 };
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+	const uint8_t none[1] = { 0 };
+	struct rxb b[4];
+
+	b[0] = post_buf(f, 64);
+	uint64_t ro = rf_alloc(f, 64);
+	struct rf_desc d = { ro, 64, 0 };
+	uint16_t bad = rf_post_chain(&f->rx, &d, 1);
+
+	b[1] = post_buf(f, 64);
+	enqueue_lens(f, lens, 1, 1, ok);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_DIRECTION), 1);
+	rf_expect_used(&f->rx, bad, 0);
+	/* 12 + 100 = 64 + 48 */
+	const uint16_t e[2] = { b[0].head, b[1].head };
+
+	expect_rx_packet(f, b, 2, e, 2, 100, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+
+	/* The second good buffer comes later. */
+	b[2] = post_buf(f, 64);
+	bad = rf_post_chain(&f->rx, &d, 1);
+	enqueue_lens(f, lens, 1, 0, none);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->rx_no_room, 1);
+	/* Not returned yet: still in the ring, to be walked again. */
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_DIRECTION), 1);
+
+	b[3] = post_buf(f, 64);
+	enqueue_lens(f, lens, 1, 1, ok);
+	rf_expect_used(&f->rx, bad, 0);
+	const uint16_t e2[2] = { b[2].head, b[3].head };
+
+	expect_rx_packet(f, b, 4, e2, 2, 100, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_DIRECTION), 2);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_DIRECTION), 0);
+	assert_int_equal(vl_vq_stats(f->rx.q)->chains, 6);
+	assert_int_equal(vl_vq_stats(f->rx.q)->used_entries, 6);
+}
+
+static void test_mrg_bad_between_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_bad_between, RF_COARSE, F_MRG, 256);
+}
+
+static void test_mrg_bad_between_4k(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_bad_between, RF_4K, F_MRG, 256);
+}
+
+/* ---- header pieces -------------------------------------------------------------------------- */
+
+/* The RX header written across tiny descriptors: 3 + 5 + (hdr - 8) bytes, each in its own
+ * allocation, then the data (in its own descriptor, or sharing one with the header tail). */
+static void scn_rx_header_pieces(struct rf *f)
+{
+	const uint32_t h = f->hdr_len;
+	const uint32_t plen = 200;
+
+	for (int shared = 0; shared < 2; shared++) {
+		uint64_t p0 = rf_alloc(f, 3), p1 = rf_alloc(f, 5);
+		uint64_t p2 = rf_alloc(f, h - 8 + plen + 16);
+		uint8_t seed = (uint8_t)(0x50 + shared);
+
+		rf_fill(f, p0, 0xA5, 3);
+		rf_fill(f, p1, 0xA5, 5);
+		rf_fill(f, p2, 0xA5, h - 8 + plen + 16);
+		/* Data right after the header tail in p2 either way, so it reads back
+		 * contiguously; only the descriptor boundaries differ. */
+		struct rf_desc sep[4] = {
+			{ p0, 3, VL_DESC_F_WRITE }, { p1, 5, VL_DESC_F_WRITE },
+			{ p2, h - 8, VL_DESC_F_WRITE }, { p2 + h - 8, plen + 16, VL_DESC_F_WRITE },
+		};
+		struct rf_desc shr[3] = {
+			{ p0, 3, VL_DESC_F_WRITE }, { p1, 5, VL_DESC_F_WRITE },
+			{ p2, h - 8 + plen + 16, VL_DESC_F_WRITE },
+		};
+		uint16_t head = shared ? rf_post_chain(&f->rx, shr, 3)
+				       : rf_post_chain(&f->rx, sep, 4);
+		struct vl_pkt *pkt = make_pkt_ol(f, plen, seed, &OL_TSO);
+		uint8_t st = 0xEE;
+
+		assert_int_equal(vl_net_enqueue(f->rx.q, &pkt, 1, &st), 1);
+		assert_int_equal(st, VL_RX_DELIVERED);
+		vl_pkt_free(pkt);
+		rf_expect_used(&f->rx, head, h + plen);
+
+		uint8_t want[12], got[12];
+
+		expected_hdr(f, &OL_TSO, 1, want);
+		rf_read(f, p0, got, 3);
+		rf_read(f, p1, got + 3, 5);
+		rf_read(f, p2, got + 8, h - 8);
+		assert_memory_equal(got, want, h);
+		rf_assert_pattern_at(f, p2 + h - 8, plen, seed, 0);
+		for (uint32_t i = 0; i < 16; i++)
+			assert_int_equal(((uint8_t *)rf_ptr(f, p2 + h - 8 + plen, 16))[i], 0xA5);
+	}
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
+}
+
+static void test_rx_header_pieces_legacy(void **state)
+{
+	(void)state;
+	run_net(scn_rx_header_pieces, RF_COARSE, F_LEGACY, 256);
+}
+
+static void test_rx_header_pieces_modern(void **state)
+{
+	(void)state;
+	run_net(scn_rx_header_pieces, RF_4K, F_MODERN, 256);
+}
+
+static void test_rx_header_pieces_mrg(void **state)
+{
+	(void)state;
+	run_net(scn_rx_header_pieces, RF_4K, F_MRG, 256);
+}
+
+/* ---- copy batching ----------------------------------------------------------------------- */
+
+/* Post the same RX buffers on f: single buffers of mixed sizes, multi-descriptor buffers and
+ * an indirect one, placed identically for identical fixtures. */
+static void post_mixed_buffers(struct rf *f)
+{
+	static const uint32_t caps[] = { 64, 100, 300, 1500, 2048, 64, 256, 257, 9000, 700 };
+
+	for (uint32_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		(void)post_buf(f, caps[i]);
+	for (uint32_t k = 0; k < 4; k++) {
+		uint64_t a = rf_alloc(f, 1024);
+		struct rf_desc d[5] = {
+			{ a, 3, VL_DESC_F_WRITE }, { a + 3, 9, VL_DESC_F_WRITE },
+			{ a + 12, 1, VL_DESC_F_WRITE }, { a + 13, 500, VL_DESC_F_WRITE },
+			{ a + 513, 511, VL_DESC_F_WRITE },
+		};
+
+		rf_fill(f, a, 0xA5, 1024);
+		(void)rf_post_chain(&f->rx, d, 5);
+	}
+	uint64_t t = rf_alloc(f, 64 * 16);
+	uint64_t a = rf_alloc(f, 64 * 40);
+	struct rf_desc e[64];
+
+	rf_fill(f, a, 0xA5, 64 * 40);
+	for (uint32_t i = 0; i < 64; i++)
+		e[i] = (struct rf_desc){ a + 40 * i, 40, VL_DESC_F_WRITE };
+	rf_write_table(f, t, e, 64);
+	(void)rf_post_indirect(&f->rx, t, 64 * 16);
+	for (uint32_t i = 0; i < 40; i++)
+		(void)post_buf(f, 128);
+	for (uint32_t i = 0; i < 100; i++)
+		(void)post_buf(f, 256);
+}
+
+/* The same enqueue into setups that differ only in the batching threshold (0 = off, the
+ * default 256, 65536 = everything the batch array holds) leaves identical guest memory: ring
+ * area (used entries) and RAM (headers, data, untouched poison). The copy counters differ
+ * exactly as batching says, and the number of copies does not. */
+static void test_batch_threshold_invisible(void **state)
+{
+	static const uint32_t thr[3] = { 0, VL_BATCH_THRESHOLD_DEFAULT, 65536 };
+	static const uint32_t lens[] = { 1, 60, 255, 256, 257, 1500, 4000, 9000, 0, 100, 3000,
+					 777, 64, 65, 1200, 5000 };
+	const uint32_t npkt = sizeof(lens) / sizeof(lens[0]);
+	struct rf f[3];
+
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		struct rf_cfg cfg;
+
+		rf_cfg_init(&cfg, RF_4K);
+		cfg.features = F_MRG;
+		cfg.batch_threshold = thr[k];
+		rf_setup(&f[k], &cfg);
+		post_mixed_buffers(&f[k]);
+
+		struct vl_pkt *pkts[16];
+		uint8_t st[16];
+
+		for (uint32_t i = 0; i < npkt; i++)
+			pkts[i] = make_pkt_ol(&f[k], lens[i], (uint8_t)(0x90 + i),
+					      i % 3 == 0 ? &OL_TSO : NULL);
+		assert_int_equal(vl_net_enqueue(f[k].rx.q, pkts, (uint16_t)npkt, st), npkt);
+		for (uint32_t i = 0; i < npkt; i++)
+			assert_int_equal(st[i], VL_RX_DELIVERED);
+		vl_pkt_free_bulk(pkts, npkt);
+	}
+	const struct vl_vq_stats *s0 = vl_vq_stats(f[0].rx.q);
+	const struct vl_vq_stats *s1 = vl_vq_stats(f[1].rx.q);
+	const struct vl_vq_stats *s2 = vl_vq_stats(f[2].rx.q);
+
+	assert_int_equal(s0->copies_batched, 0);
+	assert_true(s0->copies_direct > 0);
+	assert_true(s1->copies_batched > 0);
+	assert_true(s1->copies_direct > 0); /* the 9000-byte packet has pieces > 256 */
+	assert_true(s2->copies_batched > s1->copies_batched);
+	assert_int_equal(s0->copies_batched + s0->copies_direct,
+			 s1->copies_batched + s1->copies_direct);
+	assert_int_equal(s1->copies_batched + s1->copies_direct,
+			 s2->copies_batched + s2->copies_direct);
+	for (int k = 1; k < 3; k++) {
+		const struct vl_vq_stats *a = vl_vq_stats(f[0].rx.q), *b = vl_vq_stats(f[k].rx.q);
+
+		assert_int_equal(a->packets, b->packets);
+		assert_int_equal(a->bytes, b->bytes);
+		assert_int_equal(a->used_entries, b->used_entries);
+		assert_int_equal(a->chains, b->chains);
+		assert_memory_equal(a->drops, b->drops, sizeof(a->drops));
+	}
+	assert_int_equal(s0->packets, npkt);
+	assert_int_equal(rf_drops_other(&f[0].rx, VL_DROP_NONE), 0);
+
+	/* Whole guest memory, through the guest view. */
+	for (int k = 1; k < 3; k++) {
+		uint64_t rg = lab_gmem_ring_gpa(f[0].g), rs = lab_gmem_ring_size(f[0].g);
+		uint64_t ag = lab_gmem_ram_gpa(f[0].g), as = lab_gmem_ram_size(f[0].g);
+
+		assert_int_equal(lab_gmem_ram_gpa(f[k].g), ag);
+		assert_true(memcmp(rf_ptr(&f[0], rg, rs), rf_ptr(&f[k], rg, rs), rs) == 0);
+		assert_true(memcmp(rf_ptr(&f[0], ag, as), rf_ptr(&f[k], ag, as), as) == 0);
+	}
+	/* And the memory is right, not just equal: the first packet (1 byte) sits in the
+	 * first 64-byte buffer with num_buffers 1, the 60-byte one over the next. */
+	uint32_t id, len;
+
+	assert_true(rf_pop_used(&f[0].rx, &id, &len));
+	assert_int_equal(len, 12 + 1);
+	assert_true(rf_pop_used(&f[0].rx, &id, &len));
+	assert_int_equal(len, 12 + 60);
+	for (int k = 0; k < 3; k++)
+		rf_teardown(&f[k]);
+}
+
+/* ---- limits ----------------------------------------------------------------------------- */
+
+/* A packet longer than VL_PKT_MAX_LEN is dropped even where it would fit; exactly
+ * VL_PKT_MAX_LEN is delivered. Nothing of the dropped one is consumed or published. */
+static void scn_pkt_over_max(struct rf *f)
+{
+	struct rxb b[1] = { post_buf(f, f->hdr_len + VL_PKT_MAX_LEN + 100) };
+	const uint32_t lens[2] = { VL_PKT_MAX_LEN + 1, VL_PKT_MAX_LEN };
+	const uint8_t want[2] = { VL_RX_DROPPED_TOO_BIG, VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 2, 2, want);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_BIG), 1);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_RX_TOO_BIG), 0);
+	const uint16_t e[1] = { b[0].head };
+
+	expect_rx_packet(f, b, 1, e, 1, VL_PKT_MAX_LEN, 0x81, NULL);
+	rf_expect_no_used(&f->rx);
+	assert_int_equal(vl_vq_stats(f->rx.q)->chains, 1);
+	assert_int_equal(vl_vq_stats(f->rx.q)->bytes, VL_PKT_MAX_LEN);
+}
+
+static void test_pkt_over_max_nonmrg(void **state)
+{
+	(void)state;
+	run_net(scn_pkt_over_max, RF_4K, F_MODERN, 256);
+}
+
+static void test_pkt_over_max_mrg(void **state)
+{
+	(void)state;
+	run_net(scn_pkt_over_max, RF_COARSE, F_MRG, 256);
+}
+
+/* Mergeable: a packet that would need more than VL_CHAIN_MAX_PIECES pieces is dropped (the
+ * buffers are fine and stay); exactly VL_CHAIN_MAX_PIECES pieces is delivered. Buffers are
+ * indirect tables of 256 four-byte entries (256 pieces, 1024 bytes each). */
+static void scn_mrg_too_many_pieces(struct rf *f)
+{
+	struct rxb b[5];
+	struct rf_desc e[256];
+
+	for (int k = 0; k < 5; k++) {
+		uint64_t t = rf_alloc(f, 256 * 16);
+
+		b[k].gpa = rf_alloc(f, 1024);
+		b[k].cap = 1024;
+		rf_fill(f, b[k].gpa, 0xA5, 1024);
+		for (uint32_t i = 0; i < 256; i++)
+			e[i] = (struct rf_desc){ b[k].gpa + 4 * i, 4, VL_DESC_F_WRITE };
+		rf_write_table(f, t, e, 256);
+		b[k].head = rf_post_indirect(&f->rx, t, 256 * 16);
+	}
+	/* 4500 + 12 needs 5 buffers = 1280 pieces; 4084 + 12 = 4096 needs exactly 4 = 1024. */
+	const uint32_t lens[2] = { 4500, 4096 - f->hdr_len };
+	const uint8_t want[2] = { VL_RX_DROPPED_TOO_MANY_PIECES, VL_RX_DELIVERED };
+
+	enqueue_lens(f, lens, 2, 2, want);
+	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_TOO_MANY_PIECES), 1);
+	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_RX_TOO_MANY_PIECES), 0);
+	const uint16_t e4[4] = { b[0].head, b[1].head, b[2].head, b[3].head };
+
+	expect_rx_packet(f, b, 5, e4, 4, 4096 - f->hdr_len, 0x81, NULL);
+	rf_expect_no_used(&f->rx);
+
+	const uint32_t small[1] = { 100 };
+	const uint8_t ok[1] = { VL_RX_DELIVERED };
+
+	enqueue_lens(f, small, 1, 1, ok);
+	const uint16_t e5[1] = { b[4].head };
+
+	expect_rx_packet(f, b, 5, e5, 1, 100, 0x80, NULL);
+	rf_expect_no_used(&f->rx);
+}
+
+static void test_mrg_too_many_pieces_coarse(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_too_many_pieces, RF_COARSE, F_MRG, 256);
+}
+
+static void test_mrg_too_many_pieces_4k(void **state)
+{
+	(void)state;
+	run_net(scn_mrg_too_many_pieces, RF_4K, F_MRG, 256);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nonmrg_fits_legacy_coarse),
+		cmocka_unit_test(test_nonmrg_fits_legacy_4k),
+		cmocka_unit_test(test_nonmrg_fits_modern_coarse),
+		cmocka_unit_test(test_nonmrg_fits_modern_4k),
+		cmocka_unit_test(test_nonmrg_too_big_legacy),
+		cmocka_unit_test(test_nonmrg_too_big_modern),
+		cmocka_unit_test(test_mrg_spread_coarse),
+		cmocka_unit_test(test_mrg_spread_4k),
+		cmocka_unit_test(test_mrg_no_room_coarse),
+		cmocka_unit_test(test_mrg_no_room_4k),
+		cmocka_unit_test(test_mrg_full_ring_too_big_coarse),
+		cmocka_unit_test(test_mrg_full_ring_too_big_4k),
+		cmocka_unit_test(test_rx_buf_too_small_nonmrg),
+		cmocka_unit_test(test_rx_buf_too_small_legacy),
+		cmocka_unit_test(test_rx_buf_too_small_mrg),
+		cmocka_unit_test(test_rx_readonly_nonmrg),
+		cmocka_unit_test(test_rx_readonly_mrg),
+		cmocka_unit_test(test_mrg_bad_between_coarse),
+		cmocka_unit_test(test_mrg_bad_between_4k),
+		cmocka_unit_test(test_rx_header_pieces_legacy),
+		cmocka_unit_test(test_rx_header_pieces_modern),
+		cmocka_unit_test(test_rx_header_pieces_mrg),
+		cmocka_unit_test(test_batch_threshold_invisible),
+		cmocka_unit_test(test_pkt_over_max_nonmrg),
+		cmocka_unit_test(test_pkt_over_max_mrg),
+		cmocka_unit_test(test_mrg_too_many_pieces_coarse),
+		cmocka_unit_test(test_mrg_too_many_pieces_4k),
+	};
+
+	return cmocka_run_group_tests_name("net", tests, NULL, NULL);
+}

@@ -1,0 +1,1229 @@
+/* SPDX-License-Identifier: MIT */
+/* Split-ring hostile inputs (docs: /work/shared/design/hostile-inputs.md), driven through the
+ * virtio-net datapath: a simulated driver writes whatever descriptors a malicious guest could
+ * and each case pins the exact outcome: return value, drop counter, the used entries the
+ * guest sees, whether the queue is broken, and that a well-formed chain still moves after.
+ *
+ * Chain-level cases are one body run on the TX queue (vl_net_dequeue) and on the RX queue
+ * (vl_net_enqueue: a bad chain met before any good one is returned at once with length 0 and
+ * the packet lands in the next buffer), over coarse and 4 KiB guest RAM regions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_fixture.h"
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+typedef void (*scn_fn)(struct rf *f, struct rf_q *s);
+
+/* The flag a well-formed descriptor on this side carries. */
+static uint16_t dirf(const struct rf_q *s)
+{
+	return s->rx ? VL_DESC_F_WRITE : 0;
+}
+
+static uint16_t post1(struct rf_q *s, uint64_t gpa, uint32_t len, uint16_t flags)
+{
+	struct rf_desc d = { gpa, len, flags };
+
+	return rf_post_chain(s, &d, 1);
+}
+
+static void run_scn(scn_fn fn, uint64_t gran, bool rx)
+{
+	struct rf f;
+
+	rf_setup_gran(&f, gran);
+	fn(&f, rf_side(&f, rx));
+	rf_teardown(&f);
+}
+
+static void run_scn_cfg(scn_fn fn, const struct rf_cfg *cfg, bool rx)
+{
+	struct rf f;
+
+	rf_setup(&f, cfg);
+	fn(&f, rf_side(&f, rx));
+	rf_teardown(&f);
+}
+
+/* Four wrappers per chain-level scenario: TX/RX x coarse/4 KiB. */
+#define WRAP_SIDES_GRANS(name)                                                               \
+	static void test_##name##_tx_coarse(void **state)                                    \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_COARSE, false);                                       \
+	}                                                                                    \
+	static void test_##name##_tx_4k(void **state)                                        \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_4K, false);                                           \
+	}                                                                                    \
+	static void test_##name##_rx_coarse(void **state)                                    \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_COARSE, true);                                        \
+	}                                                                                    \
+	static void test_##name##_rx_4k(void **state)                                        \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_4K, true);                                            \
+	}
+#define TESTS_SIDES_GRANS(name)                                                              \
+	cmocka_unit_test(test_##name##_tx_coarse), cmocka_unit_test(test_##name##_tx_4k),    \
+		cmocka_unit_test(test_##name##_rx_coarse),                                   \
+		cmocka_unit_test(test_##name##_rx_4k)
+
+/* Two wrappers for TX-only scenarios: coarse and 4 KiB. */
+#define WRAP_TX_GRANS(name)                                                                  \
+	static void test_##name##_coarse(void **state)                                       \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_COARSE, false);                                       \
+	}                                                                                    \
+	static void test_##name##_4k(void **state)                                           \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run_scn(scn_##name, RF_4K, false);                                           \
+	}
+#define TESTS_TX_GRANS(name)                                                                 \
+	cmocka_unit_test(test_##name##_coarse), cmocka_unit_test(test_##name##_4k)
+
+/* One burst of whatever kind the side does; returns what the datapath call returned.
+ * TX asks for up to 32 packets (freed), RX offers one 64-byte packet. */
+static uint16_t burst_any(struct rf *f, struct rf_q *s)
+{
+	if (!s->rx) {
+		struct vl_pkt *pkts[32];
+		uint16_t n = vl_net_dequeue(s->q, f->pool, pkts, 32);
+
+		vl_pkt_free_bulk(pkts, n);
+		return n;
+	}
+	struct vl_pkt *pkt = rf_make_pkt(f, 64, 0x77);
+	uint16_t n = vl_net_enqueue(s->q, &pkt, 1, NULL);
+
+	vl_pkt_free(pkt);
+	return n;
+}
+
+/* A fresh well-formed chain moves and comes back; no drop counter changes. */
+static void expect_still_works(struct rf *f, struct rf_q *s)
+{
+	struct vl_vq_stats before = *vl_vq_stats(s->q);
+	struct rf_good g = rf_post_good(f, s, 300, 0x51);
+
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_memory_equal(before.drops, vl_vq_stats(s->q)->drops, sizeof(before.drops));
+	assert_false(vl_vq_broken(s->q));
+}
+
+/* The chains `bad` were posted (in this order) and each must be dropped for `why`: post a good
+ * chain behind them, run one burst, and check that the packet moved, each bad chain came back
+ * with length 0 before it, the counter says exactly nbad drops for `why` (and nothing else),
+ * and the queue keeps working. */
+static void expect_bad_then_good(struct rf *f, struct rf_q *s, const uint16_t *bad,
+				 uint32_t nbad, enum vl_drop why)
+{
+	uint64_t chains = vl_vq_stats(s->q)->chains;
+	struct rf_good g = rf_post_good(f, s, 100, 0x3C);
+
+	rf_burst_expect_good(f, s, &g);
+	assert_int_equal(rf_drops(s, why), nbad);
+	assert_int_equal(rf_drops_other(s, why), 0);
+	assert_false(vl_vq_broken(s->q));
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_NONE);
+	assert_int_equal(vl_vq_stats(s->q)->chains, chains + nbad + 1);
+	assert_int_equal(lab_vring_used_pending(&s->vr), nbad + 1);
+	for (uint32_t i = 0; i < nbad; i++)
+		rf_expect_used(s, bad[i], 0);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	expect_still_works(f, s);
+}
+
+/* Write raw descriptor-table entries (any next fields) at gpa. */
+static void put_table(struct rf *f, uint64_t gpa, const struct vl_split_desc *e, uint32_t n)
+{
+	rf_write(f, gpa, e, (uint64_t)n * sizeof(*e));
+}
+
+/* A valid indirect table of two entries (TX: zero header + 40 data bytes; RX: 64 bytes of
+ * room), for cases where the table itself is fine and something around it is not. */
+static uint64_t valid_table(struct rf *f, struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, f->hdr_len + 40);
+	uint64_t t = rf_alloc(f, 32);
+
+	rf_fill(f, buf, 0, f->hdr_len + 40);
+	struct rf_desc e[2] = {
+		{ buf, f->hdr_len, dirf(s) },
+		{ buf + f->hdr_len, 40, dirf(s) },
+	};
+
+	rf_write_table(f, t, e, 2);
+	return t;
+}
+
+/* ---- loops ------------------------------------------------------------------------------- */
+
+/* a -> b -> a and c -> c in the descriptor table: each is stopped after queue-size hops. */
+static void scn_loop_direct(struct rf *f, struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, 64);
+	uint16_t a = rf_desc(s), b = rf_desc(s), c = rf_desc(s);
+	const uint16_t ab[2] = { a, b };
+
+	rf_set_desc(s, a, buf, 16, dirf(s) | VL_DESC_F_NEXT, b);
+	rf_set_desc(s, b, buf + 16, 16, dirf(s) | VL_DESC_F_NEXT, a);
+	rf_post_head(s, a, ab, 2);
+	rf_set_desc(s, c, buf + 32, 16, dirf(s) | VL_DESC_F_NEXT, c);
+	rf_post_head(s, c, &c, 1);
+
+	const uint16_t bad[2] = { a, c };
+
+	expect_bad_then_good(f, s, bad, 2, VL_DROP_CHAIN_LOOP);
+}
+WRAP_SIDES_GRANS(loop_direct)
+
+/* Loops inside an indirect table: e0 -> e1 -> e2 -> e1, and a one-entry table e0 -> e0. The
+ * hop budget there is the table's entry count. */
+static void scn_loop_indirect(struct rf *f, struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, 64);
+	uint64_t t1 = rf_alloc(f, 48), t2 = rf_alloc(f, 16);
+	const uint16_t fl = (uint16_t)(dirf(s) | VL_DESC_F_NEXT);
+	const struct vl_split_desc e1[3] = {
+		{ buf, 16, fl, 1 }, { buf + 16, 16, fl, 2 }, { buf + 32, 16, fl, 1 },
+	};
+	const struct vl_split_desc e2[1] = { { buf, 16, fl, 0 } };
+
+	put_table(f, t1, e1, 3);
+	put_table(f, t2, e2, 1);
+
+	const uint16_t bad[2] = { rf_post_indirect(s, t1, 48), rf_post_indirect(s, t2, 16) };
+
+	expect_bad_then_good(f, s, bad, 2, VL_DROP_CHAIN_LOOP);
+}
+WRAP_SIDES_GRANS(loop_indirect)
+
+/* The longest legal direct chain: exactly queue-size descriptors (the hop budget is not one
+ * short). TX: header then 255 slices of 4 bytes; RX: 256 slices of 8 bytes. */
+static void scn_longest_direct_chain(struct rf *f, struct rf_q *s)
+{
+	const uint32_t n = f->cfg.qsize;
+	struct rf_desc *d = calloc(n, sizeof(*d));
+	struct rf_good g = { .seed = 0x22 };
+
+	assert_non_null(d);
+	if (s->rx) {
+		g.len = 8 * n - f->hdr_len;
+		g.gpa = rf_alloc(f, 8 * n);
+		rf_fill(f, g.gpa, 0xA5, 8 * n);
+		for (uint32_t i = 0; i < n; i++)
+			d[i] = (struct rf_desc){ g.gpa + 8 * i, 8, VL_DESC_F_WRITE };
+	} else {
+		g.len = 4 * (n - 1);
+		g.gpa = rf_alloc(f, f->hdr_len + g.len);
+		uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
+
+		memset(p, 0, f->hdr_len);
+		rf_pattern(p + f->hdr_len, g.len, g.seed);
+		d[0] = (struct rf_desc){ g.gpa, f->hdr_len, 0 };
+		for (uint32_t i = 1; i < n; i++)
+			d[i] = (struct rf_desc){ g.gpa + f->hdr_len + 4 * (i - 1), 4, 0 };
+	}
+	g.head = rf_post_chain(s, d, n);
+	free(d);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+	expect_still_works(f, s);
+}
+WRAP_SIDES_GRANS(longest_direct_chain)
+
+/* ---- out-of-range indices ------------------------------------------------------------------ */
+
+/* next == queue size, next == 0xffff (second hop), and next == table entries inside an
+ * indirect table (2 < queue size, but only 2 entries exist). */
+static void scn_next_out_of_range(struct rf *f, struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, 64);
+	const uint16_t fl = (uint16_t)(dirf(s) | VL_DESC_F_NEXT);
+	uint16_t a = rf_desc(s), b = rf_desc(s), c = rf_desc(s);
+	const uint16_t bc[2] = { b, c };
+
+	rf_set_desc(s, a, buf, 16, fl, (uint16_t)f->cfg.qsize);
+	rf_post_head(s, a, &a, 1);
+	rf_set_desc(s, b, buf, 16, fl, c);
+	rf_set_desc(s, c, buf + 16, 16, fl, 0xFFFF);
+	rf_post_head(s, b, bc, 2);
+
+	uint64_t t = rf_alloc(f, 32);
+	const struct vl_split_desc e[2] = { { buf, 16, fl, 1 }, { buf + 16, 16, fl, 2 } };
+
+	put_table(f, t, e, 2);
+
+	const uint16_t bad[3] = { a, b, rf_post_indirect(s, t, 32) };
+
+	expect_bad_then_good(f, s, bad, 3, VL_DROP_NEXT_OUT_OF_RANGE);
+}
+WRAP_SIDES_GRANS(next_out_of_range)
+
+/* The avail ring names head == queue size: no id could be returned for it, so the queue
+ * breaks; nothing is returned and no later burst does anything. */
+static void scn_head_out_of_range(struct rf *f, struct rf_q *s)
+{
+	lab_vring_add_avail(&s->vr, (uint16_t)f->cfg.qsize);
+	lab_vring_kick(&s->vr);
+
+	assert_int_equal(burst_any(f, s), 0);
+	assert_true(vl_vq_broken(s->q));
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_HEAD_OUT_OF_RANGE);
+	assert_int_equal(rf_drops(s, VL_DROP_HEAD_OUT_OF_RANGE), 1);
+	assert_int_equal(rf_drops_other(s, VL_DROP_HEAD_OUT_OF_RANGE), 0);
+	assert_int_equal(vl_vq_stats(s->q)->rx_no_room, 0); /* broken is not "no room" */
+	assert_int_equal(vl_vq_stats(s->q)->chains, 0);
+	assert_int_equal(vl_vq_last_avail(s->q), f->cfg.start_idx);
+	rf_expect_no_used(s);
+	assert_false(vl_vq_needs_call(s->q));
+
+	/* A well-formed chain behind it is never looked at: the queue stays stopped. */
+	(void)rf_post_good(f, s, 100, 1);
+	assert_int_equal(burst_any(f, s), 0);
+	assert_int_equal(burst_any(f, s), 0);
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops(s, VL_DROP_HEAD_OUT_OF_RANGE), 1); /* latched, counted once */
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_HEAD_OUT_OF_RANGE);
+}
+WRAP_SIDES_GRANS(head_out_of_range)
+
+/* A good chain ahead of the bad head still moves and is returned; then the queue is broken.
+ * (TX meets the bad head in the same burst, RX when the next packet needs a buffer.) */
+static void scn_head_out_of_range_after_good(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g = rf_post_good(f, s, 100, 2);
+
+	lab_vring_add_avail(&s->vr, 0xFFFF);
+	lab_vring_kick(&s->vr);
+	rf_burst_expect_good(f, s, &g);
+	assert_int_equal(burst_any(f, s), 0);
+	assert_true(vl_vq_broken(s->q));
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_HEAD_OUT_OF_RANGE);
+	assert_int_equal(rf_drops(s, VL_DROP_HEAD_OUT_OF_RANGE), 1);
+	assert_int_equal(vl_vq_last_avail(s->q), (uint16_t)(f->cfg.start_idx + 1));
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(burst_any(f, s), 0);
+	rf_expect_no_used(s);
+}
+WRAP_SIDES_GRANS(head_out_of_range_after_good)
+
+/* avail->idx claims queue size + 1 new entries: the queue breaks before reading any. */
+static void scn_avail_idx_jump(struct rf *f, struct rf_q *s)
+{
+	(void)rf_post_good(f, s, 100, 3);
+	lab_vring_force_avail_idx(&s->vr, (uint16_t)(f->cfg.start_idx + f->cfg.qsize + 1));
+
+	assert_int_equal(burst_any(f, s), 0);
+	assert_true(vl_vq_broken(s->q));
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_AVAIL_IDX_JUMP);
+	assert_int_equal(rf_drops(s, VL_DROP_AVAIL_IDX_JUMP), 1);
+	assert_int_equal(rf_drops_other(s, VL_DROP_AVAIL_IDX_JUMP), 0);
+	assert_int_equal(vl_vq_stats(s->q)->chains, 0);
+	assert_int_equal(vl_vq_last_avail(s->q), f->cfg.start_idx);
+	rf_expect_no_used(s);
+
+	/* Putting the index back does not revive it: nothing from this guest is trusted. */
+	lab_vring_force_avail_idx(&s->vr, (uint16_t)(f->cfg.start_idx + 1));
+	assert_int_equal(burst_any(f, s), 0);
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops(s, VL_DROP_AVAIL_IDX_JUMP), 1);
+}
+WRAP_SIDES_GRANS(avail_idx_jump)
+
+/* A jump of exactly queue size is a full ring: legal, every chain moves in one burst. */
+static void scn_avail_full_ring(struct rf *f, struct rf_q *s)
+{
+	const uint32_t n = f->cfg.qsize;
+	struct rf_good *g = calloc(n, sizeof(*g));
+
+	assert_non_null(g);
+	for (uint32_t i = 0; i < n; i++)
+		g[i] = rf_post_good(f, s, 60 + i % 7, (uint8_t)i);
+	assert_int_equal(s->vr.nfree, 0); /* every descriptor is in the ring */
+	assert_int_equal((uint16_t)(s->vr.avail->idx - f->cfg.start_idx), n);
+
+	rf_burst_expect_goods(f, s, g, n);
+	assert_false(vl_vq_broken(s->q));
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+	assert_int_equal(lab_vring_used_pending(&s->vr), n);
+	for (uint32_t i = 0; i < n; i++)
+		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+	rf_expect_no_used(s);
+	free(g);
+	expect_still_works(f, s);
+}
+WRAP_SIDES_GRANS(avail_full_ring)
+
+/* ---- indirect tables ------------------------------------------------------------------- */
+
+/* An entry of an indirect table is itself INDIRECT (to a valid table). */
+static void scn_nested_indirect(struct rf *f, struct rf_q *s)
+{
+	uint64_t inner = valid_table(f, s);
+	uint64_t buf = rf_alloc(f, 64);
+	uint64_t t = rf_alloc(f, 32);
+	struct rf_desc e[2] = {
+		{ buf, 64, dirf(s) },
+		{ inner, 32, VL_DESC_F_INDIRECT },
+	};
+
+	rf_write_table(f, t, e, 2);
+
+	const uint16_t bad[1] = { rf_post_indirect(s, t, 32) };
+
+	expect_bad_then_good(f, s, bad, 1, VL_DROP_NESTED_INDIRECT);
+}
+WRAP_SIDES_GRANS(nested_indirect)
+
+/* Table lengths 0, 17 (not a multiple of 16) and queue size + 1 entries (the table is there
+ * and well formed: only its length is illegal). */
+static void scn_indirect_len(struct rf *f, struct rf_q *s)
+{
+	const uint32_t n = f->cfg.qsize + 1;
+	uint64_t t = valid_table(f, s);
+	uint64_t big = rf_alloc(f, 16ull * n);
+	uint64_t buf = rf_alloc(f, 8ull * n);
+	struct rf_desc *e = calloc(n, sizeof(*e));
+
+	assert_non_null(e);
+	rf_fill(f, buf, 0, 8ull * n);
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = (struct rf_desc){ buf + 8 * i, 8, dirf(s) };
+	rf_write_table(f, big, e, n);
+	free(e);
+
+	const uint16_t bad[3] = {
+		rf_post_indirect(s, t, 0),
+		rf_post_indirect(s, t, 17),
+		rf_post_indirect(s, big, 16 * n),
+	};
+
+	expect_bad_then_good(f, s, bad, 3, VL_DROP_INDIRECT_LEN);
+}
+WRAP_SIDES_GRANS(indirect_len)
+
+/* The largest legal table: exactly queue-size entries (hop budget = entries, not one less).
+ * TX: header entry then 255 four-byte slices; RX: 256 eight-byte slices. */
+static void scn_indirect_full_table(struct rf *f, struct rf_q *s)
+{
+	const uint32_t n = f->cfg.qsize;
+	struct rf_desc *e = calloc(n, sizeof(*e));
+	struct rf_good g = { .seed = 0x33 };
+	uint64_t t = rf_alloc(f, 16ull * n);
+
+	assert_non_null(e);
+	if (s->rx) {
+		g.len = 8 * n - f->hdr_len;
+		g.gpa = rf_alloc(f, 8 * n);
+		rf_fill(f, g.gpa, 0xA5, 8 * n);
+		for (uint32_t i = 0; i < n; i++)
+			e[i] = (struct rf_desc){ g.gpa + 8 * i, 8, VL_DESC_F_WRITE };
+	} else {
+		g.len = 4 * (n - 1);
+		g.gpa = rf_alloc(f, f->hdr_len + g.len);
+		uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
+
+		memset(p, 0, f->hdr_len);
+		rf_pattern(p + f->hdr_len, g.len, g.seed);
+		e[0] = (struct rf_desc){ g.gpa, f->hdr_len, 0 };
+		for (uint32_t i = 1; i < n; i++)
+			e[i] = (struct rf_desc){ g.gpa + f->hdr_len + 4 * (i - 1), 4, 0 };
+	}
+	rf_write_table(f, t, e, n);
+	free(e);
+	g.head = rf_post_indirect(s, t, 16 * n);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+WRAP_SIDES_GRANS(indirect_full_table)
+
+/* INDIRECT and NEXT on the same descriptor (spec 2.7.5.3.1 forbids it). */
+static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
+{
+	uint64_t t = valid_table(f, s);
+	uint64_t buf = rf_alloc(f, 64);
+	struct rf_desc d[2] = {
+		{ t, 32, VL_DESC_F_INDIRECT }, /* rf_post_chain adds NEXT: the offence */
+		{ buf, 64, dirf(s) },
+	};
+	const uint16_t bad[1] = { rf_post_chain(s, d, 2) };
+
+	expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_WITH_NEXT);
+}
+WRAP_SIDES_GRANS(indirect_with_next)
+
+/* The device ignores WRITE on the descriptor naming a table (spec 2.7.5.3.2): with and
+ * without it the same table is accepted, on either side. */
+static void scn_indirect_ignores_write_flag(struct rf *f, struct rf_q *s)
+{
+	for (int w = 0; w < 2; w++) {
+		struct rf_good g = { .seed = (uint8_t)(0x40 + w), .len = 90 };
+		uint64_t t = rf_alloc(f, 32);
+
+		g.gpa = rf_alloc(f, f->hdr_len + g.len);
+		if (s->rx) {
+			rf_fill(f, g.gpa, 0xA5, f->hdr_len + g.len);
+		} else {
+			uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
+
+			memset(p, 0, f->hdr_len);
+			rf_pattern(p + f->hdr_len, g.len, g.seed);
+		}
+		struct rf_desc e[2] = {
+			{ g.gpa, 30, dirf(s) },
+			{ g.gpa + 30, f->hdr_len + g.len - 30, dirf(s) },
+		};
+
+		rf_write_table(f, t, e, 2);
+		g.head = post1(s, t, 32, (uint16_t)(VL_DESC_F_INDIRECT | (w ? VL_DESC_F_WRITE : 0)));
+		rf_burst_expect_good(f, s, &g);
+		rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	}
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+WRAP_SIDES_GRANS(indirect_ignores_write_flag)
+
+/* An indirect table that straddles two RAM regions (different host mappings): the boundary
+ * falls inside entry 1. The core copies the table out and the packet moves intact. */
+static void scn_indirect_straddle(struct rf *f, struct rf_q *s)
+{
+	uint64_t t = rf_straddle(f, 24);
+	struct rf_good g = { .len = 350, .seed = 0x5E };
+
+	g.gpa = rf_alloc(f, f->hdr_len + g.len);
+	if (s->rx) {
+		rf_fill(f, g.gpa, 0xA5, f->hdr_len + g.len);
+	} else {
+		uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
+
+		memset(p, 0, f->hdr_len);
+		rf_pattern(p + f->hdr_len, g.len, g.seed);
+	}
+	uint64_t a = g.gpa;
+	uint32_t h = f->hdr_len;
+	struct rf_desc e[4] = {
+		{ a, h, dirf(s) },
+		{ a + h, 100, dirf(s) },
+		{ a + h + 100, 200, dirf(s) },
+		{ a + h + 300, 50, dirf(s) },
+	};
+
+	rf_write_table(f, t, e, 4);
+	g.head = rf_post_indirect(s, t, 64);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+	expect_still_works(f, s);
+}
+WRAP_SIDES_GRANS(indirect_straddle)
+
+/* INDIRECT used while VIRTIO_RING_F_INDIRECT_DESC is not negotiated. */
+static void scn_indirect_not_negotiated(struct rf *f, struct rf_q *s)
+{
+	const uint16_t bad[1] = { rf_post_indirect(s, valid_table(f, s), 32) };
+
+	expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_NOT_NEGOTIATED);
+}
+
+static void run_no_indirect(uint64_t gran, bool rx)
+{
+	struct rf_cfg cfg;
+
+	rf_cfg_init(&cfg, gran);
+	cfg.features &= ~VL_FEATURE(VL_F_RING_INDIRECT_DESC);
+	run_scn_cfg(scn_indirect_not_negotiated, &cfg, rx);
+}
+
+static void test_indirect_not_negotiated_tx_coarse(void **state)
+{
+	(void)state;
+	run_no_indirect(RF_COARSE, false);
+}
+
+static void test_indirect_not_negotiated_tx_4k(void **state)
+{
+	(void)state;
+	run_no_indirect(RF_4K, false);
+}
+
+static void test_indirect_not_negotiated_rx_coarse(void **state)
+{
+	(void)state;
+	run_no_indirect(RF_COARSE, true);
+}
+
+static void test_indirect_not_negotiated_rx_4k(void **state)
+{
+	(void)state;
+	run_no_indirect(RF_4K, true);
+}
+
+/* ---- guest memory ------------------------------------------------------------------------ */
+
+/* Ranges the memory table does not (fully) map: in the hole, at the end of guest memory,
+ * starting in RAM and running past its end, starting in the ring area and running into the
+ * hole, near 2^64 (the end wraps), a good piece then a hole piece, and indirect tables in the
+ * hole or running past the end of RAM. Nothing is read or written for them. */
+static void scn_unmapped(struct rf *f, struct rf_q *s)
+{
+	const uint64_t hole = lab_gmem_hole_gpa(f->g);
+	const uint64_t end = lab_gmem_end_gpa(f->g);
+	const uint64_t ring_end = lab_gmem_ring_gpa(f->g) + lab_gmem_ring_size(f->g);
+	const uint16_t fl = dirf(s);
+	uint64_t buf = rf_alloc(f, 64);
+	uint16_t bad[9];
+
+	/* The last RAM bytes and the tail of the ring area: poisoned, must stay as they are. */
+	rf_fill(f, end - 32, 0x5A, 32);
+	uint8_t ring_tail[32];
+
+	rf_read(f, ring_end - 32, ring_tail, 32);
+
+	bad[0] = post1(s, hole, 64, fl);
+	bad[1] = post1(s, end, 64, fl);
+	bad[2] = post1(s, end - 32, 64, fl);
+	bad[3] = post1(s, ring_end - 32, 64, fl);
+	bad[4] = post1(s, UINT64_MAX - 15, 64, fl);
+	struct rf_desc two[2] = { { buf, 64, fl }, { hole, 64, fl } };
+
+	bad[5] = rf_post_chain(s, two, 2);
+	bad[6] = rf_post_indirect(s, hole, 32);
+	bad[7] = rf_post_indirect(s, end - 16, 32);
+	/* The same range as an entry of a valid table. */
+	uint64_t t = rf_alloc(f, 32);
+	struct rf_desc e[2] = { { buf, 32, fl }, { end - 8, 16, fl } };
+
+	rf_write_table(f, t, e, 2);
+	bad[8] = rf_post_indirect(s, t, 32);
+
+	expect_bad_then_good(f, s, bad, 9, VL_DROP_UNMAPPED);
+
+	const uint8_t *tail = rf_ptr(f, end - 32, 32);
+
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(tail[i], 0x5A);
+	assert_memory_equal(rf_ptr(f, ring_end - 32, 32), ring_tail, 32);
+}
+WRAP_SIDES_GRANS(unmapped)
+
+/* A buffer that straddles two regions is split per region and copied intact: once with the
+ * header itself cut (5 + rest), once with the payload cut far from the header. */
+static void scn_buffer_straddle(struct rf *f, struct rf_q *s)
+{
+	static const uint32_t before[2] = { 5, 1500 };
+	static const uint32_t len[2] = { 100, 3000 };
+
+	for (int k = 0; k < 2; k++) {
+		struct rf_good g = { .len = len[k], .seed = (uint8_t)(0x60 + k) };
+		uint32_t total = f->hdr_len + g.len;
+
+		g.gpa = rf_straddle(f, before[k]);
+		if (s->rx) {
+			rf_fill(f, g.gpa, 0xA5, total);
+		} else {
+			uint8_t *p = rf_ptr(f, g.gpa, total);
+
+			memset(p, 0, f->hdr_len);
+			rf_pattern(p + f->hdr_len, g.len, g.seed);
+		}
+		g.head = post1(s, g.gpa, total, dirf(s));
+		rf_burst_expect_good(f, s, &g);
+		rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	}
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+WRAP_SIDES_GRANS(buffer_straddle)
+
+/* A chain of more translated pieces than VL_CHAIN_MAX_PIECES: one descriptor over 1025
+ * pages of 4 KiB regions (one piece per region). 1024 pages is still fine (RX delivers). */
+static void scn_too_many_pieces(struct rf *f, struct rf_q *s)
+{
+	const uint64_t page = 4096;
+	uint64_t big = lab_gmem_alloc(f->g, (VL_CHAIN_MAX_PIECES + 1) * page, page);
+
+	assert_true(big != 0);
+	const uint16_t bad[1] = {
+		post1(s, big, (VL_CHAIN_MAX_PIECES + 1) * (uint32_t)page, dirf(s)),
+	};
+
+	expect_bad_then_good(f, s, bad, 1, VL_DROP_TOO_MANY_PIECES);
+	if (s->rx) {
+		struct rf_good g = { .gpa = big, .len = 5000, .seed = 0x71 };
+
+		rf_fill(f, big, 0xA5, f->hdr_len + g.len);
+		g.head = post1(s, big, VL_CHAIN_MAX_PIECES * (uint32_t)page, VL_DESC_F_WRITE);
+		rf_burst_expect_good(f, s, &g);
+		rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+		assert_int_equal(rf_drops(s, VL_DROP_TOO_MANY_PIECES), 1);
+	}
+}
+
+static void run_too_many_pieces(bool rx)
+{
+	struct rf_cfg cfg;
+
+	rf_cfg_init(&cfg, RF_4K);
+	cfg.ram_size = 6ull << 20; /* 1536 regions */
+	run_scn_cfg(scn_too_many_pieces, &cfg, rx);
+}
+
+static void test_too_many_pieces_tx_4k(void **state)
+{
+	(void)state;
+	run_too_many_pieces(false);
+}
+
+static void test_too_many_pieces_rx_4k(void **state)
+{
+	(void)state;
+	run_too_many_pieces(true);
+}
+
+/* ---- lengths ----------------------------------------------------------------------------- */
+
+/* Lengths that sum past 2^32 - 1. The sum is checked before a descriptor is translated, so a
+ * small mapped piece then a 0xFFFFFFF0 one is a length overflow (direct, and inside a table).
+ * Two 0xF0000000 descriptors never get that far: the first one alone runs past guest RAM,
+ * and its translation fails first (unmapped). */
+static void scn_len_overflow(struct rf *f, struct rf_q *s)
+{
+	const uint16_t fl = dirf(s);
+	uint64_t buf = rf_alloc(f, 64);
+	uint64_t ram = lab_gmem_ram_gpa(f->g);
+	struct rf_desc d[2] = { { buf, 64, fl }, { ram, 0xFFFFFFF0u, fl } };
+	uint64_t t = rf_alloc(f, 32);
+
+	rf_write_table(f, t, d, 2);
+
+	const uint16_t bad[2] = { rf_post_chain(s, d, 2), rf_post_indirect(s, t, 32) };
+
+	expect_bad_then_good(f, s, bad, 2, VL_DROP_LEN_OVERFLOW);
+
+	struct rf_desc huge[2] = { { ram, 0xF0000000u, fl }, { ram, 0xF0000000u, fl } };
+	const uint16_t bad2[1] = { rf_post_chain(s, huge, 2) };
+	struct rf_good g = rf_post_good(f, s, 80, 0x11);
+
+	rf_burst_expect_good(f, s, &g);
+	assert_int_equal(rf_drops(s, VL_DROP_UNMAPPED), 1);
+	assert_int_equal(rf_drops(s, VL_DROP_LEN_OVERFLOW), 2);
+	rf_expect_used(s, bad2[0], 0);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+}
+WRAP_SIDES_GRANS(len_overflow)
+
+/* Zero-length descriptors between data descriptors contribute nothing and break nothing. */
+static void scn_zero_len_middle(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g = { .len = 150, .seed = 0x0D };
+	const uint32_t h = f->hdr_len;
+	const uint16_t fl = dirf(s);
+
+	g.gpa = rf_alloc(f, h + g.len);
+	if (s->rx) {
+		rf_fill(f, g.gpa, 0xA5, h + g.len);
+	} else {
+		uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
+
+		memset(p, 0, h);
+		rf_pattern(p + h, g.len, g.seed);
+	}
+	struct rf_desc d[6] = {
+		{ g.gpa, h, fl },
+		{ g.gpa + h, 0, fl },
+		{ g.gpa + h, 100, fl },
+		{ g.gpa + h + 100, 0, fl },
+		{ g.gpa, 0, fl },
+		{ g.gpa + h + 100, 50, fl },
+	};
+
+	g.head = rf_post_chain(s, d, 6);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+WRAP_SIDES_GRANS(zero_len_middle)
+
+/* A chain of only zero-length descriptors holds no packet: a short TX chain, an RX buffer
+ * too small for the header. */
+static void scn_zero_len_only(struct rf *f, struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, 64);
+	struct rf_desc d[3] = { { buf, 0, dirf(s) }, { buf, 0, dirf(s) }, { buf + 8, 0, dirf(s) } };
+	const uint16_t bad[2] = { rf_post_chain(s, d, 3), rf_post_chain(s, d, 1) };
+
+	expect_bad_then_good(f, s, bad, 2,
+			     s->rx ? VL_DROP_RX_BUF_TOO_SMALL : VL_DROP_SHORT_CHAIN);
+}
+WRAP_SIDES_GRANS(zero_len_only)
+
+/* ---- TX chain contents ----------------------------------------------------------------- */
+
+/* The virtio-net header spread over 3+ descriptors (4+4+4 with the 12-byte header, 4+4+2
+ * with the 10-byte one; then one byte per descriptor) is gathered, validated and converted. */
+static void scn_header_spread(struct rf *f, struct rf_q *s)
+{
+	const uint32_t h = f->hdr_len;
+	const uint32_t plen = 200;
+	/* NEEDS_CSUM at 14 + 16 (+2 <= 200), gso none, hdr_len field arbitrary (unchecked
+	 * without GSO), num_buffers (12-byte header) ignored on TX. */
+	const uint8_t hdr[12] = { VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_NONE, 0x34, 0x12,
+				  0, 0, 14, 0, 16, 0, 0x99, 0x99 };
+
+	for (int step = 4; step >= 1; step -= 3) {
+		struct rf_desc d[16];
+		uint32_t n = 0;
+		uint8_t seed = (uint8_t)(0x90 + step);
+
+		for (uint32_t off = 0; off < h; off += (uint32_t)step) {
+			uint32_t l = h - off < (uint32_t)step ? h - off : (uint32_t)step;
+
+			/* Separate allocations: the header pieces are not adjacent in RAM. */
+			d[n++] = (struct rf_desc){ rf_put_bytes(f, hdr + off, l), l, 0 };
+		}
+		uint64_t data = rf_alloc(f, plen);
+
+		rf_pattern(rf_ptr(f, data, plen), plen, seed);
+		d[n++] = (struct rf_desc){ data, plen, 0 };
+		assert_true(n >= 4);
+
+		uint16_t head = rf_post_chain(s, d, n);
+		struct vl_pkt *pkt = NULL;
+
+		assert_int_equal(vl_net_dequeue(s->q, f->pool, &pkt, 1), 1);
+		rf_assert_pkt_pattern(pkt, plen, seed);
+		assert_int_equal(pkt->ol.flags, VL_NET_HDR_F_NEEDS_CSUM);
+		assert_int_equal(pkt->ol.gso_type, VL_NET_HDR_GSO_NONE);
+		assert_int_equal(pkt->ol.hdr_len, 0x1234);
+		assert_int_equal(pkt->ol.gso_size, 0);
+		assert_int_equal(pkt->ol.csum_start, 14);
+		assert_int_equal(pkt->ol.csum_offset, 16);
+		vl_pkt_free(pkt);
+		rf_expect_used(s, head, 0);
+	}
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+WRAP_TX_GRANS(header_spread)
+
+static void test_header_spread_legacy_hdr(void **state)
+{
+	struct rf_cfg cfg;
+
+	(void)state;
+	rf_cfg_init(&cfg, RF_4K);
+	cfg.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC); /* 10-byte header */
+	run_scn_cfg(scn_header_spread, &cfg, false);
+}
+
+/* Chains no longer than the header (CVE-2022-2132): exactly the header in three pieces,
+ * exactly the header in one, one byte short. All returned with length 0. One byte more than
+ * the header is a 1-byte packet. */
+static void scn_short_chain(struct rf *f, struct rf_q *s)
+{
+	const uint32_t h = f->hdr_len;
+	uint64_t buf = rf_alloc(f, 64);
+
+	rf_fill(f, buf, 0, 64);
+	struct rf_desc three[3] = { { buf, 4, 0 }, { buf + 4, 4, 0 }, { buf + 8, h - 8, 0 } };
+	const uint16_t bad[3] = {
+		rf_post_chain(s, three, 3),
+		post1(s, buf, h, 0),
+		post1(s, buf, h - 1, 0),
+	};
+
+	expect_bad_then_good(f, s, bad, 3, VL_DROP_SHORT_CHAIN);
+
+	/* Header + 1 byte, the byte in its own descriptor. */
+	uint64_t one = rf_alloc(f, 1);
+	struct rf_good g = { .gpa = one, .len = 1, .seed = 0x44 };
+
+	rf_pattern(rf_ptr(f, one, 1), 1, g.seed);
+	struct rf_desc d[2] = { { buf, h, 0 }, { one, 1, 0 } };
+
+	g.head = rf_post_chain(s, d, 2);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, 0);
+	assert_int_equal(rf_drops(s, VL_DROP_SHORT_CHAIN), 3);
+}
+WRAP_TX_GRANS(short_chain)
+
+/* A device-writable descriptor in a TX chain: as data, as the header, inside a table. */
+static void scn_tx_write_desc(struct rf *f, struct rf_q *s)
+{
+	const uint32_t h = f->hdr_len;
+	uint64_t buf = rf_alloc(f, h + 64);
+
+	rf_fill(f, buf, 0, h + 64);
+	struct rf_desc d1[2] = { { buf, h, 0 }, { buf + h, 64, VL_DESC_F_WRITE } };
+	struct rf_desc d2[2] = { { buf, h, VL_DESC_F_WRITE }, { buf + h, 64, 0 } };
+	uint64_t t = rf_alloc(f, 32);
+
+	rf_write_table(f, t, d1, 2);
+
+	const uint16_t bad[3] = {
+		rf_post_chain(s, d1, 2),
+		rf_post_chain(s, d2, 2),
+		rf_post_indirect(s, t, 32),
+	};
+
+	expect_bad_then_good(f, s, bad, 3, VL_DROP_DIRECTION);
+}
+WRAP_TX_GRANS(tx_write_desc)
+
+/* Post a TX packet of plen pattern bytes behind header `hdr` (12 bytes given, hdr_len used). */
+static uint16_t post_tx_hdr(struct rf *f, struct rf_q *s, const struct vl_net_hdr *hdr,
+			    uint32_t plen, uint8_t seed)
+{
+	uint64_t buf = rf_alloc(f, f->hdr_len + plen);
+	uint8_t *p = rf_ptr(f, buf, f->hdr_len + plen);
+
+	memcpy(p, hdr, f->hdr_len);
+	rf_pattern(p + f->hdr_len, plen, seed);
+	return post1(s, buf, f->hdr_len + plen, 0);
+}
+
+/* Offload fields beyond the packet (CVE-2024-11614) are dropped; legal ones, including the
+ * exact boundaries, pass and reach pkt->ol unchanged. */
+static void scn_bad_offload(struct rf *f, struct rf_q *s)
+{
+	const uint32_t plen = 200;
+	const struct vl_net_hdr bad_hdr[] = {
+		/* checksum field ends one byte past the packet: 100 + 99 + 2 = 201 */
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM, .csum_start = 100, .csum_offset = 99 },
+		/* both at their maximum: no wrap in the check */
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM, .csum_start = 0xFFFF, .csum_offset = 0xFFFF },
+		{ .gso_type = 2 },                                /* not a GSO type */
+		{ .gso_type = 6, .gso_size = 100, .hdr_len = 54 }, /* not a GSO type */
+		{ .gso_type = VL_NET_HDR_GSO_ECN },               /* ECN without GSO */
+		{ .gso_type = VL_NET_HDR_GSO_TCPV4, .gso_size = 0, .hdr_len = 54 },
+		{ .gso_type = VL_NET_HDR_GSO_TCPV4, .gso_size = 1448, .hdr_len = 201 },
+	};
+	const struct vl_net_hdr good_hdr[] = {
+		/* checksum field ends exactly at the packet's end: 100 + 98 + 2 = 200 */
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM, .csum_start = 100, .csum_offset = 98 },
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM, .gso_type = VL_NET_HDR_GSO_TCPV4 |
+		  VL_NET_HDR_GSO_ECN, .hdr_len = 54, .gso_size = 1448, .csum_start = 34,
+		  .csum_offset = 16 },
+		{ .gso_type = VL_NET_HDR_GSO_UDP_L4, .hdr_len = 200, .gso_size = 1200 },
+		{ .gso_type = VL_NET_HDR_GSO_TCPV6, .hdr_len = 74, .gso_size = 1440 },
+		{ .gso_type = VL_NET_HDR_GSO_UDP, .hdr_len = 42, .gso_size = 1 },
+		{ .flags = VL_NET_HDR_F_DATA_VALID },
+	};
+	const uint32_t nbad = sizeof(bad_hdr) / sizeof(bad_hdr[0]);
+	const uint32_t ngood = sizeof(good_hdr) / sizeof(good_hdr[0]);
+	uint16_t heads[16];
+	uint32_t n = 0;
+
+	/* Interleaved: bad, good, bad, good, ... then the rest. */
+	for (uint32_t i = 0; i < nbad || i < ngood; i++) {
+		if (i < nbad)
+			heads[n++] = post_tx_hdr(f, s, &bad_hdr[i], plen, (uint8_t)(0xB0 + i));
+		if (i < ngood)
+			heads[n++] = post_tx_hdr(f, s, &good_hdr[i], plen, (uint8_t)(0xC0 + i));
+	}
+	struct vl_pkt *pkts[32];
+
+	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), ngood);
+	for (uint32_t i = 0; i < ngood; i++) {
+		const struct vl_offload *ol = &pkts[i]->ol;
+
+		rf_assert_pkt_pattern(pkts[i], plen, (uint8_t)(0xC0 + i));
+		assert_int_equal(ol->flags, good_hdr[i].flags);
+		assert_int_equal(ol->gso_type, good_hdr[i].gso_type);
+		assert_int_equal(ol->hdr_len, good_hdr[i].hdr_len);
+		assert_int_equal(ol->gso_size, good_hdr[i].gso_size);
+		assert_int_equal(ol->csum_start, good_hdr[i].csum_start);
+		assert_int_equal(ol->csum_offset, good_hdr[i].csum_offset);
+		vl_pkt_free(pkts[i]);
+	}
+	assert_int_equal(rf_drops(s, VL_DROP_BAD_OFFLOAD), nbad);
+	assert_int_equal(rf_drops_other(s, VL_DROP_BAD_OFFLOAD), 0);
+	for (uint32_t i = 0; i < n; i++)
+		rf_expect_used(s, heads[i], 0);
+	rf_expect_no_used(s);
+}
+WRAP_TX_GRANS(bad_offload)
+
+/* TX packets longer than VL_PKT_MAX_LEN are dropped; exactly VL_PKT_MAX_LEN is fine. */
+static void scn_tx_too_big(struct rf *f, struct rf_q *s)
+{
+	const uint32_t h = f->hdr_len;
+	uint64_t buf = rf_alloc(f, h + VL_PKT_MAX_LEN + 1);
+	uint8_t *p = rf_ptr(f, buf, h + VL_PKT_MAX_LEN + 1);
+
+	memset(p, 0, h);
+	rf_pattern(p + h, VL_PKT_MAX_LEN + 1, 0x12);
+	const uint16_t bad[1] = { post1(s, buf, h + VL_PKT_MAX_LEN + 1, 0) };
+
+	expect_bad_then_good(f, s, bad, 1, VL_DROP_TX_TOO_BIG);
+
+	struct rf_good g = { .gpa = buf, .len = VL_PKT_MAX_LEN, .seed = 0x12 };
+
+	g.head = post1(s, buf, h + VL_PKT_MAX_LEN, 0);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, 0);
+	assert_int_equal(vl_vq_stats(s->q)->bytes, 100 + 300 + VL_PKT_MAX_LEN);
+}
+WRAP_TX_GRANS(tx_too_big)
+
+/* ---- pool exhaustion ------------------------------------------------------------------- */
+
+/* The pool refuses: the burst stops before the chain, which stays available (no used entry,
+ * last_avail unchanged) and moves on the next burst once the pool supplies again. A bad chain
+ * ahead of it is still returned; a good chain ahead of it still moves. */
+static void scn_pool_exhaustion(struct rf *f, struct rf_q *s)
+{
+	struct vl_pkt *pkts[32];
+	struct rf_good g1 = rf_post_good(f, s, 100, 1);
+
+	vl_pool_fail_after(f->pool, 0);
+	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), 0);
+	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 1);
+	assert_int_equal(vl_pool_alloc_failures(f->pool), 1);
+	assert_int_equal(vl_vq_stats(s->q)->chains, 0);
+	assert_int_equal(vl_vq_last_avail(s->q), f->cfg.start_idx);
+	rf_expect_no_used(s);
+	assert_false(vl_vq_needs_call(s->q));
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+
+	vl_pool_fail_after(f->pool, UINT64_MAX);
+	rf_burst_expect_good(f, s, &g1);
+	rf_expect_used(s, g1.head, 0);
+	rf_expect_no_used(s);
+	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 1);
+
+	/* short chain, g2, g3 with room for exactly one packet. */
+	uint64_t buf = rf_alloc(f, 64);
+
+	rf_fill(f, buf, 0, 64);
+	uint16_t bad = post1(s, buf, f->hdr_len, 0);
+	struct rf_good g2 = rf_post_good(f, s, 200, 2);
+	struct rf_good g3 = rf_post_good(f, s, 300, 3);
+
+	vl_pool_fail_after(f->pool, 1);
+	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), 1);
+	rf_assert_pkt_pattern(pkts[0], 200, 2);
+	vl_pkt_free(pkts[0]);
+	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 2);
+	assert_int_equal(rf_drops(s, VL_DROP_SHORT_CHAIN), 1);
+	rf_expect_used(s, bad, 0);
+	rf_expect_used(s, g2.head, 0);
+	rf_expect_no_used(s);
+	assert_int_equal(vl_vq_last_avail(s->q), (uint16_t)(f->cfg.start_idx + 3));
+
+	vl_pool_fail_after(f->pool, UINT64_MAX);
+	rf_burst_expect_good(f, s, &g3);
+	rf_expect_used(s, g3.head, 0);
+	rf_expect_no_used(s);
+	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 2);
+	assert_int_equal(vl_vq_stats(s->q)->packets, 3);
+}
+WRAP_TX_GRANS(pool_exhaustion)
+
+/* ---- indices, used ring, notifications -------------------------------------------------- */
+
+/* Indices start at 65530: 20 packets, one per burst for 3, then 10 in one burst (the 16-bit
+ * index wraps and the used-ring copy wraps at slot 256), then 7 singly. */
+static void scn_index_wrap(struct rf *f, struct rf_q *s)
+{
+	uint32_t moved = 0;
+	const uint32_t plan[3] = { 3, 1, 7 }; /* singles, one batch of 10, singles */
+
+	for (int phase = 0; phase < 3; phase++) {
+		uint32_t reps = plan[phase], per = phase == 1 ? 10 : 1;
+
+		for (uint32_t r = 0; r < reps; r++) {
+			struct rf_good g[10];
+
+			for (uint32_t i = 0; i < per; i++)
+				g[i] = rf_post_good(f, s, 64 + moved + i, (uint8_t)(moved + i));
+			rf_burst_expect_goods(f, s, g, per);
+			assert_int_equal(lab_vring_used_pending(&s->vr), per);
+			for (uint32_t i = 0; i < per; i++)
+				rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+			moved += per;
+			assert_int_equal(vl_vq_last_avail(s->q),
+					 (uint16_t)(f->cfg.start_idx + moved));
+			assert_int_equal(s->vr.used->idx, (uint16_t)(f->cfg.start_idx + moved));
+		}
+	}
+	assert_int_equal(moved, 20);
+	assert_int_equal(vl_vq_last_avail(s->q), (uint16_t)(65530u + 20u));
+	assert_int_equal(vl_vq_stats(s->q)->packets, 20);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+}
+
+static void run_index_wrap(uint64_t gran, bool rx)
+{
+	struct rf_cfg cfg;
+
+	rf_cfg_init(&cfg, gran);
+	cfg.start_idx = 65530;
+	run_scn_cfg(scn_index_wrap, &cfg, rx);
+}
+
+static void test_index_wrap_tx_coarse(void **state)
+{
+	(void)state;
+	run_index_wrap(RF_COARSE, false);
+}
+
+static void test_index_wrap_tx_4k(void **state)
+{
+	(void)state;
+	run_index_wrap(RF_4K, false);
+}
+
+static void test_index_wrap_rx_coarse(void **state)
+{
+	(void)state;
+	run_index_wrap(RF_COARSE, true);
+}
+
+static void test_index_wrap_rx_4k(void **state)
+{
+	(void)state;
+	run_index_wrap(RF_4K, true);
+}
+
+/* A chain that must be dropped on this side for a content reason. */
+static uint16_t post_small_bad(struct rf *f, struct rf_q *s, enum vl_drop *why)
+{
+	uint64_t buf = rf_alloc(f, 64);
+
+	rf_fill(f, buf, 0, 64);
+	*why = s->rx ? VL_DROP_RX_BUF_TOO_SMALL : VL_DROP_SHORT_CHAIN;
+	return post1(s, buf, s->rx ? f->hdr_len - 1 : f->hdr_len, dirf(s));
+}
+
+/* used->idx moves by the number of chains consumed (bad ones included), once per burst;
+ * the device asks to notify unless the guest set NO_INTERRUPT, and never for a burst that
+ * published nothing. A burst smaller than what is available leaves the rest. */
+static void scn_used_idx_and_call(struct rf *f, struct rf_q *s)
+{
+	enum vl_drop why;
+	struct rf_good g[4];
+	uint16_t bad = post_small_bad(f, s, &why);
+
+	assert_false(vl_vq_needs_call(s->q));
+	for (int i = 0; i < 4; i++)
+		g[i] = rf_post_good(f, s, 100u + (uint32_t)i, (uint8_t)i);
+	rf_burst_expect_goods(f, s, g, 4);
+	assert_int_equal(lab_vring_used_pending(&s->vr), 5);
+	assert_int_equal(s->vr.used->idx, (uint16_t)(f->cfg.start_idx + 5));
+	assert_true(vl_vq_needs_call(s->q));
+	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 1);
+	assert_int_equal(vl_vq_stats(s->q)->used_entries, 5);
+	assert_int_equal(vl_vq_stats(s->q)->chains, 5);
+	assert_int_equal(rf_drops(s, why), 1);
+	rf_expect_used(s, bad, 0);
+	for (int i = 0; i < 4; i++)
+		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+
+	/* Nothing to do: nothing published, no call wanted. */
+	assert_int_equal(burst_any(f, s), 0);
+	assert_false(vl_vq_needs_call(s->q));
+	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 1);
+
+	/* The guest suppresses interrupts: entries are published, no call. */
+	lab_vring_set_avail_flags(&s->vr, VL_AVAIL_F_NO_INTERRUPT);
+	for (int i = 0; i < 3; i++)
+		g[i] = rf_post_good(f, s, 50, (uint8_t)(10 + i));
+	rf_burst_expect_goods(f, s, g, 3);
+	assert_int_equal(lab_vring_used_pending(&s->vr), 3);
+	assert_false(vl_vq_needs_call(s->q));
+	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 1);
+	for (int i = 0; i < 3; i++)
+		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+
+	/* Back on; a burst of 2 out of 4 available publishes exactly 2 and asks to notify. */
+	lab_vring_set_avail_flags(&s->vr, 0);
+	for (int i = 0; i < 4; i++)
+		g[i] = rf_post_good(f, s, 70, (uint8_t)(20 + i));
+	rf_burst_expect_goods_ask(f, s, g, 2, 2);
+	assert_int_equal(lab_vring_used_pending(&s->vr), 2);
+	assert_true(vl_vq_needs_call(s->q));
+	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 2);
+	rf_burst_expect_goods(f, s, g + 2, 2);
+	assert_int_equal(lab_vring_used_pending(&s->vr), 4);
+	for (int i = 0; i < 4; i++)
+		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+	rf_expect_no_used(s);
+	assert_int_equal(vl_vq_stats(s->q)->used_entries, 12);
+	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 3);
+	assert_int_equal(vl_vq_stats(s->q)->calls_suppressed, 1);
+}
+WRAP_SIDES_GRANS(used_idx_and_call)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		TESTS_SIDES_GRANS(loop_direct),
+		TESTS_SIDES_GRANS(loop_indirect),
+		TESTS_SIDES_GRANS(longest_direct_chain),
+		TESTS_SIDES_GRANS(next_out_of_range),
+		TESTS_SIDES_GRANS(head_out_of_range),
+		TESTS_SIDES_GRANS(head_out_of_range_after_good),
+		TESTS_SIDES_GRANS(avail_idx_jump),
+		TESTS_SIDES_GRANS(avail_full_ring),
+		TESTS_SIDES_GRANS(nested_indirect),
+		TESTS_SIDES_GRANS(indirect_len),
+		TESTS_SIDES_GRANS(indirect_full_table),
+		TESTS_SIDES_GRANS(indirect_with_next),
+		TESTS_SIDES_GRANS(indirect_ignores_write_flag),
+		TESTS_SIDES_GRANS(indirect_straddle),
+		cmocka_unit_test(test_indirect_not_negotiated_tx_coarse),
+		cmocka_unit_test(test_indirect_not_negotiated_tx_4k),
+		cmocka_unit_test(test_indirect_not_negotiated_rx_coarse),
+		cmocka_unit_test(test_indirect_not_negotiated_rx_4k),
+		TESTS_SIDES_GRANS(unmapped),
+		TESTS_SIDES_GRANS(buffer_straddle),
+		cmocka_unit_test(test_too_many_pieces_tx_4k),
+		cmocka_unit_test(test_too_many_pieces_rx_4k),
+		TESTS_SIDES_GRANS(len_overflow),
+		TESTS_SIDES_GRANS(zero_len_middle),
+		TESTS_SIDES_GRANS(zero_len_only),
+		TESTS_TX_GRANS(header_spread),
+		cmocka_unit_test(test_header_spread_legacy_hdr),
+		TESTS_TX_GRANS(short_chain),
+		TESTS_TX_GRANS(tx_write_desc),
+		TESTS_TX_GRANS(bad_offload),
+		TESTS_TX_GRANS(tx_too_big),
+		TESTS_TX_GRANS(pool_exhaustion),
+		cmocka_unit_test(test_index_wrap_tx_coarse),
+		cmocka_unit_test(test_index_wrap_tx_4k),
+		cmocka_unit_test(test_index_wrap_rx_coarse),
+		cmocka_unit_test(test_index_wrap_rx_4k),
+		TESTS_SIDES_GRANS(used_idx_and_call),
+	};
+
+	return cmocka_run_group_tests_name("split_ring", tests, NULL, NULL);
+}
