@@ -11,6 +11,9 @@ import re
 import pytest
 
 RUN_OPTIONS = [
+    "--ring",
+    "--in-order",
+    "--event-idx",
     "--mergeable",
     "--indirect",
     "--batch",
@@ -107,7 +110,11 @@ def test_granularity_bad_item_in_list(vhostlab):
         (["--sizes", "65536"], "65536"),
         (["--sizes", "64,zz"], "zz"),
         (["--seed", "seedy"], "seedy"),
-        (["--queue-size", "1000"], "1000"),  # not a power of two
+        (["--queue-size", "1000"], "1000"),  # not a power of two, and split is in the matrix
+        (["--ring", "split", "--queue-size", "1000"], "1000"),
+        (["--ring", "ring"], "ring"),
+        (["--in-order", "yes"], "yes"),
+        (["--event-idx", "1"], "1"),
         (["--queue-size", "65536"], "65536"),  # power of two above 32768
         (["--burst", "257"], "257"),
         (["--packets", "12q"], "12q"),

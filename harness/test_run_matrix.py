@@ -18,6 +18,12 @@ CONFIG_KEYS = {
     "ring": str,
     "mergeable": bool,
     "indirect": bool,
+    "in_order": bool,
+    "event_idx": bool,
+    "calls_due": int,
+    "calls_spurious": int,
+    "kicks_sent": int,
+    "kicks_skipped": int,
     "batch_threshold": int,
     "granularity": int,
     "queue_size": int,
@@ -33,11 +39,24 @@ CONFIG_KEYS = {
 }
 
 DEFAULT_MATRIX = set(
-    itertools.product([True, False], [True, False], [0, 256], [0, 4096])
-)  # (mergeable, indirect, batch_threshold, granularity)
+    itertools.product(
+        ["split", "packed"], [True, False], [True, False], [True, False], [True, False],
+        [0, 256], [0, 4096],
+    )
+)  # (ring, mergeable, indirect, in_order, event_idx, batch_threshold, granularity)
+
+# Options that pin the dimensions a test is not about, so it runs one configuration.
+ONE_LAYOUT = ("--ring", "split", "--in-order", "off", "--event-idx", "off")
 
 
 def combo(cfg: dict) -> tuple:
+    return (
+        cfg["ring"], cfg["mergeable"], cfg["indirect"], cfg["in_order"], cfg["event_idx"],
+        cfg["batch_threshold"], cfg["granularity"],
+    )
+
+
+def combo4(cfg: dict) -> tuple:
     return (cfg["mergeable"], cfg["indirect"], cfg["batch_threshold"], cfg["granularity"])
 
 
@@ -55,7 +74,7 @@ def check_config(cfg: dict, *, min_packets: int) -> None:
     assert not missing, f"configuration lacks keys {missing}: {cfg}"
     for key, types in CONFIG_KEYS.items():
         assert has_type(cfg[key], types), f"{key}={cfg[key]!r} has the wrong type in {cfg}"
-    assert cfg["ring"] == "split", cfg
+    assert cfg["ring"] in ("split", "packed"), cfg
     assert cfg["ok"] is True, f"configuration failed: {cfg.get('error')}: {cfg}"
     assert cfg["error"] is None, cfg
     assert cfg["tx_packets"] >= min_packets, cfg
@@ -68,6 +87,14 @@ def check_config(cfg: dict, *, min_packets: int) -> None:
     assert cfg["seconds"] >= 0 and cfg["pps"] >= 0, cfg
     assert cfg["batch_threshold"] >= 0, cfg
     assert cfg["granularity"] == 0 or cfg["granularity"] % 4096 == 0, cfg
+    # The core computes notifications exactly: never a call the guest did not ask for, and
+    # the guest asked for some (the lab arms calls in most rounds).
+    assert cfg["calls_spurious"] == 0, cfg
+    assert cfg["calls_due"] > 0, cfg
+    if cfg["ring"] == "split" and not cfg["mergeable"] and not cfg["indirect"]:
+        assert cfg["hdr_len"] == 10, cfg
+    else:
+        assert cfg["hdr_len"] == 12, cfg
 
 
 def untimed(cfg: dict) -> dict:
@@ -104,7 +131,7 @@ def test_default_matrix_top_level(default_run):
 def test_default_matrix_is_full_product(default_run):
     _, doc = default_run
     combos = [combo(c) for c in doc["configs"]]
-    assert len(combos) == 16, f"want 16 configurations, got {len(combos)}: {combos}"
+    assert len(combos) == 128, f"want 128 configurations, got {len(combos)}"
     duplicates = {c for c in combos if combos.count(c) > 1}
     assert not duplicates, f"configurations run more than once: {duplicates}"
     assert set(combos) == DEFAULT_MATRIX, (
@@ -149,23 +176,24 @@ def test_single_configuration(vhostlab, mergeable, indirect, batch, gran_opt, gr
         "--granularity", gran_opt,
         "--packets", str(packets),
         "--seed", str(seed),
+        *ONE_LAYOUT,
     )  # fmt: skip
     assert doc["ok"] is True, res.describe()
     assert doc.get("seed") == seed, f"JSON seed {doc.get('seed')} != --seed {seed}"
     assert len(doc["configs"]) == 1, res.describe()
     cfg = doc["configs"][0]
     check_config(cfg, min_packets=packets)
-    assert combo(cfg) == (mergeable == "on", indirect == "on", int(batch), gran_json), cfg
+    assert combo4(cfg) == (mergeable == "on", indirect == "on", int(batch), gran_json), cfg
 
 
 def test_list_options_make_product(vhostlab):
     """2 (mergeable both) x 1 x 3 batch thresholds x 1 granularity = 6 configurations."""
     res, doc = vhostlab.run_json(
         "--mergeable", "both", "--indirect", "on", "--batch", "0,64,256",
-        "--granularity", "coarse", "--packets", "500",
+        "--granularity", "coarse", "--packets", "500", *ONE_LAYOUT,
     )  # fmt: skip
     assert doc["ok"] is True, res.describe()
-    got = sorted(combo(c) for c in doc["configs"])
+    got = sorted(combo4(c) for c in doc["configs"])
     want = sorted(itertools.product([True, False], [True], [0, 64, 256], [0]))
     assert got == want, res.describe()
     for cfg in doc["configs"]:
@@ -175,7 +203,7 @@ def test_list_options_make_product(vhostlab):
 def test_queue_size_and_burst(vhostlab):
     res, doc = vhostlab.run_json(
         "--mergeable", "on", "--indirect", "off", "--batch", "0", "--granularity", "4096",
-        "--queue-size", "64", "--burst", "1", "--packets", "500",
+        "--queue-size", "64", "--burst", "1", "--packets", "500", *ONE_LAYOUT,
     )  # fmt: skip
     assert doc["ok"] is True, res.describe()
     assert len(doc["configs"]) == 1, res.describe()
@@ -202,9 +230,12 @@ def test_same_seed_same_result(vhostlab):
 )
 def test_fixed_size_byte_counts(vhostlab, size, packets):
     """With a single packet size every packet has exactly that many bytes, each way."""
-    res, doc = vhostlab.run_json("--sizes", str(size), "--packets", str(packets), timeout=300)
+    res, doc = vhostlab.run_json(
+        "--sizes", str(size), "--packets", str(packets), "--in-order", "on", "--event-idx", "on",
+        timeout=300,
+    )  # fmt: skip
     assert doc["ok"] is True, res.describe()
-    assert len(doc["configs"]) == 16, res.describe()
+    assert len(doc["configs"]) == 32, res.describe()
     for cfg in doc["configs"]:
         check_config(cfg, min_packets=packets)
         assert cfg["tx_bytes"] == size * cfg["tx_packets"], cfg
@@ -233,10 +264,53 @@ def test_text_output_has_a_row_per_configuration(vhostlab):
     res = vhostlab("run", "--quiet", "--packets", "200")
     assert res.returncode == 0, res.describe()
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
-    assert len(lines) >= 16, f"want at least one line per configuration\n{res.describe()}"
+    assert len(lines) >= 128, f"want at least one line per configuration\n{res.describe()}"
     try:
         json.loads(res.stdout)
     except json.JSONDecodeError:
         pass
     else:
         pytest.fail(f"without --json the output must be a table, not JSON\n{res.describe()}")
+
+
+# --- layouts and queue sizes ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qsize", ["3", "300", "1000", "1024"])
+def test_packed_any_queue_size(vhostlab, qsize):
+    """Packed rings take sizes that are not powers of two (spec 2.8)."""
+    res, doc = vhostlab.run_json(
+        "--ring", "packed", "--queue-size", qsize, "--packets", "1500",
+        "--batch", "256", "--granularity", "4096", "--indirect", "on",
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    assert len(doc["configs"]) == 8, res.describe()
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=1500)
+        assert cfg["ring"] == "packed" and cfg["queue_size"] == int(qsize), cfg
+
+
+def test_split_queue_size_1024(vhostlab):
+    res, doc = vhostlab.run_json(
+        "--ring", "split", "--queue-size", "1024", "--packets", "3000", "--batch", "256",
+        "--granularity", "coarse",
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    assert {c["queue_size"] for c in doc["configs"]} == {1024}, res.describe()
+
+
+def test_split_rejects_non_power_of_two(vhostlab):
+    res = vhostlab("run", "--ring", "both", "--queue-size", "300", "--packets", "10")
+    assert res.returncode == 2, res.describe()
+    assert "300" in res.stderr and "power of two" in res.stderr, res.describe()
+    assert res.stdout == "", res.describe()
+
+
+def test_ring_option_selects_layout(vhostlab):
+    for ring in ("split", "packed"):
+        res, doc = vhostlab.run_json("--ring", ring, "--packets", "300", "--in-order", "off",
+                                     "--event-idx", "on", "--batch", "256",
+                                     "--granularity", "coarse")
+        assert doc["ok"] is True, res.describe()
+        assert {c["ring"] for c in doc["configs"]} == {ring}, res.describe()
+        assert len(doc["configs"]) == 4, res.describe()

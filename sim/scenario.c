@@ -571,7 +571,7 @@ int lab_scenario_run(const struct lab_scenario_config *cfg, struct lab_scenario_
 	}
 	if (rc == 0)
 		rc = final_checks(&r);
-	res->checks = r.drv.checks + res->containment_scans;
+	res->checks += r.drv.checks + res->containment_scans;
 	teardown(&r);
 	res->seconds = now_seconds() - t0;
 	return res->ok ? 0 : -1;

@@ -34,9 +34,14 @@ static void run_ok(const struct lab_scenario_config *cfg)
 	assert_int_equal(res.tx_packets, cfg->packets);
 	assert_int_equal(res.rx_packets, cfg->packets);
 	/* Every packet was checked twice on TX (content, then buffer untouched on return)
-	 * and once on RX, plus the containment scans. */
-	assert_int_equal(res.checks, 3 * cfg->packets + res.containment_scans);
+	 * and once on RX, plus the containment scans and two notification checks (call and
+	 * kick) per queue per round. */
+	assert_true(res.checks >= 3 * cfg->packets + res.containment_scans);
 	assert_true(res.containment_scans > 0);
+	/* The core's notifications are exact: every call the guest needed was signalled (else
+	 * the run failed above) and none it did not need. */
+	assert_int_equal(res.calls_spurious, 0);
+	assert_true(res.calls_due > 0);
 	assert_int_equal(res.tx_stats.packets, cfg->packets);
 	assert_int_equal(res.rx_stats.packets, cfg->packets);
 	assert_int_equal(res.tx_stats.bytes, res.tx_bytes);
@@ -47,25 +52,50 @@ static void run_ok(const struct lab_scenario_config *cfg)
 		assert_true(res.tx_stats.copies_batched + res.rx_stats.copies_batched > 0);
 }
 
-/* The default matrix of `vhostlab run`: 16 configurations. */
+/* The default matrix of `vhostlab run`: 128 configurations, the bits of k choosing ring
+ * layout, mergeable, indirect, in-order, event idx, batching and granularity. */
 static void test_full_matrix(void **state)
 {
 	(void)state;
-	for (int m = 0; m < 2; m++)
-		for (int i = 0; i < 2; i++)
-			for (int b = 0; b < 2; b++)
-				for (int g = 0; g < 2; g++) {
-					struct lab_scenario_config cfg;
+	for (unsigned k = 0; k < 128; k++) {
+		struct lab_scenario_config cfg;
 
-					lab_scenario_defaults(&cfg);
-					cfg.packets = packets(3000);
-					cfg.mergeable = m;
-					cfg.indirect = i;
-					cfg.modern = m || i;
-					cfg.batch_threshold = b ? 256 : 0;
-					cfg.granularity = g ? 4096 : 0;
-					run_ok(&cfg);
-				}
+		lab_scenario_defaults(&cfg);
+		cfg.packets = packets(2000);
+		cfg.layout = (k & 1) ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
+		cfg.mergeable = (k >> 1) & 1;
+		cfg.indirect = (k >> 2) & 1;
+		cfg.in_order = (k >> 3) & 1;
+		cfg.event_idx = (k >> 4) & 1;
+		cfg.batch_threshold = (k >> 5) & 1 ? 256 : 0;
+		cfg.granularity = (k >> 6) & 1 ? 4096 : 0;
+		cfg.modern = cfg.mergeable || cfg.indirect;
+		run_ok(&cfg);
+	}
+}
+
+/* Packed rings of sizes that are not powers of two, tiny ones included, with every
+ * notification mode; many laps flip the wrap counters many times. */
+static void test_packed_odd_sizes(void **state)
+{
+	(void)state;
+	static const uint32_t qs[] = {3, 7, 300, 1000};
+
+	for (unsigned q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
+		for (unsigned k = 0; k < 8; k++) {
+			struct lab_scenario_config cfg;
+
+			lab_scenario_defaults(&cfg);
+			cfg.packets = packets(1500);
+			cfg.layout = VL_LAYOUT_PACKED;
+			cfg.queue_size = qs[q];
+			cfg.burst = qs[q] < 32 ? qs[q] : 32;
+			cfg.mergeable = k & 1;
+			cfg.in_order = (k >> 1) & 1;
+			cfg.event_idx = (k >> 2) & 1;
+			cfg.granularity = 4096;
+			run_ok(&cfg);
+		}
 }
 
 /* Small queues make "ring full" and "not enough RX buffers" the common case. */
@@ -75,30 +105,38 @@ static void test_small_queues(void **state)
 	static const uint32_t qs[] = {2, 4, 16};
 
 	for (unsigned q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
-		for (int m = 0; m < 2; m++) {
-			struct lab_scenario_config cfg;
+		for (int m = 0; m < 2; m++)
+			for (int L = 0; L < 2; L++) {
+				struct lab_scenario_config cfg;
 
-			lab_scenario_defaults(&cfg);
-			cfg.packets = packets(1500);
-			cfg.queue_size = qs[q];
-			cfg.burst = 8;
-			cfg.mergeable = m;
-			cfg.granularity = 4096;
-			run_ok(&cfg);
-		}
+				lab_scenario_defaults(&cfg);
+				cfg.packets = packets(1500);
+				cfg.layout = L ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
+				cfg.queue_size = qs[q];
+				cfg.burst = 8;
+				cfg.mergeable = m;
+				cfg.event_idx = true;
+				cfg.granularity = 4096;
+				run_ok(&cfg);
+			}
 }
 
-/* A large queue and bursts bigger than the default. */
+/* A large queue and bursts bigger than the default, both layouts. */
 static void test_large_queue(void **state)
 {
 	(void)state;
-	struct lab_scenario_config cfg;
+	for (int L = 0; L < 2; L++) {
+		struct lab_scenario_config cfg;
 
-	lab_scenario_defaults(&cfg);
-	cfg.packets = packets(3000);
-	cfg.queue_size = 1024;
-	cfg.burst = 128;
-	run_ok(&cfg);
+		lab_scenario_defaults(&cfg);
+		cfg.packets = packets(3000);
+		cfg.layout = L ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
+		cfg.queue_size = 1024;
+		cfg.burst = 128;
+		cfg.in_order = true;
+		cfg.event_idx = true;
+		run_ok(&cfg);
+	}
 }
 
 /* Single sizes at the edges: 1 byte, the 256-byte batching threshold and one past it, and
@@ -109,14 +147,15 @@ static void test_edge_sizes(void **state)
 	static const uint32_t sizes[] = {1, 255, 256, 257, 4096, 65000};
 
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
-		for (int m = 0; m < 2; m++) {
+		for (int m = 0; m < 4; m++) {
 			struct lab_scenario_config cfg;
 
 			lab_scenario_defaults(&cfg);
 			cfg.packets = packets(sizes[s] > 10000 ? 200 : 1000);
 			cfg.sizes[0] = sizes[s];
 			cfg.nsizes = 1;
-			cfg.mergeable = m;
+			cfg.mergeable = m & 1;
+			cfg.layout = (m >> 1) ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
 			cfg.granularity = 4096;
 			run_ok(&cfg);
 		}
@@ -126,7 +165,7 @@ static void test_edge_sizes(void **state)
 static void test_many_seeds(void **state)
 {
 	(void)state;
-	for (uint64_t seed = 2; seed < 12; seed++) {
+	for (uint64_t seed = 2; seed < 18; seed++) {
 		struct lab_scenario_config cfg;
 
 		lab_scenario_defaults(&cfg);
@@ -135,6 +174,9 @@ static void test_many_seeds(void **state)
 		cfg.mergeable = seed & 1;
 		cfg.indirect = (seed >> 1) & 1;
 		cfg.granularity = (seed >> 2) & 1 ? 4096 : 0;
+		cfg.layout = (seed >> 3) & 1 ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
+		cfg.event_idx = seed % 3 == 0;
+		cfg.in_order = seed % 5 < 2;
 		run_ok(&cfg);
 	}
 }
@@ -158,6 +200,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_matrix),
 		cmocka_unit_test(test_small_queues),
+		cmocka_unit_test(test_packed_odd_sizes),
 		cmocka_unit_test(test_large_queue),
 		cmocka_unit_test(test_edge_sizes),
 		cmocka_unit_test(test_many_seeds),
