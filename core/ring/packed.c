@@ -73,7 +73,7 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 /* Walk an indirect table: entries are consecutive (NEXT is ignored, spec 2.8.8); only WRITE
  * is a valid flag; an INDIRECT entry is a nested table, which we refuse. */
 static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, uint32_t entries,
-				      bool want_writable, uint32_t *np, uint32_t *total)
+				      enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
 	for (uint32_t i = 0; i < entries; i++) {
 		struct vl_packed_desc d;
@@ -81,14 +81,10 @@ static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, ui
 		vl_guest_load_bytes(&d, table + (size_t)i * sizeof(d), sizeof(d));
 		if (d.flags & VL_DESC_F_INDIRECT)
 			return VL_DROP_NESTED_INDIRECT;
-		if (((d.flags & VL_DESC_F_WRITE) != 0) != want_writable)
-			return VL_DROP_DIRECTION;
-		if (d.len > 0) {
-			enum vl_drop why = vl_chain_add_range(vq->mem, d.addr, d.len, vq->pieces,
-							      VL_CHAIN_MAX_PIECES, np, total);
-			if (why != VL_DROP_NONE)
-				return why;
-		}
+		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
+
+		if (why != VL_DROP_NONE)
+			return why;
 	}
 	return VL_DROP_NONE;
 }
@@ -97,7 +93,6 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 			     struct vl_chain *c, uint32_t *np, uint32_t *total)
 {
 	const struct vl_packed_chain *pc = &vq->pchains[pos];
-	const bool want_writable = dir == VL_DIR_DEVICE_WRITES;
 	const uint32_t size = vq->size;
 	uint16_t p = pc->start;
 	bool wrap = pc->wrap;
@@ -133,16 +128,12 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 
 			if (why != VL_DROP_NONE)
 				return why;
-			return packed_walk_table(vq, table, entries, want_writable, np, total);
+			return packed_walk_table(vq, table, entries, dir, np, total);
 		}
-		if (((flags & VL_DESC_F_WRITE) != 0) != want_writable)
-			return VL_DROP_DIRECTION;
-		if (len > 0) {
-			enum vl_drop why = vl_chain_add_range(vq->mem, addr, len, vq->pieces,
-							      VL_CHAIN_MAX_PIECES, np, total);
-			if (why != VL_DROP_NONE)
-				return why;
-		}
+		enum vl_drop why = vl_chain_add_desc(vq, addr, len, flags, dir, np, total);
+
+		if (why != VL_DROP_NONE)
+			return why;
 	}
 	return VL_DROP_NONE;
 }

@@ -12,7 +12,6 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 	/* Hop budget: a chain cannot visit more descriptors than its table holds, so running
 	 * out means the next fields form a cycle (spec 2.7.5.2 bounds chains by queue size). */
 	uint32_t budget = entries;
-	const bool want_writable = dir == VL_DIR_DEVICE_WRITES;
 
 	*total = 0;
 	for (;;) {
@@ -41,15 +40,10 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 			budget = entries;
 			continue;
 		}
-		/* TX buffers must all be device-readable, RX buffers all device-writable. */
-		if (((d.flags & VL_DESC_F_WRITE) != 0) != want_writable)
-			return VL_DROP_DIRECTION;
-		if (d.len > 0) {
-			enum vl_drop why = vl_chain_add_range(vq->mem, d.addr, d.len, vq->pieces,
-							      VL_CHAIN_MAX_PIECES, np, total);
-			if (why != VL_DROP_NONE)
-				return why;
-		}
+		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
+
+		if (why != VL_DROP_NONE)
+			return why;
 		if (!(d.flags & VL_DESC_F_NEXT))
 			return VL_DROP_NONE;
 		if (d.next >= entries)

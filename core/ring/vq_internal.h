@@ -144,6 +144,20 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
 				uint32_t *total);
 
+/* One buffer descriptor of a chain, either layout: its direction must match the chain's (TX
+ * buffers device-readable, RX buffers device-writable), then its bytes become pieces
+ * (zero-length descriptors add nothing). */
+static inline enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_t addr, uint32_t len,
+					     uint16_t flags, enum vl_dir dir, uint32_t *np,
+					     uint32_t *total)
+{
+	if (((flags & VL_DESC_F_WRITE) != 0) != (dir == VL_DIR_DEVICE_WRITES))
+		return VL_DROP_DIRECTION;
+	if (len == 0)
+		return VL_DROP_NONE;
+	return vl_chain_add_range(vq->mem, addr, len, vq->pieces, VL_CHAIN_MAX_PIECES, np, total);
+}
+
 /* Validate an indirect descriptor (addr, len) and make its table readable: *table points at
  * the table in place when it lies in one host mapping, else at a copy in vq->indirect_copy;
  * *entries = len / 16. Both layouts use 16-byte table entries. Entries may sit at any
