@@ -12,7 +12,10 @@
 
 #include "ring/vq_internal.h"
 
-static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len)
+/* log_gpa: the guest address dst stands for (its pages go to the dirty log once written),
+ * or VL_NO_LOG when dst is host memory. */
+static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len,
+			   uint64_t log_gpa)
 {
 	if (len <= vq->batch_threshold && vq->batch_count < vq->size) {
 		struct vl_copy *c = &vq->batch[vq->batch_count++];
@@ -20,10 +23,13 @@ static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_
 		c->dst = dst;
 		c->src = src;
 		c->len = len;
+		c->log_gpa = log_gpa;
 		vq->stats.copies_batched++;
 		return;
 	}
 	memcpy(dst, src, len);
+	if (log_gpa != VL_NO_LOG)
+		vl_log_write(&vq->log, log_gpa, len);
 	vq->stats.copies_direct++;
 }
 
@@ -34,6 +40,11 @@ static inline void vl_copy_flush(struct vl_vq *vq)
 
 	for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
 		memcpy(c[i].dst, c[i].src, c[i].len);
+	/* Logged after the copies (one predictable branch per burst when logging is off). */
+	if (vq->log.bitmap)
+		for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
+			if (c[i].log_gpa != VL_NO_LOG)
+				vl_log_write(&vq->log, c[i].log_gpa, c[i].len);
 	vq->batch_count = 0;
 }
 

@@ -50,7 +50,7 @@ static inline void tx_copy_payload(struct vl_vq *vq, uint32_t np, struct vl_pkt 
 
 			if (n > left)
 				n = left;
-			vl_copy(vq, seg->data + seg_off, src, n);
+			vl_copy(vq, seg->data + seg_off, src, n, VL_NO_LOG);
 			seg_off += n;
 			src += n;
 			left -= n;

@@ -146,6 +146,7 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struc
 		if (n > vq->hdr_len - done)
 			n = vq->hdr_len - done;
 		memcpy(pc[piece].host + piece_off, hdr + done, n);
+		vl_log_write(&vq->log, pc[piece].gpa + piece_off, n);
 		done += n;
 		piece_off += n;
 		if (piece_off == pc[piece].len) {
@@ -164,7 +165,7 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struc
 
 			if (n > left)
 				n = left;
-			vl_copy(vq, pc[piece].host + piece_off, src, n);
+			vl_copy(vq, pc[piece].host + piece_off, src, n, pc[piece].gpa + piece_off);
 			src += n;
 			left -= n;
 			piece_off += n;

@@ -24,6 +24,7 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 			return VL_DROP_TOO_MANY_PIECES;
 		pieces[*np].host = host;
 		pieces[*np].len = (uint32_t)chunk; /* chunk <= left <= UINT32_MAX */
+		pieces[*np].gpa = addr;
 		(*np)++;
 		left -= (uint32_t)chunk;
 		/* A region ending at 2^64-1 makes addr + chunk wrap to 0; address 0 is not the

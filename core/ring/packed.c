@@ -165,6 +165,7 @@ void vl_packed_update_kick_wish(struct vl_vq *vq)
 		flags = VL_RING_EVENT_ENABLE;
 	}
 	__atomic_store_n(&vq->device_event->flags, flags, __ATOMIC_RELEASE);
+	vl_log_write(&vq->log, vq->cfg.device_gpa, sizeof(struct vl_packed_event));
 }
 
 /* Did the used descriptors just written, from (old_pos, old_wrap) up to the current used
@@ -203,6 +204,7 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 	vl_packed_update_kick_wish(vq);
 	if (n == 0) {
 		vq->needs_call = false;
+		vl_log_flush(&vq->log);
 		return;
 	}
 	if (in_order_batch && n > 1) {
@@ -227,6 +229,8 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 
 		__atomic_store_n(&d->id, e->id, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->len, e->len, __ATOMIC_RELAXED);
+		/* len, id and flags: the last 8 bytes of the descriptor. */
+		vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * vq->used_pos + 8, 8);
 		if (i == 0)
 			head_flags = flags;
 		else
@@ -244,4 +248,5 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 		vq->stats.calls_needed++;
 	else
 		vq->stats.calls_suppressed++;
+	vl_log_flush(&vq->log);
 }

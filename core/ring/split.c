@@ -63,11 +63,13 @@ void vl_split_update_kick_wish(struct vl_vq *vq)
 			uint16_t *avail_event = (uint16_t *)&vq->used->ring[vq->size];
 
 			__atomic_store_n(avail_event, vq->last_avail_idx, __ATOMIC_RELAXED);
+			vl_log_write(&vq->log, vq->cfg.device_gpa + 4 + 8ull * vq->size, 2);
 		}
 	} else {
 		__atomic_store_n(&vq->used->flags,
 				 (uint16_t)(vq->want_kicks ? 0 : VL_USED_F_NO_NOTIFY),
 				 __ATOMIC_RELAXED);
+		vl_log_write(&vq->log, vq->cfg.device_gpa, 2);
 	}
 }
 
@@ -79,6 +81,7 @@ void vl_split_flush_used(struct vl_vq *vq)
 	vl_split_update_kick_wish(vq);
 	if (n == 0) {
 		vq->needs_call = false;
+		vl_log_flush(&vq->log);
 		return;
 	}
 	uint32_t mask = vq->size - 1;
@@ -92,6 +95,16 @@ void vl_split_flush_used(struct vl_vq *vq)
 		u->len = vq->shadow[i].len;
 	}
 	vq->used_idx = (uint16_t)(old + n);
+	if (vq->log.bitmap) {
+		/* The entries written, in at most two runs (the ring wraps once at most), and
+		 * the index. */
+		uint32_t start = old & mask, first = n < vq->size - start ? n : vq->size - start;
+		uint64_t ring = vq->cfg.device_gpa + 4;
+
+		vl_log_write(&vq->log, ring + 8ull * start, 8ull * first);
+		vl_log_write(&vq->log, ring, 8ull * (n - first));
+		vl_log_write(&vq->log, vq->cfg.device_gpa + 2, 2);
+	}
 	/* Spec 2.7.8.2: the device MUST write the used elements (and the buffers they describe)
 	 * before the index that exposes them. The release store orders every earlier store,
 	 * including the batched copies flushed just before this call. */
@@ -116,4 +129,5 @@ void vl_split_flush_used(struct vl_vq *vq)
 		vq->stats.calls_needed++;
 	else
 		vq->stats.calls_suppressed++;
+	vl_log_flush(&vq->log);
 }

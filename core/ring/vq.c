@@ -119,6 +119,7 @@ static void update_kick_wish(struct vl_vq *vq)
 		vl_packed_update_kick_wish(vq);
 	else
 		vl_split_update_kick_wish(vq);
+	vl_log_flush(&vq->log);
 }
 
 static void free_scratch(struct vl_vq *vq)
@@ -179,6 +180,8 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->in_order = (cfg->features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
 	vq->event_idx = (cfg->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0;
 	vq->want_kicks = true;
+	vq->log.pages_marked = &vq->stats.log_pages;
+	vq->log.out_of_range = &vq->stats.log_out_of_range;
 	vq->batch_threshold = cfg->batch_threshold;
 	vq->last_avail_idx = cfg->last_avail_idx;
 
@@ -267,6 +270,16 @@ uint16_t vl_vq_last_used(const struct vl_vq *vq)
 	if (vq->layout == VL_LAYOUT_PACKED)
 		return (uint16_t)(vq->used_pos | (vq->used_wrap ? VL_PACKED_WRAP_BIT : 0));
 	return vq->used_idx;
+}
+
+void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes)
+{
+	/* Marks cached for the old bitmap go there first. */
+	if (vq->log.bitmap)
+		vl_log_flush(&vq->log);
+	vq->log.ncached = 0;
+	vq->log.bitmap = bytes ? bitmap : NULL;
+	vq->log.bytes = bitmap ? bytes : 0;
 }
 
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)

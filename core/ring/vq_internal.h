@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mem/dirty_log.h"
 #include "mem/mem_internal.h"
 #include "vhostlab/vl_virtio.h"
 #include "vhostlab/vl_vq.h"
@@ -18,6 +19,7 @@
 struct vl_piece {
 	uint8_t *host;
 	uint32_t len;
+	uint64_t gpa;     /* guest-physical address of host[0], for the dirty log */
 };
 
 /* A deferred small copy (technique 1). */
@@ -25,7 +27,10 @@ struct vl_copy {
 	void *dst;
 	const void *src;
 	uint32_t len;
+	uint64_t log_gpa; /* guest address of dst to log, or VL_NO_LOG (host destination) */
 };
+
+#define VL_NO_LOG UINT64_MAX
 
 /* A chain as the net layer sees it, whatever the layout. */
 struct vl_chain {
@@ -121,6 +126,7 @@ struct vl_vq {
 	bool broken;
 	enum vl_drop broken_reason;
 	bool needs_call;
+	struct vl_dirty_log log;
 	struct vl_vq_stats stats;
 };
 

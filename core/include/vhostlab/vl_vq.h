@@ -104,6 +104,8 @@ struct vl_vq_stats {
 	uint64_t calls_suppressed;    /* bursts that published but the guest wanted no call */
 	uint64_t rx_bufs_wasted;      /* in-order RX: good buffers returned empty because a bad
 				       * chain followed them inside one packet's reservation */
+	uint64_t log_pages;           /* dirty-log page marks */
+	uint64_t log_out_of_range;    /* guest writes beyond what the dirty log covers */
 };
 
 struct vl_vq;
@@ -149,6 +151,15 @@ bool vl_vq_needs_call(const struct vl_vq *vq);
 void vl_vq_set_kicks(struct vl_vq *vq, bool want);
 
 const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
+
+/* Dirty-page logging for live migration (vhost-user SET_LOG_BASE / VHOST_F_LOG_ALL): from
+ * now on, every guest write this queue makes -- packet data and headers, used ring entries
+ * and index, packed used descriptors, avail_event and the device event area -- sets bit
+ * (gpa / 4096) of `bitmap` (bit n % 8 of byte n / 8), by atomic OR at the end of each burst.
+ * `bytes` is the bitmap's size; writes to pages beyond it are counted (log_out_of_range),
+ * not logged. NULL turns logging off. The bitmap must stay mapped while set. Call it on
+ * every queue of a device. */
+void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes);
 
 #ifdef __cplusplus
 }
