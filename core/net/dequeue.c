@@ -2,6 +2,7 @@
 /* Dequeue: guest TX chains become host packets. One body, instantiated per ring layout. */
 #include "net/copy.h"
 #include "net/net_hdr.h"
+#include "net/zero_copy.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
@@ -63,17 +64,59 @@ static inline void count_drop(struct vl_vq *vq, enum vl_drop why)
 	vq->stats.drops[why]++;
 }
 
+/* Return a chain the device is done with: at once, or -- under IN_ORDER, behind a chain a
+ * zero-copy packet still holds -- in its turn. */
+static inline void tx_done(struct vl_vq *vq, const enum vl_layout L, const struct vl_chain *c)
+{
+	if (vl_zc_must_queue(vq))
+		vl_zc_take(vq, c, true);
+	else
+		vl_ring_push_used(vq, L, c, 0);
+}
+
+/* Packet heads for this burst (technique 4): exactly one per available chain under the
+ * AVAILABLE policy (nothing at all for an empty ring), `count` under BURST. When the pool
+ * has fewer, take what it has. Returns how many heads vq->heads holds. */
+static inline uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool *pool, uint16_t avail,
+				      uint16_t count)
+{
+	uint32_t want = vq->alloc_policy == VL_ALLOC_BURST ? count : avail;
+
+	if (want > vq->size)
+		want = vq->size;
+	if (want == 0)
+		return 0;
+	vq->stats.alloc_calls++;
+	if (vl_pool_alloc_bulk(pool, vq->heads, want) != 0) {
+		/* A pool that is merely short gives what it has; one that refuses (or has
+		 * nothing) gives nothing this burst. */
+		uint32_t have = vl_pool_free_count(pool);
+
+		if (have == 0 || have >= want || vl_pool_alloc_bulk(pool, vq->heads, have) != 0)
+			want = 0;
+		else
+			want = have;
+	}
+	vq->stats.alloc_bufs += want;
+	return want;
+}
+
 static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 				    struct vl_pkt **pkts, uint16_t count, const enum vl_layout L)
 {
 	uint16_t got = 0, consumed = 0;
+	uint32_t nheads, used_heads = 0;
 
 	vq->stats.bursts++;
 	if (vq->broken)
 		return 0;
+	/* Chains whose zero-copy packets were freed since the last burst go back now. */
+	if (vq->zc_held)
+		vl_zc_return(vq);
 	vl_ring_begin(vq, L);
 	uint16_t n = vl_ring_avail(vq, L, count);
 
+	nheads = tx_alloc_heads(vq, pool, n, count);
 	for (uint16_t i = 0; i < n; i++) {
 		struct vl_chain c;
 		uint32_t np = 0, total = 0, pkt_len = 0;
@@ -81,32 +124,73 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
 						 &total);
 
-		if (vq->broken)
+		/* This chain has no id it could be returned under: stop. (The packed scan may
+		 * have broken the queue already on a lie further ahead; the chains before the
+		 * lie are sound and are served first, as split serves those before a bad head.) */
+		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE)
 			break;
-
+		/* Under IN_ORDER every chain behind a held one needs a lease; at the bound the
+		 * burst stops so the guest keeps the rest of its descriptors. */
+		if (vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
+			vq->stats.zc_stalls++;
+			break;
+		}
 		if (why == VL_DROP_NONE)
 			why = tx_check(vq, np, total, &ol, &pkt_len);
 		if (why != VL_DROP_NONE) {
 			/* Return the chain (the guest gets its descriptors back) and skip it. */
 			count_drop(vq, why);
-			vl_ring_push_used(vq, L, &c, 0);
+			tx_done(vq, L, &c);
 			consumed++;
 			continue;
 		}
-		struct vl_pkt *pkt = vl_pkt_alloc_len(pool, pkt_len);
-
-		if (pkt == NULL) {
+		if (used_heads == nheads) {
 			/* Leave this chain available: the next burst serves it. */
 			vq->stats.alloc_failures++;
 			break;
 		}
+		struct vl_pkt *pkt = vq->heads[used_heads];
+		const uint8_t *zc = NULL;
+
+		if (vq->zc_on) {
+			if (pkt_len < vq->zc_min_len)
+				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
+			else if ((zc = vl_zc_payload(vq, np, pkt_len)) == NULL)
+				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
+			else if (!vl_zc_room(vq)) {
+				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
+				zc = NULL;
+			}
+		}
+		if (zc) {
+			/* The packet is the guest's buffer; the chain is leased until it is freed. */
+			pkt->data = (uint8_t *)(uintptr_t)zc;
+			pkt->data_len = pkt_len;
+			pkt->pkt_len = pkt_len;
+			pkt->release = vl_zc_release;
+			pkt->release_ctx = vq;
+			pkt->release_tag = vl_zc_take(vq, &c, false);
+			vq->stats.zc_packets++;
+		} else {
+			if (vl_pkt_extend(pkt, pkt_len) != 0) {
+				/* Segment chaining failed: this chain stays available too. */
+				vq->stats.alloc_failures++;
+				break;
+			}
+			tx_copy_payload(vq, np, pkt);
+			tx_done(vq, L, &c);
+		}
+		used_heads++;
 		pkt->ol = ol;
-		tx_copy_payload(vq, np, pkt);
 		pkts[got++] = pkt;
 		vq->stats.packets++;
 		vq->stats.bytes += pkt_len;
-		vl_ring_push_used(vq, L, &c, 0);
+		vq->stats.size_bins[vl_size_bin(pkt_len)]++;
 		consumed++;
+	}
+	if (used_heads < nheads) {
+		vl_pkt_free_bulk(vq->heads + used_heads, nheads - used_heads);
+		vq->stats.alloc_unused += nheads - used_heads;
 	}
 	if (consumed == 0)
 		vq->stats.empty_bursts++;

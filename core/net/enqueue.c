@@ -230,6 +230,7 @@ static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts
 		b.committed = pos;
 		vq->stats.packets++;
 		vq->stats.bytes += pkt->pkt_len;
+		vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
 		if (status)
 			status[handled] = VL_RX_DELIVERED;
 	}

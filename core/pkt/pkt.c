@@ -35,6 +35,38 @@ struct vl_pkt *vl_pkt_alloc_len(struct vl_pool *pool, uint32_t pkt_len)
 	return segs[0];
 }
 
+int vl_pkt_extend(struct vl_pkt *head, uint32_t pkt_len)
+{
+	struct vl_pool *pool = head->pool;
+	uint32_t bs = pool->buf_size;
+	uint32_t nseg = pkt_len / bs + (pkt_len % bs != 0);
+	struct vl_pkt *segs[VL_PKT_MAX_SEGS_PER_ALLOC];
+
+	if (nseg == 0)
+		nseg = 1;
+	if (nseg > VL_PKT_MAX_SEGS_PER_ALLOC) {
+		pool->alloc_failures++;
+		return -1;
+	}
+	if (nseg > 1 && vl_pool_alloc_bulk(pool, segs, nseg - 1) != 0)
+		return -1;
+
+	struct vl_pkt *prev = head;
+	uint32_t left = pkt_len;
+
+	head->data_len = left < bs ? left : bs;
+	left -= head->data_len;
+	for (uint32_t i = 0; i + 1 < nseg; i++) {
+		segs[i]->data_len = left < bs ? left : bs;
+		left -= segs[i]->data_len;
+		prev->next = segs[i];
+		prev = segs[i];
+	}
+	head->pkt_len = pkt_len;
+	head->nb_segs = (uint16_t)nseg;
+	return 0;
+}
+
 int vl_pkt_chain(struct vl_pkt *head, struct vl_pkt *seg)
 {
 	if (head->nb_segs == UINT16_MAX || seg->data_len > UINT32_MAX - head->pkt_len)

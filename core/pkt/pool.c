@@ -67,6 +67,12 @@ void vl_pool_fail_after(struct vl_pool *pool, uint64_t after)
 	pool->fail_after = after;
 }
 
+void vl_pool_set_fault_hook(struct vl_pool *pool, bool (*fail)(void *ctx), void *ctx)
+{
+	pool->fault = fail;
+	pool->fault_ctx = ctx;
+}
+
 int vl_pool_alloc_bulk(struct vl_pool *pool, struct vl_pkt **out, uint32_t n)
 {
 	if (n == 0)
@@ -111,6 +117,10 @@ void vl_pkt_free(struct vl_pkt *pkt)
 		return;
 	if (--pkt->refcnt > 0)
 		return;
+	/* External data: its owner learns the packet is gone (zero-copy returns the guest's
+	 * descriptors) before the segment is recycled. */
+	if (pkt->release)
+		pkt->release(pkt);
 	while (pkt) {
 		struct vl_pkt *next = pkt->next;
 

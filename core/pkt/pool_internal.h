@@ -3,6 +3,7 @@
 #ifndef VL_POOL_INTERNAL_H
 #define VL_POOL_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vhostlab/vl_pkt.h"
@@ -17,11 +18,15 @@ struct vl_pool {
 	uint8_t *storage;           /* capacity * buf_size bytes */
 	uint64_t alloc_failures;
 	uint64_t fail_after;        /* allocation calls left before injected failures */
+	bool (*fault)(void *ctx);   /* lab fault hook, NULL in production */
+	void *fault_ctx;
 };
 
 /* True when an allocation call may proceed (consumes one unit of the injection budget). */
 static inline int vl_pool_may_alloc(struct vl_pool *pool)
 {
+	if (pool->fault && pool->fault(pool->fault_ctx))
+		return 0;
 	if (pool->fail_after == UINT64_MAX)
 		return 1;
 	if (pool->fail_after == 0)
@@ -39,6 +44,7 @@ static inline void vl_pkt_reset(struct vl_pkt *p)
 	p->nb_segs = 1;
 	p->refcnt = 1;
 	p->ol = (struct vl_offload){0};
+	p->release = NULL;
 }
 
 #endif

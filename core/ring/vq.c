@@ -3,6 +3,7 @@
  * scratch allocation (control path only), accessors and drop names. */
 #include <stdlib.h>
 
+#include "net/zero_copy.h"
 #include "ring/packed.h"
 #include "ring/split.h"
 #include "vhostlab/vl_error.h"
@@ -132,6 +133,8 @@ static void free_scratch(struct vl_vq *vq)
 	free(vq->indirect_copy);
 	free(vq->rx_bufs);
 	free(vq->rx_deferred_bad);
+	free(vq->heads);
+	vl_zc_teardown(vq);
 }
 
 struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *cfg, int *err)
@@ -152,8 +155,9 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	bool packed = cfg->layout == VL_LAYOUT_PACKED;
 
 	/* Split rings index with a mask: the size must be a power of two (spec 2.7). Packed
-	 * rings take any size up to 32768 (spec 2.8). */
-	if (!packed && (size & (size - 1)) != 0) {
+	 * rings take any size up to 32768 (spec 2.8). Neither layout goes past 32768 (packed
+	 * positions are 15 bits wide). */
+	if (size > VL_QUEUE_SIZE_MAX || (!packed && (size & (size - 1)) != 0)) {
 		*err = VL_ERR_QUEUE_SIZE;
 		return NULL;
 	}
@@ -191,12 +195,14 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->indirect_copy = calloc(size, 16);
 	vq->rx_bufs = calloc(size, sizeof(*vq->rx_bufs));
 	vq->rx_deferred_bad = calloc(size, sizeof(*vq->rx_deferred_bad));
+	vq->heads = calloc(size, sizeof(*vq->heads));
 	if (packed) {
 		vq->pflags = calloc(size, sizeof(*vq->pflags));
 		vq->pchains = calloc(size, sizeof(*vq->pchains));
 	}
 	if (!vq->shadow || !vq->batch || !vq->pieces || !vq->indirect_copy || !vq->rx_bufs ||
-	    !vq->rx_deferred_bad || (packed && (!vq->pflags || !vq->pchains))) {
+	    !vq->rx_deferred_bad || !vq->heads || (packed && (!vq->pflags || !vq->pchains)) ||
+	    vl_zc_setup(vq) != VL_OK) {
 		free_scratch(vq);
 		free(vq);
 		*err = VL_ERR_NOMEM;
@@ -280,6 +286,53 @@ void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes)
 	vq->log.ncached = 0;
 	vq->log.bitmap = bytes ? bitmap : NULL;
 	vq->log.bytes = bitmap ? bytes : 0;
+}
+
+static const char *const vl_zc_fallback_names[VL_ZC_FALLBACK__COUNT] = {
+	[VL_ZC_FALLBACK_SMALL] = "small",
+	[VL_ZC_FALLBACK_SCATTERED] = "scattered",
+	[VL_ZC_FALLBACK_LIMIT] = "limit",
+};
+
+const char *vl_zc_fallback_name(enum vl_zc_fallback reason)
+{
+	if ((unsigned)reason >= VL_ZC_FALLBACK__COUNT)
+		return "unknown";
+	return vl_zc_fallback_names[reason];
+}
+
+void vl_vq_set_zero_copy(struct vl_vq *vq, bool enable, uint32_t min_len, uint32_t max_inflight)
+{
+	/* Zero-copy applies to dequeue (TX); the bound keeps at least one descriptor chain
+	 * with the guest. Leases already taken go back normally whatever the new setting. */
+	if (max_inflight == 0)
+		max_inflight = 1;
+	if (max_inflight > vq->size)
+		max_inflight = vq->size;
+	vq->zc_on = enable;
+	vq->zc_min_len = min_len;
+	vq->zc_max = max_inflight;
+}
+
+uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq)
+{
+	return vq->zc_held;
+}
+
+void vl_vq_complete(struct vl_vq *vq)
+{
+	if (vq->zc_held == 0 || vq->broken)
+		return;
+	vl_zc_return(vq);
+	if (vq->layout == VL_LAYOUT_PACKED)
+		vl_packed_flush_used(vq, vq->in_order);
+	else
+		vl_split_flush_used(vq);
+}
+
+void vl_vq_set_alloc_policy(struct vl_vq *vq, enum vl_alloc_policy policy)
+{
+	vq->alloc_policy = policy;
 }
 
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)

@@ -8,6 +8,7 @@
 
 #include "mem/dirty_log.h"
 #include "mem/mem_internal.h"
+#include "vhostlab/vl_pkt.h"
 #include "vhostlab/vl_virtio.h"
 #include "vhostlab/vl_vq.h"
 
@@ -57,6 +58,13 @@ struct vl_packed_chain {
 struct vl_rx_deferred {
 	struct vl_chain chain;
 	enum vl_drop why;
+};
+
+/* A TX chain consumed but not yet returned because a zero-copy packet holds it (or, under
+ * IN_ORDER, because one ahead of it does). */
+struct vl_zc_lease {
+	struct vl_chain chain;
+	bool done;        /* its packet was freed (or it was copied): may go back */
 };
 
 /* One guest RX chain reserved for the packet being enqueued. */
@@ -125,10 +133,44 @@ struct vl_vq {
 
 	bool broken;
 	enum vl_drop broken_reason;
+	/* Zero-copy dequeue: leases by slot, the order they were taken (for IN_ORDER), the
+	 * slots whose packets were freed (without IN_ORDER), free slots. */
+	bool zc_on;
+	uint32_t zc_min_len;
+	uint32_t zc_max;
+	struct vl_zc_lease *leases; /* [size] */
+	uint16_t *zc_order;         /* [size] ring of slots, oldest first */
+	uint32_t zc_order_head, zc_order_count;
+	uint16_t *zc_done;          /* [size] stack of slots ready to go back */
+	uint32_t zc_ndone;
+	uint16_t *zc_free;          /* [size] stack of free slots */
+	uint32_t zc_nfree;
+	uint32_t zc_held;           /* leases not yet returned */
+	enum vl_alloc_policy alloc_policy;
+	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
+
 	bool needs_call;
 	struct vl_dirty_log log;
 	struct vl_vq_stats stats;
 };
+
+/* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). */
+static inline uint32_t vl_size_bin(uint32_t len)
+{
+	if (len < 64)
+		return 0;
+	if (len == 64)
+		return 1;
+	if (len <= 1518) {
+		/* 65-127 -> 2, 128-255 -> 3, 256-511 -> 4, 512-1023 -> 5, 1024-1518 -> 6 */
+		uint32_t b = 2;
+
+		for (uint32_t top = 127; len > top && b < 6; top = top * 2 + 1)
+			b++;
+		return b;
+	}
+	return 7;
+}
 
 /* Latch-free helpers shared by the layouts. */
 static inline void vl_vq_push_used(struct vl_vq *vq, const struct vl_chain *c, uint32_t len)

@@ -37,6 +37,12 @@ struct vl_pkt {
 	struct vl_offload ol;   /* head: virtio-net header metadata */
 	struct vl_pool *pool;   /* the pool this segment came from */
 	uint8_t *buf;           /* the segment's storage, buf_len bytes */
+	/* head: external data (zero-copy dequeue). When set, `data` points into guest memory
+	 * (read-only for the application) and release(pkt) runs when the last reference is
+	 * dropped, before the segment returns to its pool. NULL for ordinary packets. */
+	void (*release)(struct vl_pkt *pkt);
+	void *release_ctx;
+	uint32_t release_tag;
 };
 
 /* Create a pool of count buffers with buf_size data bytes each. Control path (allocates).
@@ -56,6 +62,10 @@ uint64_t vl_pool_alloc_failures(const struct vl_pool *pool);
  * calls succeed, then every call fails until vl_pool_fail_after(pool, UINT64_MAX). */
 void vl_pool_fail_after(struct vl_pool *pool, uint64_t after);
 
+/* Fault injection by callback: when set, every allocation call first asks fail(ctx) and
+ * fails (allocating nothing) when it returns true. NULL removes it. */
+void vl_pool_set_fault_hook(struct vl_pool *pool, bool (*fail)(void *ctx), void *ctx);
+
 /* Allocate n single-segment packets, all or nothing. Each is reset: one segment, data at
  * the start of buf, data_len = pkt_len = 0, refcnt 1, no offloads. Returns 0 on success,
  * -1 (and allocates nothing) if fewer than n are free or a failure is injected. */
@@ -66,6 +76,11 @@ struct vl_pkt *vl_pkt_alloc(struct vl_pool *pool);
 /* Allocate a packet of pkt_len bytes made of as many chained segments as needed (data not
  * initialised, lengths set). NULL if the pool cannot supply all segments (nothing taken). */
 struct vl_pkt *vl_pkt_alloc_len(struct vl_pool *pool, uint32_t pkt_len);
+
+/* Grow a fresh single-segment packet (from vl_pool_alloc_bulk) to pkt_len bytes, chaining
+ * segments from its pool as needed (data not initialised, lengths set). Returns -1 and
+ * changes nothing if the pool cannot supply every segment. */
+int vl_pkt_extend(struct vl_pkt *head, uint32_t pkt_len);
 
 /* Take one more reference on a packet. */
 void vl_pkt_ref(struct vl_pkt *pkt);

@@ -87,6 +87,29 @@ enum vl_drop {
 /* The constant name of a reason, e.g. "chain_loop". */
 const char *vl_drop_name(enum vl_drop reason);
 
+/* Why a dequeued packet was copied although zero-copy is on. */
+enum vl_zc_fallback {
+	VL_ZC_FALLBACK_SMALL = 0,    /* shorter than the zero-copy threshold */
+	VL_ZC_FALLBACK_SCATTERED,    /* payload not contiguous in host memory (several
+				      * descriptors, or a buffer straddling regions) */
+	VL_ZC_FALLBACK_LIMIT,        /* the bound on chains held by packets is reached */
+	VL_ZC_FALLBACK__COUNT
+};
+
+const char *vl_zc_fallback_name(enum vl_zc_fallback reason);
+
+/* Packet size classes of the size_bins statistics: <64, 64, 65-127, 128-255, 256-511,
+ * 512-1023, 1024-1518, >1518 bytes. */
+#define VL_SIZE_BINS 8u
+
+/* How dequeue allocates packets (technique 4). AVAILABLE (the default): count the complete
+ * chains available first and allocate exactly that many. BURST: allocate as many as the
+ * caller asked for and free the unused ones afterwards (the old way, kept to measure). */
+enum vl_alloc_policy {
+	VL_ALLOC_AVAILABLE = 0,
+	VL_ALLOC_BURST = 1,
+};
+
 /* Per-queue statistics. Counters only grow; the embedder reads them any time between bursts. */
 struct vl_vq_stats {
 	uint64_t packets;             /* delivered (enqueue) or produced (dequeue) */
@@ -97,6 +120,15 @@ struct vl_vq_stats {
 	uint64_t empty_bursts;        /* burst calls that found nothing to do */
 	uint64_t drops[VL_DROP__COUNT];
 	uint64_t alloc_failures;      /* dequeue stopped because the pool could not supply */
+	uint64_t alloc_calls;         /* bulk allocations of packet heads */
+	uint64_t alloc_bufs;          /* packet heads allocated */
+	uint64_t alloc_unused;        /* heads allocated but returned unused (BURST policy,
+				       * dropped chains, a failure mid-burst) */
+	uint64_t size_bins[VL_SIZE_BINS]; /* packets by size class */
+	uint64_t zc_packets;          /* dequeued without copying the payload */
+	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT];
+	uint64_t zc_returned;         /* chains returned after their zero-copy packet was freed */
+	uint64_t zc_stalls;           /* in-order bursts stopped: chains held up to the bound */
 	uint64_t rx_no_room;          /* enqueue stopped: not enough guest buffers right now */
 	uint64_t copies_batched;      /* small copies deferred to the burst flush */
 	uint64_t copies_direct;       /* copies done at once (large, or batch array full) */
@@ -149,6 +181,25 @@ bool vl_vq_needs_call(const struct vl_vq *vq);
  * the device will look at). After turning kicks back on, run one more burst before sleeping:
  * buffers posted while kicks were off produced no kick. */
 void vl_vq_set_kicks(struct vl_vq *vq, bool want);
+
+/* Zero-copy dequeue (technique 3), off by default. With it on, a TX packet of at least
+ * min_len bytes whose payload is one run of host-contiguous guest memory is not copied: the
+ * packet's data points into the guest buffer (read it, never write it), and the chain goes
+ * back to the guest only when the packet's last reference is dropped -- at the next burst
+ * on this queue (or vl_vq_complete). Without IN_ORDER chains come back in the order their
+ * packets are freed; with IN_ORDER in the order they were made available, so a held packet
+ * delays the chains behind it. At most max_inflight chains (1..queue size) are held:
+ * beyond that packets are copied (without IN_ORDER) or the burst stops (with IN_ORDER, where
+ * copied chains queue behind held ones), so the guest keeps the rest of its descriptors.
+ * Every zero-copy packet must be freed before vl_vq_destroy, and guest memory must stay
+ * mapped while one is alive. */
+void vl_vq_set_zero_copy(struct vl_vq *vq, bool enable, uint32_t min_len, uint32_t max_inflight);
+/* Chains currently held by zero-copy packets (or queued behind them under IN_ORDER). */
+uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq);
+/* Return to the guest, now, every chain whose zero-copy packet was freed. */
+void vl_vq_complete(struct vl_vq *vq);
+
+void vl_vq_set_alloc_policy(struct vl_vq *vq, enum vl_alloc_policy policy);
 
 const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
 

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+#include "net/zero_copy.h"
+
+#include <stdlib.h>
+
+#include "vhostlab/vl_error.h"
+
+int vl_zc_setup(struct vl_vq *vq)
+{
+	vq->leases = calloc(vq->size, sizeof(*vq->leases));
+	vq->zc_order = calloc(vq->size, sizeof(*vq->zc_order));
+	vq->zc_done = calloc(vq->size, sizeof(*vq->zc_done));
+	vq->zc_free = calloc(vq->size, sizeof(*vq->zc_free));
+	if (!vq->leases || !vq->zc_order || !vq->zc_done || !vq->zc_free) {
+		vl_zc_teardown(vq);
+		return VL_ERR_NOMEM;
+	}
+	for (uint32_t i = 0; i < vq->size; i++)
+		vq->zc_free[i] = (uint16_t)(vq->size - 1 - i);
+	vq->zc_nfree = vq->size;
+	vq->zc_max = vq->size / 2 ? vq->size / 2 : 1;
+	vq->zc_min_len = 0;
+	return VL_OK;
+}
+
+void vl_zc_teardown(struct vl_vq *vq)
+{
+	free(vq->leases);
+	free(vq->zc_order);
+	free(vq->zc_done);
+	free(vq->zc_free);
+	vq->leases = NULL;
+	vq->zc_order = vq->zc_done = vq->zc_free = NULL;
+}
+
+uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
+{
+	/* Cannot run dry: leases are chains the device holds, never more than the ring. */
+	uint16_t slot = vq->zc_free[--vq->zc_nfree];
+
+	vq->leases[slot].chain = *c;
+	vq->leases[slot].done = done;
+	vq->zc_held++;
+	if (vq->in_order)
+		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->size] = slot;
+	else if (done)
+		vq->zc_done[vq->zc_ndone++] = slot;
+	return slot;
+}
+
+void vl_zc_release(struct vl_pkt *pkt)
+{
+	struct vl_vq *vq = pkt->release_ctx;
+	uint16_t slot = (uint16_t)pkt->release_tag;
+
+	vq->leases[slot].done = true;
+	if (!vq->in_order)
+		vq->zc_done[vq->zc_ndone++] = slot;
+}
+
+static void give_back(struct vl_vq *vq, uint16_t slot)
+{
+	vl_vq_push_used(vq, &vq->leases[slot].chain, 0);
+	vq->zc_free[vq->zc_nfree++] = slot;
+	vq->zc_held--;
+	vq->stats.zc_returned++;
+}
+
+void vl_zc_return(struct vl_vq *vq)
+{
+	if (vq->in_order) {
+		while (vq->zc_order_count > 0) {
+			uint16_t slot = vq->zc_order[vq->zc_order_head];
+
+			if (!vq->leases[slot].done)
+				break;
+			give_back(vq, slot);
+			vq->zc_order_head = (vq->zc_order_head + 1) % vq->size;
+			vq->zc_order_count--;
+		}
+		return;
+	}
+	while (vq->zc_ndone > 0)
+		give_back(vq, vq->zc_done[--vq->zc_ndone]);
+}

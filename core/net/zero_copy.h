@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* Zero-copy dequeue (technique 3): leases on guest TX chains held by packets.
+ * A lease is taken for every chain a zero-copy packet points into; under IN_ORDER also for
+ * every chain consumed behind an unreturned one (already "done", it just has to wait its
+ * turn). A lease goes back to the guest (a used element) when it is done and -- under
+ * IN_ORDER -- every lease before it has gone back. */
+#ifndef VL_NET_ZERO_COPY_H
+#define VL_NET_ZERO_COPY_H
+
+#include "ring/vq_internal.h"
+
+/* Allocate the lease tables (control path). Returns VL_OK or VL_ERR_NOMEM. */
+int vl_zc_setup(struct vl_vq *vq);
+void vl_zc_teardown(struct vl_vq *vq);
+
+/* Does a consumed chain have to wait in the lease order instead of going back at once? */
+static inline bool vl_zc_must_queue(const struct vl_vq *vq)
+{
+	return vq->in_order && vq->zc_order_count > 0;
+}
+
+/* Take a lease for chain c; done = already finished (copied or dropped, waiting its turn).
+ * The caller has checked there is room (vl_zc_room). Returns the slot. */
+uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done);
+
+/* Room for one more lease under the bound. */
+static inline bool vl_zc_room(const struct vl_vq *vq)
+{
+	return vq->zc_held < vq->zc_max;
+}
+
+/* The release callback of zero-copy packets: marks the lease done. */
+void vl_zc_release(struct vl_pkt *pkt);
+
+/* Move every returnable lease to the shadow used ring (published by the burst's flush). */
+void vl_zc_return(struct vl_vq *vq);
+
+/* Where the payload of a walked TX chain starts, if all pkt_len bytes after the header lie
+ * in one piece (one host-contiguous run); NULL otherwise. */
+static inline const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np, uint32_t pkt_len)
+{
+	uint32_t skip = vq->hdr_len;
+
+	for (uint32_t i = 0; i < np; i++) {
+		const struct vl_piece *p = &vq->pieces[i];
+
+		if (skip >= p->len) {
+			skip -= p->len;
+			continue;
+		}
+		return p->len - skip >= pkt_len ? p->host + skip : NULL;
+	}
+	return NULL;
+}
+
+#endif
