@@ -444,30 +444,39 @@ static uint32_t first_diff(const uint8_t *a, const uint8_t *b, uint32_t len)
 	return i;
 }
 
-int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt)
+int lab_drv_recheck(struct lab_net_driver *d, const struct vl_pkt *pkt,
+		    const struct lab_expect *e)
+{
+	if (pkt->pkt_len != e->pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 ": length %u, guest sent %u", e->key,
+				pkt->pkt_len, e->pkt_len);
+	if (!same_offload(&pkt->ol, &e->ol))
+		return drv_fail(d, "TX packet %" PRIu64 ": offload fields differ from the header "
+				"the guest wrote", e->key);
+	if (vl_pkt_read(pkt, 0, d->scratch2, pkt->pkt_len) != pkt->pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 ": segments hold fewer bytes than pkt_len",
+				e->key);
+	lab_make_payload(d->scratch, e->pkt_len, d->cfg.seed, e->key);
+	uint32_t at = first_diff(d->scratch, d->scratch2, e->pkt_len);
+
+	if (at != e->pkt_len)
+		return drv_fail(d, "TX packet %" PRIu64 " (len %u): byte %u is 0x%02x, guest sent "
+				"0x%02x", e->key, e->pkt_len, at, d->scratch2[at], d->scratch[at]);
+	d->checks++;
+	return 0;
+}
+
+int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt,
+			   struct lab_expect *seen)
 {
 	struct lab_expect e;
 
 	if (!fifo_pop(&d->tx_expect, &e))
 		return drv_fail(d, "TX: host dequeued a packet (len %u) the guest never posted",
 				pkt->pkt_len);
-	if (pkt->pkt_len != e.pkt_len)
-		return drv_fail(d, "TX packet %" PRIu64 ": length %u, guest sent %u", e.key,
-				pkt->pkt_len, e.pkt_len);
-	if (!same_offload(&pkt->ol, &e.ol))
-		return drv_fail(d, "TX packet %" PRIu64 ": offload fields differ from the header "
-				"the guest wrote", e.key);
-	if (vl_pkt_read(pkt, 0, d->scratch2, pkt->pkt_len) != pkt->pkt_len)
-		return drv_fail(d, "TX packet %" PRIu64 ": segments hold fewer bytes than pkt_len",
-				e.key);
-	lab_make_payload(d->scratch, e.pkt_len, d->cfg.seed, e.key);
-	uint32_t at = first_diff(d->scratch, d->scratch2, e.pkt_len);
-
-	if (at != e.pkt_len)
-		return drv_fail(d, "TX packet %" PRIu64 " (len %u): byte %u is 0x%02x, guest sent "
-				"0x%02x", e.key, e.pkt_len, at, d->scratch2[at], d->scratch[at]);
-	d->checks++;
-	return 0;
+	if (seen)
+		*seen = e;
+	return lab_drv_recheck(d, pkt, &e);
 }
 
 /* Read the bytes a chain's segments hold, in order, into dst (up to max bytes). */

@@ -93,8 +93,14 @@ int lab_drv_post_tx(struct lab_net_driver *d);
 int lab_drv_post_rx(struct lab_net_driver *d);
 void lab_drv_kick(struct lab_net_driver *d);
 
-/* Check a packet the host dequeued against the oldest posted TX packet. 0 ok, -1 failure. */
-int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt);
+/* Check a packet the host dequeued against the oldest posted TX packet. 0 ok, -1 failure.
+ * If seen is not NULL it receives what the packet had to be (to check it again later). */
+int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt,
+			   struct lab_expect *seen);
+/* Check a packet again against what it had to be (a zero-copy packet held for a while must
+ * still show the guest's bytes: the guest cannot have reused a buffer it did not get back). */
+int lab_drv_recheck(struct lab_net_driver *d, const struct vl_pkt *pkt,
+		    const struct lab_expect *e);
 /* Record that the host delivered a packet (key, length, offloads) to RX. */
 int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
 		      const struct vl_offload *ol);

@@ -15,6 +15,16 @@
 #define RX_KEY_BASE ((uint64_t)1 << 62)  /* RX packet keys never collide with TX keys */
 #define POOL_BUF_SIZE 2048u
 #define STALL_ROUNDS 1000u        /* rounds without progress before declaring a hang */
+#define HOLD_MAX 8u               /* zero-copy runs: packets the host holds at once */
+#define HOLD_ROUNDS 20u           /* ... for at most this many rounds */
+#define ZC_MIN_LEN 512u           /* zero-copy threshold in the lab */
+
+const char *lab_faults_name(enum lab_faults f)
+{
+	static const char *const names[LAB_FAULTS__COUNT] = {"none", "nth", "prob", "scarce"};
+
+	return (unsigned)f < LAB_FAULTS__COUNT ? names[f] : "unknown";
+}
 
 void lab_scenario_defaults(struct lab_scenario_config *cfg)
 {
@@ -43,11 +53,13 @@ void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, siz
 	else
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "ring=%s mergeable=%s indirect=%s in_order=%s event_idx=%s batch=%u "
-		 "granularity=%s version_1=%s queue=%u seed=%" PRIu64,
+		 "granularity=%s version_1=%s queue=%u zero_copy=%s dirty_log=%s faults=%s "
+		 "seed=%" PRIu64,
 		 cfg->layout == VL_LAYOUT_PACKED ? "packed" : "split", cfg->mergeable ? "on" : "off",
 		 cfg->indirect ? "on" : "off", cfg->in_order ? "on" : "off",
 		 cfg->event_idx ? "on" : "off", cfg->batch_threshold, gran,
-		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->seed);
+		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->zero_copy ? "on" : "off",
+		 cfg->dirty_log ? "on" : "off", lab_faults_name(cfg->faults), cfg->seed);
 }
 
 /* Everything one run owns, so teardown is one function whatever failed. */
@@ -59,7 +71,18 @@ struct run {
 	struct lab_net_driver drv;
 	bool drv_ready;
 	struct vl_vq *txq, *rxq;
-	struct vl_pool *pool;
+	struct vl_pool *pool;        /* dequeue allocates here (faults are injected here) */
+	struct vl_pool *rx_pool;     /* the host builds its RX packets here */
+	struct lab_rng fault_rng;
+	uint64_t fault_calls;
+	/* Zero-copy runs: packets the host holds, and the round each is freed in. */
+	struct vl_pkt *held[HOLD_MAX];
+	struct lab_expect held_e[HOLD_MAX];
+	uint64_t held_until[HOLD_MAX];
+	uint32_t nheld;
+	/* Dirty log: the device's bitmap and the pages a burst changed, one bit per page. */
+	uint8_t *log, *changed;
+	uint64_t log_bytes;
 	struct vl_pkt **burst;       /* [cfg->burst] dequeued packets */
 	struct vl_pkt **pending;     /* [cfg->burst] host packets waiting for RX room */
 	uint64_t *pending_key;
@@ -128,6 +151,9 @@ static void on_diff(void *p, uint64_t gpa, uint64_t len)
 {
 	struct diff_ctx *c = p;
 
+	if (c->r->changed)
+		for (uint64_t pg = gpa >> 12; pg <= (gpa + len - 1) >> 12; pg++)
+			c->r->changed[pg >> 3] |= (uint8_t)(1u << (pg & 7));
 	if (c->bad || lab_drv_write_allowed(&c->r->drv, gpa, len))
 		return;
 	c->bad = 1;
@@ -142,13 +168,59 @@ static bool scan_due(const struct run *r)
 	       (r->host_bursts < 4 || r->host_bursts % r->cfg->containment_every == 0);
 }
 
+/* Before a scanned burst: remember every guest byte, and start the dirty log afresh so it
+ * holds exactly what this burst marks. */
+static void scan_begin(struct run *r)
+{
+	lab_gmem_snapshot(r->gmem);
+	if (r->log) {
+		memset(r->log, 0, r->log_bytes);
+		memset(r->changed, 0, r->log_bytes);
+	}
+}
+
+/* Every page whose bytes the burst changed must be marked in the dirty log (a migration
+ * would otherwise copy a stale page); marks on pages that did not change are counted. */
+static int dirty_log_check(struct run *r, const char *kind)
+{
+	for (uint64_t i = 0; i < r->log_bytes; i++) {
+		uint8_t missing = r->changed[i] & (uint8_t)~r->log[i];
+		uint8_t clean = r->log[i] & (uint8_t)~r->changed[i];
+
+		if (missing) {
+			uint64_t page = i * 8 + (uint64_t)__builtin_ctz(missing);
+
+			return run_fail(r, "dirty log: the %s burst changed guest page %" PRIu64
+					" (gpa 0x%" PRIx64 ") but did not mark it", kind, page,
+					page << 12);
+		}
+		r->res->log_pages_checked += (uint64_t)__builtin_popcount(r->changed[i]);
+		r->res->log_clean_marks += (uint64_t)__builtin_popcount(clean);
+	}
+	r->res->checks++;
+	return 0;
+}
+
 static int containment_check(struct run *r, const char *kind)
 {
 	struct diff_ctx c = {.r = r, .burst_kind = kind};
 
 	lab_gmem_diff(r->gmem, on_diff, &c);
 	r->res->containment_scans++;
-	return c.bad ? -1 : 0;
+	if (c.bad)
+		return -1;
+	return r->log ? dirty_log_check(r, kind) : 0;
+}
+
+/* Pool faults for dequeue: every 7th call, or 1 in 10. */
+static bool pool_fault(void *ctx)
+{
+	struct run *r = ctx;
+
+	r->fault_calls++;
+	if (r->cfg->faults == LAB_FAULTS_NTH)
+		return r->fault_calls % 7 == 0;
+	return lab_rng_chance(&r->fault_rng, 1, 10);
 }
 
 /* ---- setup and teardown ------------------------------------------------------------ */
@@ -228,10 +300,33 @@ static int setup(struct run *r)
 	if (!r->rxq)
 		return run_fail(r, "RX queue: %s", vl_strerror(err));
 
-	/* Enough segments for a TX burst of the largest packets plus the RX packets held. */
+	/* Dequeue's pool: a burst of the largest packets plus the ones the host holds; when
+	 * scarce, only a couple of large packets' worth. The host's RX packets come from a
+	 * pool of their own, so faults hit the core alone. */
 	uint32_t segs_per_pkt = max_size(cfg) / POOL_BUF_SIZE + 1;
+	uint32_t held_segs = cfg->zero_copy ? HOLD_MAX * segs_per_pkt : 0;
+	uint32_t tx_bufs = cfg->faults == LAB_FAULTS_SCARCE ? 2 * segs_per_pkt + 2 + held_segs
+							     : cfg->burst * segs_per_pkt + 64 + held_segs;
 
-	r->pool = vl_pool_create(2 * cfg->burst * segs_per_pkt + 64, POOL_BUF_SIZE);
+	r->pool = vl_pool_create(tx_bufs, POOL_BUF_SIZE);
+	r->rx_pool = vl_pool_create(cfg->burst * segs_per_pkt + 16, POOL_BUF_SIZE);
+	if (!r->pool || !r->rx_pool)
+		return run_fail(r, "out of memory");
+	r->fault_rng = lab_rng_make(cfg->seed, 0xfa17);
+	if (cfg->faults == LAB_FAULTS_NTH || cfg->faults == LAB_FAULTS_PROB)
+		vl_pool_set_fault_hook(r->pool, pool_fault, r);
+	if (cfg->zero_copy)
+		vl_vq_set_zero_copy(r->txq, true, ZC_MIN_LEN, HOLD_MAX / 2);
+	if (cfg->dirty_log) {
+		/* One bit per 4 KiB page of all guest-physical memory. */
+		r->log_bytes = ((lab_gmem_end_gpa(r->gmem) >> 12) + 7) / 8;
+		r->log = calloc(r->log_bytes, 1);
+		r->changed = calloc(r->log_bytes, 1);
+		if (!r->log || !r->changed)
+			return run_fail(r, "out of memory");
+		vl_vq_set_dirty_log(r->txq, r->log, r->log_bytes);
+		vl_vq_set_dirty_log(r->rxq, r->log, r->log_bytes);
+	}
 	r->burst = calloc(cfg->burst, sizeof(*r->burst));
 	r->pending = calloc(cfg->burst, sizeof(*r->pending));
 	r->pending_key = calloc(cfg->burst, sizeof(*r->pending_key));
@@ -247,12 +342,24 @@ static void teardown(struct run *r)
 	for (uint32_t i = 0; i < r->npending; i++)
 		vl_pkt_free(r->pending[i]);
 	r->npending = 0;
+	/* Packets still held (a run that failed): freed while their queue exists. */
+	for (uint32_t i = 0; i < r->nheld; i++)
+		vl_pkt_free(r->held[i]);
+	r->nheld = 0;
 	if (r->pool) {
 		uint32_t out = vl_pool_destroy(r->pool);
 
 		if (out != 0)
 			run_fail(r, "pool hygiene: %u buffers never came back", out);
 	}
+	if (r->rx_pool) {
+		uint32_t out = vl_pool_destroy(r->rx_pool);
+
+		if (out != 0)
+			run_fail(r, "pool hygiene: %u RX buffers never came back", out);
+	}
+	free(r->log);
+	free(r->changed);
 	vl_vq_destroy(r->txq);
 	vl_vq_destroy(r->rxq);
 	vl_mem_destroy(r->mem);
@@ -330,8 +437,64 @@ static int check_kick(struct run *r, struct lab_ring *ring, const struct vl_vq *
 
 /* ---- one round: a TX burst and an RX burst ----------------------------------------- */
 
+/* Zero-copy runs: the host keeps some packets (zero-copied or not) for a while, as an
+ * application queueing them would, and frees them later in random order. */
+static bool hold_maybe(struct run *r, struct vl_pkt *pkt, const struct lab_expect *e)
+{
+	if (!r->cfg->zero_copy || r->nheld == HOLD_MAX || !lab_rng_chance(&r->drv.rng, 1, 4))
+		return false;
+	r->held[r->nheld] = pkt;
+	r->held_e[r->nheld] = *e;
+	r->held_until[r->nheld] = r->drv.round + 1 + lab_rng_below(&r->drv.rng, HOLD_ROUNDS);
+	r->nheld++;
+	if (r->nheld > r->res->held_max)
+		r->res->held_max = r->nheld;
+	return true;
+}
+
+/* Free the held packets that are due (all of them when `all`), in random order, each checked
+ * once more: a chain the guest has not got back still holds what it sent. */
+static int release_held(struct run *r, bool all)
+{
+	while (r->nheld > 0) {
+		uint32_t due[HOLD_MAX], ndue = 0;
+
+		for (uint32_t i = 0; i < r->nheld; i++)
+			if (all || r->held_until[i] <= r->drv.round)
+				due[ndue++] = i;
+		if (ndue == 0)
+			return 0;
+		uint32_t k = due[lab_rng_below(&r->drv.rng, ndue)];
+
+		if (lab_drv_recheck(&r->drv, r->held[k], &r->held_e[k]) != 0)
+			return driver_failed(r);
+		vl_pkt_free(r->held[k]);
+		r->held[k] = r->held[r->nheld - 1];
+		r->held_e[k] = r->held_e[r->nheld - 1];
+		r->held_until[k] = r->held_until[r->nheld - 1];
+		r->nheld--;
+	}
+	return 0;
+}
+
+/* Rounds a TX chain may wait before the accounting oracle calls it lost: one normally; a
+ * held packet's rounds (plus the in-order queue behind it) with zero-copy; the pool's
+ * refusals or scarcity with faults. */
+static uint64_t tx_age_bound(const struct run *r)
+{
+	uint64_t bound = 1;
+
+	if (r->cfg->zero_copy)
+		bound += HOLD_ROUNDS + 2;
+	if (r->cfg->faults != LAB_FAULTS_NONE)
+		bound += 200;
+	return bound;
+}
+
 static int tx_round(struct run *r, uint64_t *posted)
 {
+	if (release_held(r, false) != 0)
+		return -1;
 	const struct lab_scenario_config *cfg = r->cfg;
 	struct lab_scenario_result *res = r->res;
 	struct lab_ring *ring = &r->drv.tx;
@@ -359,7 +522,7 @@ static int tx_round(struct run *r, uint64_t *posted)
 	bool scan = scan_due(r);
 
 	if (scan)
-		lab_gmem_snapshot(r->gmem);
+		scan_begin(r);
 	uint16_t n = vl_net_dequeue(r->txq, r->pool, r->burst, (uint16_t)cfg->burst);
 
 	r->host_bursts++;
@@ -368,15 +531,19 @@ static int tx_round(struct run *r, uint64_t *posted)
 	int rc = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
-		if (rc == 0 && lab_drv_check_dequeued(&r->drv, r->burst[i]) != 0)
+		struct lab_expect e;
+
+		if (rc == 0 && lab_drv_check_dequeued(&r->drv, r->burst[i], &e) != 0)
 			rc = driver_failed(r);
 		res->tx_bytes += r->burst[i]->pkt_len;
+		if (rc == 0 && hold_maybe(r, r->burst[i], &e))
+			continue;
 		vl_pkt_free(r->burst[i]);
 	}
 	res->tx_packets += n;
 	if (rc != 0)
 		return rc;
-	if (lab_drv_harvest_tx(&r->drv) != 0 || lab_drv_check_tx_age(&r->drv, 1) != 0)
+	if (lab_drv_harvest_tx(&r->drv) != 0 || lab_drv_check_tx_age(&r->drv, tx_age_bound(r)) != 0)
 		return driver_failed(r);
 	return check_call(r, ring, r->txq, "TX");
 }
@@ -429,7 +596,7 @@ static int rx_round(struct run *r, uint64_t *generated)
 	while (r->npending < cfg->burst && *generated < cfg->packets) {
 		struct lab_rng rng = lab_rng_make(cfg->seed, r->rx_key ^ 0x1234);
 		uint32_t len = cfg->sizes[lab_rng_below(&rng, cfg->nsizes)];
-		struct vl_pkt *pkt = vl_pkt_alloc_len(r->pool, len);
+		struct vl_pkt *pkt = vl_pkt_alloc_len(r->rx_pool, len);
 
 		if (!pkt)
 			return run_fail(r, "pool exhausted building RX packet %" PRIu64,
@@ -444,7 +611,7 @@ static int rx_round(struct run *r, uint64_t *generated)
 	bool scan = scan_due(r);
 
 	if (scan)
-		lab_gmem_snapshot(r->gmem);
+		scan_begin(r);
 	uint16_t h = vl_net_enqueue(r->rxq, r->pending, (uint16_t)r->npending, r->status);
 
 	r->host_bursts++;
@@ -477,6 +644,14 @@ static int final_checks(struct run *r)
 {
 	struct lab_net_driver *d = &r->drv;
 	const struct vl_vq_stats *ts = vl_vq_stats(r->txq), *rs = vl_vq_stats(r->rxq);
+
+	/* Let go of every held packet; their chains go back without another burst. */
+	if (release_held(r, true) != 0)
+		return -1;
+	vl_vq_complete(r->txq);
+	if (vl_vq_zero_copy_held(r->txq) != 0)
+		return run_fail(r, "zero-copy: %u chains still held after every packet was freed",
+				vl_vq_zero_copy_held(r->txq));
 
 	if (lab_drv_harvest_tx(d) != 0 || lab_drv_harvest_rx(d) != 0)
 		return driver_failed(r);
@@ -513,9 +688,11 @@ static int final_checks(struct run *r)
 						s->drops[k], vl_drop_name((enum vl_drop)k));
 	}
 	/* Every host packet was freed after checking, and all RX packets were handled. */
-	if (r->npending != 0 || vl_pool_free_count(r->pool) != vl_pool_capacity(r->pool))
-		return run_fail(r, "pool hygiene: %u of %u buffers free at the end",
-				vl_pool_free_count(r->pool), vl_pool_capacity(r->pool));
+	if (r->npending != 0 || vl_pool_free_count(r->pool) != vl_pool_capacity(r->pool) ||
+	    vl_pool_free_count(r->rx_pool) != vl_pool_capacity(r->rx_pool))
+		return run_fail(r, "pool hygiene: %u of %u buffers free at the end (RX %u of %u)",
+				vl_pool_free_count(r->pool), vl_pool_capacity(r->pool),
+				vl_pool_free_count(r->rx_pool), vl_pool_capacity(r->rx_pool));
 	r->res->tx_stats = *ts;
 	r->res->rx_stats = *rs;
 	return 0;

@@ -13,6 +13,17 @@
 
 #define LAB_MAX_SIZES 32u
 
+/* Allocation faults the lab injects into the pool dequeue allocates from. */
+enum lab_faults {
+	LAB_FAULTS_NONE = 0,
+	LAB_FAULTS_NTH,      /* every 7th allocation call fails */
+	LAB_FAULTS_PROB,     /* each allocation call fails with probability 1/10 */
+	LAB_FAULTS_SCARCE,   /* the pool is nearly empty: a few packets' worth of buffers */
+	LAB_FAULTS__COUNT
+};
+
+const char *lab_faults_name(enum lab_faults f);
+
 struct lab_scenario_config {
 	enum vl_layout layout;     /* split or packed ring */
 	bool in_order;             /* negotiate VIRTIO_F_IN_ORDER */
@@ -30,6 +41,10 @@ struct lab_scenario_config {
 	uint32_t nsizes;
 	uint64_t seed;
 	uint32_t containment_every; /* host bursts between whole-memory checks (0 = never) */
+	bool zero_copy;            /* zero-copy dequeue on; the host holds some packets for up
+				    * to 20 rounds and frees them in random order */
+	bool dirty_log;            /* dirty-page log on both queues, checked on every scan */
+	enum lab_faults faults;
 	/* Called now and then with progress; may be NULL. */
 	void (*progress)(void *ctx, uint64_t tx_done, uint64_t rx_done, uint64_t total);
 	void *progress_ctx;
@@ -46,6 +61,10 @@ struct lab_scenario_result {
 	 * core signalled that were not due (spurious; a due call not signalled fails the run),
 	 * and kicks the guest sent / skipped because the device was polling. */
 	uint64_t calls_due, calls_spurious, kicks_sent, kicks_skipped;
+	/* Dirty log: changed pages found marked (a changed page not marked fails the run), and
+	 * pages marked that did not change (rewrites of equal bytes; reported). */
+	uint64_t log_pages_checked, log_clean_marks;
+	uint64_t held_max;         /* most zero-copy packets the host held at once */
 	double seconds;
 	struct vl_vq_stats tx_stats, rx_stats;
 };

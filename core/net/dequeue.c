@@ -101,6 +101,27 @@ static inline uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool *pool, ui
 	return want;
 }
 
+/* Heads [from, to) go back to their pool unused: a short pool needs them as segments. */
+static inline void tx_give_back_heads(struct vl_vq *vq, uint32_t from, uint32_t to)
+{
+	vl_pkt_free_bulk(vq->heads + from, to - from);
+	vq->stats.alloc_unused += to - from;
+}
+
+/* Grow head `used` to pkt_len bytes. When the pool is short, the heads not yet used are
+ * given back first so they can serve as this packet's segments. */
+static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_len,
+			    uint32_t used, uint32_t *nheads)
+{
+	if (vl_pkt_extend(pkt, pkt_len) == 0)
+		return 0;
+	if (*nheads <= used + 1)
+		return -1;
+	tx_give_back_heads(vq, used + 1, *nheads);
+	*nheads = used + 1;
+	return vl_pkt_extend(pkt, pkt_len);
+}
+
 static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 				    struct vl_pkt **pkts, uint16_t count, const enum vl_layout L)
 {
@@ -172,8 +193,9 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 			pkt->release_tag = vl_zc_take(vq, &c, false);
 			vq->stats.zc_packets++;
 		} else {
-			if (vl_pkt_extend(pkt, pkt_len) != 0) {
-				/* Segment chaining failed: this chain stays available too. */
+			if (tx_extend(vq, pkt, pkt_len, used_heads, &nheads) != 0) {
+				/* Segment chaining failed even with the spare heads given back:
+				 * this chain stays available for the next burst. */
 				vq->stats.alloc_failures++;
 				break;
 			}
@@ -188,10 +210,8 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 		vq->stats.size_bins[vl_size_bin(pkt_len)]++;
 		consumed++;
 	}
-	if (used_heads < nheads) {
-		vl_pkt_free_bulk(vq->heads + used_heads, nheads - used_heads);
-		vq->stats.alloc_unused += nheads - used_heads;
-	}
+	if (used_heads < nheads)
+		tx_give_back_heads(vq, used_heads, nheads);
 	if (consumed == 0)
 		vq->stats.empty_bursts++;
 	vl_ring_consume(vq, L, consumed);
