@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fixture shared by test_split_ring and test_net: see ring_fixture.h. */
+/* Fixture shared by the ring and net unit tests: see ring_fixture.h. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +25,44 @@ void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity)
 		.batch_threshold = VL_BATCH_THRESHOLD_DEFAULT,
 		.ram_size = 1024 * 1024,
 		.seed = 7,
+		.layout = VL_LAYOUT_SPLIT,
+		.start_wrap = true,
 	};
+}
+
+void rf_cfg_init_packed(struct rf_cfg *cfg, uint64_t granularity, uint32_t qsize)
+{
+	rf_cfg_init(cfg, granularity);
+	cfg->layout = VL_LAYOUT_PACKED;
+	cfg->qsize = qsize;
+}
+
+void rf_vq_config(const struct rf *f, const struct rf_q *s, struct vl_vq_config *qc)
+{
+	vl_vq_config_init(qc, f->cfg.layout, f->cfg.qsize);
+	qc->features = f->cfg.features; /* rf_setup added RING_PACKED for packed */
+	qc->batch_threshold = f->cfg.batch_threshold;
+	if (f->cfg.layout == VL_LAYOUT_PACKED) {
+		uint16_t at = (uint16_t)(f->cfg.start_idx |
+					 (f->cfg.start_wrap ? VL_PACKED_WRAP_BIT : 0));
+
+		qc->last_avail_idx = at;
+		qc->last_used_idx = at;
+		qc->desc_gpa = s->pr.desc_gpa;
+		qc->driver_gpa = s->pr.driver_gpa;
+		qc->device_gpa = s->pr.device_gpa;
+	} else {
+		qc->last_avail_idx = f->cfg.start_idx;
+		qc->desc_gpa = s->vr.desc_gpa;
+		qc->driver_gpa = s->vr.avail_gpa;
+		qc->device_gpa = s->vr.used_gpa;
+	}
+}
+
+static uint64_t ring_area_bytes(const struct rf_cfg *cfg)
+{
+	return cfg->layout == VL_LAYOUT_PACKED ? lab_pring_area_bytes(cfg->qsize)
+					       : lab_vring_area_bytes(cfg->qsize);
 }
 
 static void q_setup(struct rf *f, struct rf_q *s, uint64_t ring_gpa, bool rx)
@@ -34,22 +71,27 @@ static void q_setup(struct rf *f, struct rf_q *s, uint64_t ring_gpa, bool rx)
 	int err = -1;
 
 	s->rx = rx;
-	assert_int_equal(lab_vring_init(&s->vr, f->g, ring_gpa, f->cfg.qsize, f->cfg.start_idx),
-			 0);
-	vl_vq_config_init(&qc, VL_LAYOUT_SPLIT, f->cfg.qsize);
-	qc.features = f->cfg.features;
-	qc.batch_threshold = f->cfg.batch_threshold;
-	qc.last_avail_idx = f->cfg.start_idx;
-	qc.desc_gpa = s->vr.desc_gpa;
-	qc.driver_gpa = s->vr.avail_gpa;
-	qc.device_gpa = s->vr.used_gpa;
+	s->layout = f->cfg.layout;
+	if (s->layout == VL_LAYOUT_PACKED) {
+		bool in_order = (f->cfg.features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
+
+		assert_int_equal(lab_pring_init(&s->pr, f->g, ring_gpa, f->cfg.qsize,
+						f->cfg.start_idx, f->cfg.start_wrap, in_order),
+				 0);
+	} else {
+		assert_int_equal(lab_vring_init(&s->vr, f->g, ring_gpa, f->cfg.qsize,
+						f->cfg.start_idx),
+				 0);
+		s->chain_desc = calloc((size_t)f->cfg.qsize * RF_MAX_CHAIN,
+				       sizeof(*s->chain_desc));
+		s->chain_n = calloc(f->cfg.qsize, sizeof(*s->chain_n));
+		assert_non_null(s->chain_desc);
+		assert_non_null(s->chain_n);
+	}
+	rf_vq_config(f, s, &qc);
 	s->q = vl_vq_create(f->mem, &qc, &err);
 	assert_non_null(s->q);
 	assert_int_equal(err, VL_OK);
-	s->chain_desc = calloc((size_t)f->cfg.qsize * RF_MAX_CHAIN, sizeof(*s->chain_desc));
-	s->chain_n = calloc(f->cfg.qsize, sizeof(*s->chain_n));
-	assert_non_null(s->chain_desc);
-	assert_non_null(s->chain_n);
 }
 
 /* Reserve RAM around the end of the first RAM region: a pad up to the window (freed again)
@@ -87,11 +129,13 @@ void rf_setup(struct rf *f, const struct rf_cfg *cfg)
 
 	memset(f, 0, sizeof(*f));
 	f->cfg = *cfg;
-	f->hdr_len = vl_net_hdr_len(cfg->features);
+	if (cfg->layout == VL_LAYOUT_PACKED)
+		f->cfg.features |= VL_FEATURE(VL_F_RING_PACKED);
+	f->hdr_len = vl_net_hdr_len(f->cfg.features);
 
 	struct lab_gmem_config gc = {
 		.ram_size = cfg->ram_size,
-		.ring_area_size = 2 * lab_vring_area_bytes(cfg->qsize),
+		.ring_area_size = 2 * ring_area_bytes(cfg),
 		.granularity = cfg->granularity,
 		.seed = cfg->seed,
 	};
@@ -109,7 +153,7 @@ void rf_setup(struct rf *f, const struct rf_cfg *cfg)
 	uint64_t ring = lab_gmem_ring_gpa(f->g);
 
 	q_setup(f, &f->tx, ring, false);
-	q_setup(f, &f->rx, ring + lab_vring_area_bytes(cfg->qsize), true);
+	q_setup(f, &f->rx, ring + ring_area_bytes(cfg), true);
 	f->pool = vl_pool_create(RF_POOL_BUFS, RF_POOL_BUF_SIZE);
 	assert_non_null(f->pool);
 	reserve_straddle_window(f);
@@ -126,7 +170,10 @@ void rf_setup_gran(struct rf *f, uint64_t granularity)
 static void q_teardown(struct rf_q *s)
 {
 	vl_vq_destroy(s->q);
-	lab_vring_fini(&s->vr);
+	if (s->layout == VL_LAYOUT_PACKED)
+		lab_pring_fini(&s->pr);
+	else
+		lab_vring_fini(&s->vr);
 	free(s->chain_desc);
 	free(s->chain_n);
 }
@@ -230,6 +277,7 @@ void rf_assert_pattern_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed
 
 uint16_t rf_desc(struct rf_q *s)
 {
+	assert_int_equal(s->layout, VL_LAYOUT_SPLIT);
 	int d = lab_vring_desc_get(&s->vr);
 
 	assert_true(d >= 0);
@@ -239,11 +287,13 @@ uint16_t rf_desc(struct rf_q *s)
 void rf_set_desc(struct rf_q *s, uint16_t idx, uint64_t addr, uint32_t len, uint16_t flags,
 		 uint16_t next)
 {
+	assert_int_equal(s->layout, VL_LAYOUT_SPLIT);
 	lab_vring_set_desc(&s->vr, idx, addr, len, flags, next);
 }
 
 void rf_post_head(struct rf_q *s, uint16_t head, const uint16_t *descs, uint32_t n)
 {
+	assert_int_equal(s->layout, VL_LAYOUT_SPLIT);
 	assert_true(head < s->vr.size);
 	assert_true(n <= RF_MAX_CHAIN);
 	memcpy(&s->chain_desc[(size_t)head * RF_MAX_CHAIN], descs, n * sizeof(*descs));
@@ -252,10 +302,31 @@ void rf_post_head(struct rf_q *s, uint16_t head, const uint16_t *descs, uint32_t
 	lab_vring_kick(&s->vr);
 }
 
+/* Packed: the driver writes the chain into consecutive ring descriptors (NEXT on all but the
+ * last, the buffer id in each, the head's flags last). */
+static uint16_t post_chain_packed(struct rf_q *s, const struct rf_desc *d, uint32_t n)
+{
+	struct lab_pdesc *e = calloc(n, sizeof(*e));
+
+	assert_non_null(e);
+	for (uint32_t i = 0; i < n; i++)
+		e[i] = (struct lab_pdesc){ d[i].gpa, d[i].len, d[i].flags };
+	int id = lab_pring_post(&s->pr, e, n);
+
+	free(e);
+	if (id < 0)
+		fail_msg("packed ring: no room for a chain of %u descriptors", n);
+	return (uint16_t)id;
+}
+
 uint16_t rf_post_chain(struct rf_q *s, const struct rf_desc *d, uint32_t n)
 {
 	uint16_t idx[RF_MAX_CHAIN];
 
+	if (s->layout == VL_LAYOUT_PACKED) {
+		assert_true(n > 0 && n <= s->pr.size);
+		return post_chain_packed(s, d, n);
+	}
 	assert_true(n > 0 && n <= RF_MAX_CHAIN);
 	for (uint32_t i = 0; i < n; i++)
 		idx[i] = rf_desc(s);
@@ -288,6 +359,22 @@ void rf_write_table(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_
 	}
 }
 
+void rf_write_ptable(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n)
+{
+	uint8_t *p = rf_ptr(f, gpa, (uint64_t)n * sizeof(struct vl_packed_desc));
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_packed_desc e = {
+			.addr = d[i].gpa,
+			.len = d[i].len,
+			.id = 0xFFFF,
+			.flags = d[i].flags,
+		};
+
+		memcpy(p + (size_t)i * sizeof(e), &e, sizeof(e));
+	}
+}
+
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len)
 {
 	struct rf_desc d = { table_gpa, table_len, VL_DESC_F_INDIRECT };
@@ -297,11 +384,14 @@ uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len
 
 /* ---- well-formed traffic --------------------------------------------------------------- */
 
-struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed)
+struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
+			      uint32_t ndescs)
 {
 	struct rf_good g = { .len = len, .seed = seed };
-	uint32_t total = f->hdr_len + len;
+	const uint32_t total = f->hdr_len + len;
+	struct rf_desc d[8];
 
+	assert_true(ndescs >= 1 && ndescs <= 8 && ndescs <= total);
 	g.gpa = rf_alloc(f, total);
 	if (s->rx) {
 		/* Poison so the test sees what the device wrote. */
@@ -312,10 +402,24 @@ struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t 
 		memset(p, 0, f->hdr_len);
 		rf_pattern(p + f->hdr_len, len, seed);
 	}
-	struct rf_desc d = { g.gpa, total, s->rx ? VL_DESC_F_WRITE : 0 };
+	for (uint32_t i = 0, off = 0; i < ndescs; i++) {
+		uint32_t l = i + 1 < ndescs ? total / ndescs : total - off;
 
-	g.head = rf_post_chain(s, &d, 1);
+		d[i] = (struct rf_desc){ g.gpa + off, l, s->rx ? VL_DESC_F_WRITE : 0 };
+		off += l;
+	}
+	g.head = rf_post_chain(s, d, ndescs);
 	return g;
+}
+
+struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed)
+{
+	return rf_post_good_n(f, s, len, seed, 1);
+}
+
+void rf_free_good(struct rf *f, const struct rf_good *g)
+{
+	lab_gmem_free(f->g, g->gpa, f->hdr_len + g->len);
 }
 
 uint32_t rf_good_used_len(const struct rf *f, const struct rf_q *s, const struct rf_good *g)
@@ -374,8 +478,30 @@ void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
 
 /* ---- used ring ------------------------------------------------------------------------- */
 
+struct vl_packed_desc *rf_pdesc(struct rf_q *s, uint16_t pos)
+{
+	assert_int_equal(s->layout, VL_LAYOUT_PACKED);
+	assert_true(pos < s->pr.size);
+	return &s->pr.desc[pos];
+}
+
+uint16_t rf_pavail_enc(const struct rf_q *s)
+{
+	return (uint16_t)(s->pr.next_avail | (s->pr.avail_wrap ? VL_PACKED_WRAP_BIT : 0));
+}
+
 bool rf_pop_used(struct rf_q *s, uint32_t *id, uint32_t *len)
 {
+	if (s->layout == VL_LAYOUT_PACKED) {
+		bool bad = false;
+
+		if (lab_pring_pop_used(&s->pr, id, len, &bad))
+			return true;
+		if (bad)
+			fail_msg("the device returned id %u, which the driver has not in flight",
+				 *id);
+		return false;
+	}
 	if (!lab_vring_pop_used(&s->vr, id, len))
 		return false;
 	if (*id < s->vr.size) {
@@ -401,6 +527,13 @@ void rf_expect_used(struct rf_q *s, uint16_t id, uint32_t len)
 
 void rf_expect_no_used(struct rf_q *s)
 {
+	if (s->layout == VL_LAYOUT_PACKED) {
+		uint32_t id = UINT32_MAX, len = UINT32_MAX;
+
+		if (rf_pop_used(s, &id, &len))
+			fail_msg("unexpected used buffer (id %u, len %u)", id, len);
+		return;
+	}
 	assert_int_equal(lab_vring_used_pending(&s->vr), 0);
 }
 

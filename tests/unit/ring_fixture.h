@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Test fixture for the split-ring and virtio-net unit tests: simulated guest memory (coarse
- * or 4 KiB regions), the core's memory table over its host view, one TX and one RX split
- * ring written from the driver side (sim/vring_split.h), a core queue over each, and a packet
- * pool. Helpers write bytes into guest RAM and post chains from (gpa, len, flags) lists.
+/* Test fixture for the ring and virtio-net unit tests: simulated guest memory (coarse or
+ * 4 KiB regions), the core's memory table over its host view, one TX and one RX ring written
+ * from the driver side (split: sim/vring_split.h; packed: sim/vring_packed.h, chosen by
+ * rf_cfg.layout), a core queue over each, and a packet pool. Helpers write bytes into guest
+ * RAM and post chains from (gpa, len, flags) lists; the posting and used-ring helpers work on
+ * either layout (a chain's "head" is the split head index or the packed buffer id).
  *
  * Every helper asserts (cmocka) on a fixture failure, so a scenario body reads as the steps
  * a driver takes and the outcomes it must observe. */
@@ -14,6 +16,7 @@
 
 #include "guest_mem.h"
 #include "vhostlab/vhostlab.h"
+#include "vring_packed.h"
 #include "vring_split.h"
 
 /* Guest RAM layouts the scenarios run over. */
@@ -31,19 +34,28 @@ struct rf_cfg {
 	uint64_t granularity;     /* RF_COARSE or RF_4K (any multiple of 4096 works) */
 	uint64_t features;        /* negotiated on both queues */
 	uint32_t qsize;           /* both queues */
-	uint16_t start_idx;       /* ring indices and the core's last_avail_idx start here */
+	uint16_t start_idx;       /* split: ring indices and the core's last_avail_idx start
+				   * here; packed: the ring position (< qsize) both sides start
+				   * at */
 	uint32_t batch_threshold; /* both queues */
 	uint64_t ram_size;        /* guest RAM bytes */
 	uint64_t seed;            /* host placement of the regions */
+	enum vl_layout layout;    /* VL_LAYOUT_SPLIT (default) or VL_LAYOUT_PACKED; packed adds
+				   * VIRTIO_F_RING_PACKED to features, and qsize may be any size */
+	bool start_wrap;          /* packed: both wrap counters at start (default 1). With
+				   * VIRTIO_F_IN_ORDER in features the driver reads batches */
 };
 
 /* One queue seen from both sides: the driver's ring and the core's queue over it. */
 struct rf_q {
-	struct lab_vring vr;
+	enum vl_layout layout;
+	struct lab_vring vr;      /* split */
+	struct lab_pring pr;      /* packed */
 	struct vl_vq *q;
 	bool rx;
-	uint16_t *chain_desc;     /* [qsize * RF_MAX_CHAIN]: descriptors of the chain at head */
-	uint16_t *chain_n;        /* [qsize]: how many (0: nothing to give back) */
+	uint16_t *chain_desc;     /* split: [qsize * RF_MAX_CHAIN]: descriptors of the chain at
+				   * head */
+	uint16_t *chain_n;        /* split: [qsize]: how many (0: nothing to give back) */
 };
 
 struct rf {
@@ -74,9 +86,11 @@ struct rf_good {
 	uint8_t seed;   /* pattern */
 };
 
-/* Defaults: 256 entries, INDIRECT_DESC + VERSION_1 (12-byte header), index 0, batching at
- * the default threshold, 1 MiB of RAM. */
+/* Defaults: split layout, 256 entries, INDIRECT_DESC + VERSION_1 (12-byte header), index 0
+ * (packed: position 0, wrap counter 1), batching at the default threshold, 1 MiB of RAM. */
 void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity);
+/* rf_cfg_init, then the packed layout with qsize entries. */
+void rf_cfg_init_packed(struct rf_cfg *cfg, uint64_t granularity, uint32_t qsize);
 void rf_setup(struct rf *f, const struct rf_cfg *cfg);
 /* Releases everything and asserts no packet of the pool is still out. */
 void rf_teardown(struct rf *f);
@@ -84,6 +98,9 @@ void rf_teardown(struct rf *f);
 void rf_setup_gran(struct rf *f, uint64_t granularity);
 
 struct rf_q *rf_side(struct rf *f, bool rx);
+/* The queue configuration the fixture created s->q with (addresses, features, the start
+ * position), so a test can create another queue over the same ring. */
+void rf_vq_config(const struct rf *f, const struct rf_q *s, struct vl_vq_config *qc);
 
 /* Guest RAM. */
 uint64_t rf_alloc(struct rf *f, uint64_t len);       /* 64-byte aligned, asserts success */
@@ -103,7 +120,7 @@ void rf_pattern(uint8_t *dst, uint32_t len, uint8_t seed);
 /* Do guest bytes [gpa, gpa+len) equal pattern(seed) starting at offset off? */
 void rf_assert_pattern_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed, uint32_t off);
 
-/* Descriptors. */
+/* Descriptors (split only: rf_desc, rf_set_desc, rf_post_head). */
 uint16_t rf_desc(struct rf_q *s);   /* one from the driver's free list, asserts success */
 void rf_set_desc(struct rf_q *s, uint16_t idx, uint64_t addr, uint32_t len, uint16_t flags,
 		 uint16_t next);
@@ -111,15 +128,26 @@ void rf_set_desc(struct rf_q *s, uint16_t idx, uint64_t addr, uint32_t len, uint
  * entry is popped with rf_pop_used. head must be < qsize. */
 void rf_post_head(struct rf_q *s, uint16_t head, const uint16_t *descs, uint32_t n);
 /* Write n descriptors linked with NEXT (flags of each as given, NEXT added on all but the
- * last) and post the chain. Returns the head. */
+ * last) and post the chain. Returns the head (packed: the buffer id, which the driver writes
+ * into every descriptor of the chain; the chain is visible on return). */
 uint16_t rf_post_chain(struct rf_q *s, const struct rf_desc *d, uint32_t n);
-/* Write an indirect table of n entries at gpa (linked with NEXT, indices 0..n-1). */
+/* Write a split-format indirect table of n entries at gpa (linked with NEXT, indices
+ * 0..n-1). */
 void rf_write_table(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n);
+/* Write a packed-format indirect table of n entries at gpa: flags exactly as given (the
+ * entries are consecutive, nothing is added) and buffer id 0xFFFF in each (reserved in a
+ * table and ignored by the device, spec 2.8.8: an out-of-range value shows it is). */
+void rf_write_ptable(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n);
 /* Post a chain made of one INDIRECT descriptor naming [gpa, gpa + len). */
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len);
 
 /* A well-formed one-descriptor chain on side s (see struct rf_good). */
 struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed);
+/* The same buffer described by ndescs (1..8) descriptors over adjacent slices of it. */
+struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
+			      uint32_t ndescs);
+/* Give a posted good chain's buffer back to the guest allocator (after it was used). */
+void rf_free_good(struct rf *f, const struct rf_good *g);
 /* One burst that must move exactly the packet of g: TX dequeues (up to 512) and gets exactly
  * that packet, byte for byte; RX enqueues one packet of g->len pattern(g->seed) bytes and
  * finds it (zero offloads, num_buffers 1) in g's buffer. */
@@ -132,8 +160,14 @@ void rf_burst_expect_goods_ask(struct rf *f, struct rf_q *s, const struct rf_goo
 /* Used length the guest must see for g: TX 0, RX header + len. */
 uint32_t rf_good_used_len(const struct rf *f, const struct rf_q *s, const struct rf_good *g);
 
+/* Packed: the guest view of ring descriptor pos; the driver's next avail position and wrap
+ * counter encoded as vl_vq_last_avail encodes the device's (position | wrap << 15). */
+struct vl_packed_desc *rf_pdesc(struct rf_q *s, uint16_t pos);
+uint16_t rf_pavail_enc(const struct rf_q *s);
+
 /* Next used entry: asserts there is one with this id and length and gives its descriptors
- * back to the free list. */
+ * back to the free list (packed: an in-order batch is expanded, one id at a time with length
+ * 0, as lab_pring_pop_used does). */
 void rf_expect_used(struct rf_q *s, uint16_t id, uint32_t len);
 /* Asserts that the guest sees no further used entry. */
 void rf_expect_no_used(struct rf_q *s);
