@@ -42,6 +42,14 @@ static void run_usage(FILE *out)
 		"                            (default coarse,4096)\n"
 		"  --queue-size LIST         entries per queue, 2..32768; split needs powers of two,\n"
 		"                            packed takes any size (default 256)\n"
+		"  --zero-copy on|off|both|mixed  zero-copy dequeue; the host holds some packets\n"
+		"                            and frees them in random order (default mixed)\n"
+		"  --dirty-log on|off|both|mixed  dirty-page logging, checked page by page\n"
+		"                            (default mixed)\n"
+		"  --faults LIST|all|mixed   allocation faults: none, nth (every 7th allocation\n"
+		"                            fails), prob (1 in 10), scarce (a nearly empty pool)\n"
+		"                            (default mixed)\n"
+		"  --stats                   also print each queue's statistics\n"
 		"  --packets N               packets per direction per configuration (default 100000)\n"
 		"  --sizes LIST              packet sizes in bytes, 1..65535\n"
 		"                            (default 64,128,256,257,1500,9000)\n"
@@ -51,6 +59,8 @@ static void run_usage(FILE *out)
 		"  --quiet                   no progress on stderr\n"
 		"  -h, --help                this text\n"
 		"\n"
+		"mixed: each configuration gets one value, chosen from its position in the matrix so\n"
+		"that every value meets every other dimension's values; the matrix does not grow.\n"
 		"The default matrix is 128 configurations of 100000 packets each way.\n"
 		"exit status: 0 every configuration passed, 1 one failed (the message names the\n"
 		"configuration, seed and packet), 2 usage error.\n");
@@ -62,7 +72,17 @@ struct choice {
 	uint32_t n;
 };
 
+/* An extra dimension that can also be "mixed" into the matrix without multiplying it. */
+struct extra {
+	uint32_t v[LAB_FAULTS__COUNT];
+	uint32_t n;
+	bool mixed;
+	uint32_t nvalues;     /* values "mixed" spreads over */
+};
+
 struct run_opts {
+	struct extra zc, log, faults;
+	bool stats;
 	bool packed[2];
 	uint32_t nring;
 	struct choice merge, ind, order, evt;
@@ -93,6 +113,36 @@ static bool parse_onoff(const char *opt, const char *v, struct choice *c)
 		return false;
 	}
 	return true;
+}
+
+static bool parse_extra_onoff(const char *opt, const char *v, struct extra *x)
+{
+	struct choice c;
+
+	if (!strcmp(v, "mixed")) {
+		x->mixed = true;
+		return true;
+	}
+	if (!parse_onoff(opt, v, &c))
+		return false;
+	x->mixed = false;
+	x->n = c.n;
+	x->v[0] = c.v[0];
+	x->v[1] = c.v[1];
+	return true;
+}
+
+static bool one_fault(const char *opt, const char *item, void *out, uint32_t i)
+{
+	for (uint32_t f = 0; f < LAB_FAULTS__COUNT; f++) {
+		if (!strcmp(item, lab_faults_name((enum lab_faults)f))) {
+			((uint32_t *)out)[i] = f;
+			return true;
+		}
+	}
+	cli_usage_error("run", "%s: '%s' is not one of none, nth, prob, scarce, all, mixed", opt,
+			item);
+	return false;
 }
 
 static bool parse_ring(const char *v, struct run_opts *o)
@@ -208,7 +258,7 @@ static bool check_qsizes(const struct run_opts *o)
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_RING = 256, O_MERGE, O_IND, O_ORDER, O_EVT, O_BATCH, O_GRAN, O_PKTS, O_SIZES,
-	       O_SEED, O_QSIZE, O_BURST, O_JSON, O_QUIET };
+	       O_SEED, O_QSIZE, O_BURST, O_JSON, O_QUIET, O_ZC, O_LOG, O_FAULTS, O_STATS };
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, O_RING},
 		{"mergeable", required_argument, NULL, O_MERGE},
@@ -222,6 +272,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"seed", required_argument, NULL, O_SEED},
 		{"queue-size", required_argument, NULL, O_QSIZE},
 		{"burst", required_argument, NULL, O_BURST},
+		{"zero-copy", required_argument, NULL, O_ZC},
+		{"dirty-log", required_argument, NULL, O_LOG},
+		{"faults", required_argument, NULL, O_FAULTS},
+		{"stats", no_argument, NULL, O_STATS},
 		{"json", no_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},
@@ -236,6 +290,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	o->batch[0] = 0, o->batch[1] = VL_BATCH_THRESHOLD_DEFAULT, o->nbatch = 2;
 	o->gran[0] = 0, o->gran[1] = 4096, o->ngran = 2;
 	o->qsize[0] = 256, o->nqsize = 1;
+	o->zc = (struct extra){.mixed = true, .nvalues = 2};
+	o->log = (struct extra){.mixed = true, .nvalues = 2};
+	o->faults = (struct extra){.mixed = true, .nvalues = LAB_FAULTS__COUNT};
 
 	opterr = 0;
 	optind = 1;
@@ -292,6 +349,26 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			ok = cli_parse_u64("run", "--burst", optarg, 1, 256, &v);
 			o->base.burst = (uint32_t)v;
 			break;
+		case O_ZC:
+			ok = parse_extra_onoff("--zero-copy", optarg, &o->zc);
+			break;
+		case O_LOG:
+			ok = parse_extra_onoff("--dirty-log", optarg, &o->log);
+			break;
+		case O_FAULTS:
+			o->faults.mixed = !strcmp(optarg, "mixed");
+			if (!strcmp(optarg, "all")) {
+				for (uint32_t f = 0; f < LAB_FAULTS__COUNT; f++)
+					o->faults.v[f] = f;
+				o->faults.n = LAB_FAULTS__COUNT;
+			} else if (!o->faults.mixed) {
+				ok = parse_list("--faults", optarg, LAB_FAULTS__COUNT, &o->faults.n,
+						one_fault, o->faults.v);
+			}
+			break;
+		case O_STATS:
+			o->stats = true;
+			break;
 		case O_JSON:
 			o->json = true;
 			break;
@@ -344,6 +421,28 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static uint32_t parity(uint32_t v)
+{
+	return (uint32_t)__builtin_popcount(v) & 1u;
+}
+
+/* The value an extra dimension takes in configuration k: its explicit values cycle with the
+ * matrix (they multiply it, see build_matrix); "mixed" picks by parities of k's bits, so
+ * each value meets each value of every other dimension about equally often. */
+static uint32_t extra_value(const struct extra *x, uint32_t k, uint32_t salt, uint32_t pick)
+{
+	if (!x->mixed)
+		return x->v[pick];
+	if (x->nvalues == 2)
+		return parity(k & salt);
+	return (parity(k & salt) << 1 | parity(k & (salt >> 8))) % x->nvalues;
+}
+
+static uint32_t extra_count(const struct extra *x)
+{
+	return x->mixed ? 1 : x->n;
+}
+
 /* Every combination of the chosen values, in a fixed order. */
 static uint32_t build_matrix(const struct run_opts *o, struct config_result *out)
 {
@@ -356,8 +455,11 @@ static uint32_t build_matrix(const struct run_opts *o, struct config_result *out
 	for (uint32_t e = 0; e < o->evt.n; e++)
 	for (uint32_t b = 0; b < o->nbatch; b++)
 	for (uint32_t g = 0; g < o->ngran; g++)
-	for (uint32_t q = 0; q < o->nqsize; q++) {
-		struct lab_scenario_config *c = &out[k++].cfg;
+	for (uint32_t q = 0; q < o->nqsize; q++)
+	for (uint32_t z = 0; z < extra_count(&o->zc); z++)
+	for (uint32_t d = 0; d < extra_count(&o->log); d++)
+	for (uint32_t f = 0; f < extra_count(&o->faults); f++) {
+		struct lab_scenario_config *c = &out[k].cfg;
 
 		*c = o->base;
 		c->layout = o->packed[L] ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
@@ -369,6 +471,10 @@ static uint32_t build_matrix(const struct run_opts *o, struct config_result *out
 		c->batch_threshold = o->batch[b];
 		c->granularity = o->gran[g];
 		c->queue_size = o->qsize[q];
+		c->zero_copy = extra_value(&o->zc, k, 0x5a, z) != 0;
+		c->dirty_log = extra_value(&o->log, k, 0x33, d) != 0;
+		c->faults = (enum lab_faults)extra_value(&o->faults, k, 0x0f55, f);
+		k++;
 	}
 	return k;
 }
@@ -382,7 +488,7 @@ int cmd_run(int argc, char **argv)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 
 	uint32_t total = o.nring * o.merge.n * o.ind.n * o.order.n * o.evt.n * o.nbatch * o.ngran *
-			 o.nqsize;
+			 o.nqsize * extra_count(&o.zc) * extra_count(&o.log) * extra_count(&o.faults);
 	struct config_result *results = calloc(total, sizeof(*results));
 
 	if (!results) {
@@ -416,10 +522,13 @@ int cmd_run(int argc, char **argv)
 	}
 	double wall = now_seconds() - t0;
 
-	if (o.json)
-		run_print_json(stdout, o.base.seed, results, total, all_ok, wall);
-	else
+	if (o.json) {
+		run_print_json(stdout, o.base.seed, results, total, all_ok, wall, o.stats);
+	} else {
 		run_print_table(stdout, results, total, wall);
+		if (o.stats)
+			run_print_stats(stdout, results, total);
+	}
 	for (uint32_t i = 0; i < total; i++)
 		if (!results[i].res.ok)
 			fprintf(stderr, "vhostlab run: FAIL %s\n", results[i].res.error);

@@ -18,7 +18,10 @@ struct config_result {
 void run_config_name(const struct lab_scenario_config *c, char *buf, size_t len);
 
 void run_print_table(FILE *out, const struct config_result *r, uint32_t n, double wall);
+/* --stats: each configuration's TX and RX queue statistics, as text. */
+void run_print_stats(FILE *out, const struct config_result *r, uint32_t n);
+/* with_stats adds a "stats": {"tx": {...}, "rx": {...}} object to each configuration. */
 void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uint32_t n, bool ok,
-		    double wall);
+		    double wall, bool with_stats);
 
 #endif
