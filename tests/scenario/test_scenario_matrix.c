@@ -50,6 +50,25 @@ static void run_ok(const struct lab_scenario_config *cfg)
 		assert_int_equal(res.tx_stats.copies_batched + res.rx_stats.copies_batched, 0);
 	else
 		assert_true(res.tx_stats.copies_batched + res.rx_stats.copies_batched > 0);
+	/* Each extra dimension really happened: packets went out without a copy, the pool
+	 * refused, the log was checked page by page. And not otherwise. */
+	if (cfg->zero_copy && cfg->packets >= 500)
+		assert_true(res.tx_stats.zc_packets > 0);
+	if (!cfg->zero_copy)
+		assert_int_equal(res.tx_stats.zc_packets, 0);
+	if (cfg->faults != LAB_FAULTS_NONE && cfg->packets >= 500)
+		assert_true(res.tx_stats.alloc_failures > 0);
+	if (cfg->faults == LAB_FAULTS_NONE)
+		assert_int_equal(res.tx_stats.alloc_failures, 0);
+	if (cfg->dirty_log)
+		assert_true(res.log_pages_checked > 0);
+	else
+		assert_int_equal(res.tx_stats.log_pages + res.rx_stats.log_pages, 0);
+}
+
+static unsigned parity(unsigned v)
+{
+	return (unsigned)__builtin_popcount(v) & 1u;
 }
 
 /* The default matrix of `vhostlab run`: 128 configurations, the bits of k choosing ring
@@ -70,6 +89,32 @@ static void test_full_matrix(void **state)
 		cfg.batch_threshold = (k >> 5) & 1 ? 256 : 0;
 		cfg.granularity = (k >> 6) & 1 ? 4096 : 0;
 		cfg.modern = cfg.mergeable || cfg.indirect;
+		/* The extra dimensions spread over the matrix as `vhostlab run` spreads them. */
+		cfg.zero_copy = parity(k & 0x5a);
+		cfg.dirty_log = parity(k & 0x33);
+		cfg.faults = (enum lab_faults)(parity(k & 0x55) << 1 | parity(k & 0x0f));
+		run_ok(&cfg);
+	}
+}
+
+/* Zero-copy x dirty log x every fault mode, on both layouts with and without in-order: the
+ * product the default matrix only samples. */
+static void test_extras_product(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 64; k++) {
+		struct lab_scenario_config cfg;
+
+		lab_scenario_defaults(&cfg);
+		cfg.packets = packets(1500);
+		cfg.layout = (k & 1) ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT;
+		cfg.in_order = (k >> 1) & 1;
+		cfg.zero_copy = (k >> 2) & 1;
+		cfg.dirty_log = (k >> 3) & 1;
+		cfg.faults = (enum lab_faults)(k >> 4);
+		cfg.mergeable = parity(k);
+		cfg.event_idx = parity(k & 0x15);
+		cfg.granularity = parity(k & 0x29) ? 4096 : 0;
 		run_ok(&cfg);
 	}
 }
@@ -199,6 +244,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_matrix),
+		cmocka_unit_test(test_extras_product),
 		cmocka_unit_test(test_small_queues),
 		cmocka_unit_test(test_packed_odd_sizes),
 		cmocka_unit_test(test_large_queue),
