@@ -11,6 +11,10 @@ import re
 import pytest
 
 RUN_OPTIONS = [
+    "--zero-copy",
+    "--dirty-log",
+    "--faults",
+    "--stats",
     "--ring",
     "--in-order",
     "--event-idx",
@@ -113,6 +117,9 @@ def test_granularity_bad_item_in_list(vhostlab):
         (["--queue-size", "1000"], "1000"),  # not a power of two, and split is in the matrix
         (["--ring", "split", "--queue-size", "1000"], "1000"),
         (["--ring", "ring"], "ring"),
+        (["--zero-copy", "maybe"], "maybe"),
+        (["--dirty-log", "2"], "2"),
+        (["--faults", "none,boom"], "boom"),
         (["--in-order", "yes"], "yes"),
         (["--event-idx", "1"], "1"),
         (["--queue-size", "65536"], "65536"),  # power of two above 32768

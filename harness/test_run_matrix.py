@@ -24,6 +24,12 @@ CONFIG_KEYS = {
     "calls_spurious": int,
     "kicks_sent": int,
     "kicks_skipped": int,
+    "zero_copy": bool,
+    "dirty_log": bool,
+    "faults": str,
+    "zc_packets": int,
+    "alloc_failures": int,
+    "log_pages_checked": int,
     "batch_threshold": int,
     "granularity": int,
     "queue_size": int,
@@ -91,6 +97,13 @@ def check_config(cfg: dict, *, min_packets: int) -> None:
     # the guest asked for some (the lab arms calls in most rounds).
     assert cfg["calls_spurious"] == 0, cfg
     assert cfg["calls_due"] > 0, cfg
+    assert cfg["faults"] in ("none", "nth", "prob", "scarce"), cfg
+    if not cfg["zero_copy"]:
+        assert cfg["zc_packets"] == 0, cfg
+    if cfg["faults"] == "none":
+        assert cfg["alloc_failures"] == 0, cfg
+    if not cfg["dirty_log"]:
+        assert cfg["log_pages_checked"] == 0, cfg
     if cfg["ring"] == "split" and not cfg["mergeable"] and not cfg["indirect"]:
         assert cfg["hdr_len"] == 10, cfg
     else:
@@ -314,3 +327,69 @@ def test_ring_option_selects_layout(vhostlab):
         assert doc["ok"] is True, res.describe()
         assert {c["ring"] for c in doc["configs"]} == {ring}, res.describe()
         assert len(doc["configs"]) == 4, res.describe()
+
+
+# --- zero-copy, dirty log, faults, statistics -----------------------------------------------
+
+
+def test_default_matrix_mixes_the_extras(default_run):
+    """The extras do not multiply the default matrix; each value shows up in it, evenly."""
+    _, doc = default_run
+    cfgs = doc["configs"]
+    for key, values in (("zero_copy", (False, True)), ("dirty_log", (False, True)),
+                        ("faults", ("none", "nth", "prob", "scarce"))):
+        counts = {v: sum(1 for c in cfgs if c[key] == v) for v in values}
+        assert all(n == len(cfgs) // len(values) for n in counts.values()), (key, counts)
+        for ring in ("split", "packed"):
+            assert {c[key] for c in cfgs if c["ring"] == ring} == set(values), (key, ring)
+
+
+def test_extras_multiply_when_asked(vhostlab):
+    res, doc = vhostlab.run_json(
+        "--ring", "packed", "--mergeable", "on", "--indirect", "on", "--in-order", "on",
+        "--event-idx", "on", "--batch", "256", "--granularity", "coarse",
+        "--zero-copy", "both", "--dirty-log", "both", "--faults", "all", "--packets", "1500",
+    )  # fmt: skip
+    assert doc["ok"] is True, res.describe()
+    got = sorted((c["zero_copy"], c["dirty_log"], c["faults"]) for c in doc["configs"])
+    want = sorted(itertools.product([False, True], [False, True],
+                                    ["none", "nth", "prob", "scarce"]))
+    assert got == want, res.describe()
+    for cfg in doc["configs"]:
+        check_config(cfg, min_packets=1500)
+        if cfg["zero_copy"]:
+            assert cfg["zc_packets"] > 0 and cfg["held_max"] > 0, cfg
+        if cfg["faults"] != "none":
+            assert cfg["alloc_failures"] > 0, cfg
+        if cfg["dirty_log"]:
+            assert cfg["log_pages_checked"] > 0, cfg
+
+
+def test_stats_json(vhostlab):
+    res, doc = vhostlab.run_json("--stats", "--packets", "2000", "--zero-copy", "on",
+                                 "--faults", "prob", *ONE_LAYOUT, "--mergeable", "on",
+                                 "--indirect", "off", "--batch", "256", "--granularity", "coarse")
+    assert doc["ok"] is True, res.describe()
+    (cfg,) = doc["configs"]
+    tx, rx = cfg["stats"]["tx"], cfg["stats"]["rx"]
+    assert tx["packets"] == cfg["tx_packets"] and rx["packets"] == cfg["rx_packets"], cfg
+    assert tx["bytes"] == cfg["tx_bytes"] and rx["bytes"] == cfg["rx_bytes"], cfg
+    # Every packet falls in exactly one size class.
+    assert sum(tx["size_bins"].values()) == tx["packets"], tx
+    assert sum(rx["size_bins"].values()) == rx["packets"], rx
+    assert tx["zc_packets"] == cfg["zc_packets"] > 0, tx
+    assert sum(tx["zc_fallbacks"].values()) > 0, tx
+    assert tx["alloc_failures"] == cfg["alloc_failures"] > 0, tx
+    # Technique 4: never more heads than chains were available, none wasted on an empty ring.
+    assert tx["alloc_bufs"] >= tx["packets"], tx
+    assert all(v == 0 for v in tx["drops"].values()), tx
+    assert rx["alloc_calls"] == 0, "enqueue copies into guest buffers and allocates nothing"
+
+
+def test_stats_text(vhostlab):
+    res = vhostlab("run", "--quiet", "--stats", "--packets", "300", *ONE_LAYOUT, "--mergeable",
+                   "on", "--indirect", "on", "--batch", "0", "--granularity", "coarse")
+    assert res.returncode == 0, res.describe()
+    for word in ("TX packets 300", "RX packets 300", "sizes", "drops none", "zero-copy",
+                 "alloc calls"):
+        assert word in res.stdout, f"--stats output lacks {word!r}\n{res.describe()}"
