@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "mem/mem_internal.h"
 #include "vhostlab/vl_error.h"
 
@@ -51,9 +52,9 @@ struct vl_mem *vl_mem_create(const struct vl_mem_region *regions, uint32_t n, in
 		}
 	}
 
-	struct vl_mem *mem = calloc(1, sizeof(*mem));
-	struct vl_mem_region *sorted = calloc(n ? n : 1, sizeof(*sorted));
-	struct vl_mem_range *ranges = calloc(n ? n : 1, sizeof(*ranges));
+	struct vl_mem *mem = vl_calloc(1, sizeof(*mem));
+	struct vl_mem_region *sorted = vl_calloc(n ? n : 1, sizeof(*sorted));
+	struct vl_mem_range *ranges = vl_calloc(n ? n : 1, sizeof(*ranges));
 
 	if (!mem || !sorted || !ranges) {
 		free(mem);

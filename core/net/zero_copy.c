@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include "alloc.h"
 #include "net/zero_copy.h"
 
 #include <stdlib.h>
@@ -7,10 +8,10 @@
 
 int vl_zc_setup(struct vl_vq *vq)
 {
-	vq->leases = calloc(vq->size, sizeof(*vq->leases));
-	vq->zc_order = calloc(vq->size, sizeof(*vq->zc_order));
-	vq->zc_done = calloc(vq->size, sizeof(*vq->zc_done));
-	vq->zc_free = calloc(vq->size, sizeof(*vq->zc_free));
+	vq->leases = vl_calloc(vq->size, sizeof(*vq->leases));
+	vq->zc_order = vl_calloc(vq->size, sizeof(*vq->zc_order));
+	vq->zc_done = vl_calloc(vq->size, sizeof(*vq->zc_done));
+	vq->zc_free = vl_calloc(vq->size, sizeof(*vq->zc_free));
 	if (!vq->leases || !vq->zc_order || !vq->zc_done || !vq->zc_free) {
 		vl_zc_teardown(vq);
 		return VL_ERR_NOMEM;
@@ -40,6 +41,7 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
 
 	vq->leases[slot].chain = *c;
 	vq->leases[slot].done = done;
+	vq->leases[slot].zc = !done;
 	vq->zc_held++;
 	if (vq->in_order)
 		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->size] = slot;
@@ -63,7 +65,9 @@ static void give_back(struct vl_vq *vq, uint16_t slot)
 	vl_vq_push_used(vq, &vq->leases[slot].chain, 0);
 	vq->zc_free[vq->zc_nfree++] = slot;
 	vq->zc_held--;
-	vq->stats.zc_returned++;
+	/* Chains copied or dropped behind a held one (IN_ORDER) had no zero-copy packet. */
+	if (vq->leases[slot].zc)
+		vq->stats.zc_returned++;
 }
 
 void vl_zc_return(struct vl_vq *vq)
@@ -80,6 +84,8 @@ void vl_zc_return(struct vl_vq *vq)
 		}
 		return;
 	}
-	while (vq->zc_ndone > 0)
-		give_back(vq, vq->zc_done[--vq->zc_ndone]);
+	/* In the order the packets were freed (the API promises free order). */
+	for (uint32_t i = 0; i < vq->zc_ndone; i++)
+		give_back(vq, vq->zc_done[i]);
+	vq->zc_ndone = 0;
 }

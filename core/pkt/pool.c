@@ -2,6 +2,7 @@
 /* Fixed-size packet pool: create, bulk alloc (all or nothing), free, fault injection. */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "pkt/pool_internal.h"
 
 /* Keeps capacity * buf_size comfortably inside size_t and pointer arithmetic sane. */
@@ -14,13 +15,13 @@ struct vl_pool *vl_pool_create(uint32_t count, uint32_t buf_size)
 	    buf_size > VL_POOL_MAX_BUF_SIZE)
 		return NULL;
 
-	struct vl_pool *pool = calloc(1, sizeof(*pool));
+	struct vl_pool *pool = vl_calloc(1, sizeof(*pool));
 
 	if (!pool)
 		return NULL;
-	pool->free_stack = calloc(count, sizeof(*pool->free_stack));
-	pool->descs = calloc(count, sizeof(*pool->descs));
-	pool->storage = malloc((size_t)count * buf_size);
+	pool->free_stack = vl_calloc(count, sizeof(*pool->free_stack));
+	pool->descs = vl_calloc(count, sizeof(*pool->descs));
+	pool->storage = vl_malloc((size_t)count * buf_size);
 	if (!pool->free_stack || !pool->descs || !pool->storage) {
 		free(pool->free_stack);
 		free(pool->descs);

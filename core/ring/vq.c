@@ -3,6 +3,7 @@
  * scratch allocation (control path only), accessors and drop names. */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "net/zero_copy.h"
 #include "ring/packed.h"
 #include "ring/split.h"
@@ -168,7 +169,7 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 		return NULL;
 	}
 
-	struct vl_vq *vq = calloc(1, sizeof(*vq));
+	struct vl_vq *vq = vl_calloc(1, sizeof(*vq));
 
 	if (!vq) {
 		*err = VL_ERR_NOMEM;
@@ -189,16 +190,16 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->batch_threshold = cfg->batch_threshold;
 	vq->last_avail_idx = cfg->last_avail_idx;
 
-	vq->shadow = calloc(size, sizeof(*vq->shadow));
-	vq->batch = calloc(size, sizeof(*vq->batch));
-	vq->pieces = calloc(VL_CHAIN_MAX_PIECES, sizeof(*vq->pieces));
-	vq->indirect_copy = calloc(size, 16);
-	vq->rx_bufs = calloc(size, sizeof(*vq->rx_bufs));
-	vq->rx_deferred_bad = calloc(size, sizeof(*vq->rx_deferred_bad));
-	vq->heads = calloc(size, sizeof(*vq->heads));
+	vq->shadow = vl_calloc(size, sizeof(*vq->shadow));
+	vq->batch = vl_calloc(size, sizeof(*vq->batch));
+	vq->pieces = vl_calloc(VL_CHAIN_MAX_PIECES, sizeof(*vq->pieces));
+	vq->indirect_copy = vl_calloc(size, 16);
+	vq->rx_bufs = vl_calloc(size, sizeof(*vq->rx_bufs));
+	vq->rx_deferred_bad = vl_calloc(size, sizeof(*vq->rx_deferred_bad));
+	vq->heads = vl_calloc(size, sizeof(*vq->heads));
 	if (packed) {
-		vq->pflags = calloc(size, sizeof(*vq->pflags));
-		vq->pchains = calloc(size, sizeof(*vq->pchains));
+		vq->pflags = vl_calloc(size, sizeof(*vq->pflags));
+		vq->pchains = vl_calloc(size, sizeof(*vq->pchains));
 	}
 	if (!vq->shadow || !vq->batch || !vq->pieces || !vq->indirect_copy || !vq->rx_bufs ||
 	    !vq->rx_deferred_bad || !vq->heads || (packed && (!vq->pflags || !vq->pchains)) ||

@@ -65,6 +65,7 @@ struct vl_rx_deferred {
 struct vl_zc_lease {
 	struct vl_chain chain;
 	bool done;        /* its packet was freed (or it was copied): may go back */
+	bool zc;          /* a zero-copy packet held it (false: only queued behind one) */
 };
 
 /* One guest RX chain reserved for the packet being enqueued. */
@@ -141,7 +142,7 @@ struct vl_vq {
 	struct vl_zc_lease *leases; /* [size] */
 	uint16_t *zc_order;         /* [size] ring of slots, oldest first */
 	uint32_t zc_order_head, zc_order_count;
-	uint16_t *zc_done;          /* [size] stack of slots ready to go back */
+	uint16_t *zc_done;          /* [size] slots ready to go back, in free order */
 	uint32_t zc_ndone;
 	uint16_t *zc_free;          /* [size] stack of free slots */
 	uint32_t zc_nfree;

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#include "alloc.h"
+
+#include <stdlib.h>
+
+#include "vhostlab/vl_alloc.h"
+
+static uint64_t fail_after = UINT64_MAX;
+static uint64_t attempts;
+
+void vl_alloc_fail_after(uint64_t after)
+{
+	fail_after = after;
+}
+
+uint64_t vl_alloc_count(void)
+{
+	return attempts;
+}
+
+/* One allocation may proceed (and uses up one unit of the countdown). */
+static int may_allocate(void)
+{
+	attempts++;
+	if (fail_after == UINT64_MAX)
+		return 1;
+	if (fail_after == 0)
+		return 0;
+	fail_after--;
+	return 1;
+}
+
+void *vl_calloc(size_t n, size_t size)
+{
+	return may_allocate() ? calloc(n, size) : NULL;
+}
+
+void *vl_malloc(size_t size)
+{
+	return may_allocate() ? malloc(size) : NULL;
+}
