@@ -54,6 +54,8 @@ line, branch = new["line_percent"], new["branch_percent"]
 print(f"core/ coverage: lines {line:.1f}% ({new['line_covered']}/{new['line_total']}), "
       f"branches {branch:.1f}% ({new['branch_covered']}/{new['branch_total']})")
 if update:
+    import os
+    os.makedirs(os.path.dirname(committed_path), exist_ok=True)
     shutil.copyfile(new_path, committed_path)
     print(f"updated {committed_path}")
     sys.exit(0)
