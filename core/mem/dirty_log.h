@@ -41,7 +41,11 @@ static inline void vl_log_page(struct vl_dirty_log *log, uint64_t page)
 	}
 	for (uint32_t i = 0; i < log->ncached; i++) {
 		if (log->cache_byte[i] == byte) {
-			log->cache_bits[i] |= bit;
+			/* Another page of the same bitmap byte is a new mark too. */
+			if (!(log->cache_bits[i] & bit)) {
+				log->cache_bits[i] |= bit;
+				(*log->pages_marked)++;
+			}
 			return;
 		}
 	}

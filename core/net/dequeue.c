@@ -139,6 +139,7 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 	 * held heads must not make the burst write past it. */
 	if (count > vq->size - vq->shadow_count)
 		count = (uint16_t)(vq->size - vq->shadow_count);
+	vl_lab_burst_begin(); /* the window reads: avail->idx, the packed scan */
 	vl_ring_begin(vq, L);
 	uint16_t n = vl_ring_avail(vq, L, count);
 
@@ -147,22 +148,30 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 		struct vl_chain c;
 		uint32_t np = 0, total = 0, pkt_len = 0;
 		struct vl_offload ol;
+
+		/* One chain's guest reads (descriptors, then its header) form one unit: each
+		 * field is read once into a local; what follows uses locals and payload. */
+		vl_lab_chain_begin();
 		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
 						 &total);
 
 		/* This chain has no id it could be returned under: stop. (The packed scan may
 		 * have broken the queue already on a lie further ahead; the chains before the
 		 * lie are sound and are served first, as split serves those before a bad head.) */
-		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE)
+		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE) {
+			vl_lab_chain_end();
 			break;
+		}
 		/* Under IN_ORDER every chain behind a held one needs a lease; at the bound the
 		 * burst stops so the guest keeps the rest of its descriptors. */
 		if (vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
 			vq->stats.zc_stalls++;
+			vl_lab_chain_end();
 			break;
 		}
 		if (why == VL_DROP_NONE)
 			why = tx_check(vq, np, total, &ol, &pkt_len);
+		vl_lab_chain_end();
 		if (why != VL_DROP_NONE) {
 			/* Return the chain (the guest gets its descriptors back) and skip it. */
 			count_drop(vq, why);
@@ -220,6 +229,7 @@ static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 	if (consumed == 0)
 		vq->stats.empty_bursts++;
 	vl_ring_consume(vq, L, consumed);
+	vl_lab_burst_end();
 	/* Copies first: once used->idx moves, the guest may reuse the buffers we read. */
 	vl_copy_flush(vq);
 	/* TX used lengths are all 0, so under IN_ORDER the burst may go back as one. */

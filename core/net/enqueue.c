@@ -84,8 +84,11 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 			}
 			return RESERVE_NO_ROOM;
 		}
+		/* One chain's guest reads form one unit (RX reads no header). */
+		vl_lab_chain_begin();
 		enum vl_drop why = vl_ring_fetch(vq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
 
+		vl_lab_chain_end();
 		if (vq->broken)
 			return RESERVE_NO_ROOM;
 		(*pos)++;
@@ -198,6 +201,8 @@ static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts
 	vq->stats.bursts++;
 	if (vq->broken)
 		return 0;
+	/* The window reads (avail->idx, the packed scan, lazy here) form one unit per burst. */
+	vl_lab_burst_begin();
 	vl_ring_begin(vq, L);
 
 	for (; handled < count; handled++) {
@@ -237,6 +242,7 @@ static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts
 	if (b.committed == 0)
 		vq->stats.empty_bursts++;
 	vl_ring_consume(vq, L, b.committed);
+	vl_lab_burst_end();
 	/* Every byte in place before the used index tells the guest it is there. */
 	vl_copy_flush(vq);
 	vl_ring_flush_used(vq, L, false);

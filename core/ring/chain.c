@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Layout-neutral chain building: a guest range becomes host pieces, one per memory region it
  * touches. The one place where descriptor addresses meet the memory table. */
+#include "ring/guest_load.h"
 #include "ring/vq_internal.h"
 
 enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
@@ -53,8 +54,24 @@ enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len
 	if (host == NULL)
 		return VL_DROP_UNMAPPED;
 	if (got < len) {
-		if (vl_mem_read(vq->mem, addr, vq->indirect_copy, len) != len)
-			return VL_DROP_UNMAPPED;
+		/* The table straddles host mappings: copy it out piece by piece, each guest
+		 * byte read once (the walk then reads only the copy). */
+		uint64_t done = 0;
+
+		while (done < len) {
+			uint64_t chunk = len - done;
+
+			/* addr + done wraps only past a range ending at 2^64-1: not a
+			 * continuation. */
+			if (done > 0 && addr + done < addr)
+				return VL_DROP_UNMAPPED;
+			const uint8_t *src = vl_mem_xlate(vq->mem, addr + done, &chunk);
+
+			if (!src)
+				return VL_DROP_UNMAPPED;
+			vl_guest_load_bytes(vq->indirect_copy + done, src, (size_t)chunk);
+			done += chunk;
+		}
 		host = vq->indirect_copy;
 	}
 	*table = host;

@@ -2,10 +2,6 @@
 /* Packed virtqueue: availability scan, chain walking, used write-back, event suppression. */
 #include "ring/packed.h"
 
-/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and flags
- * come from the same guest write. */
-typedef uint32_t __attribute__((may_alias)) vl_u32_alias;
-
 static inline void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 {
 	uint32_t p = (uint32_t)*pos + n;
@@ -115,8 +111,8 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 
 	for (uint32_t i = 0; i < pc->ndescs; i++, advance(&p, &wrap, 1, size)) {
 		const uint16_t flags = vq->pflags[p]; /* read once, by the scan */
-		const uint64_t addr = __atomic_load_n(&vq->pdesc[p].addr, __ATOMIC_RELAXED);
-		const uint32_t len = __atomic_load_n(&vq->pdesc[p].len, __ATOMIC_RELAXED);
+		const uint64_t addr = vl_guest_load64(&vq->pdesc[p].addr);
+		const uint32_t len = vl_guest_load32(&vq->pdesc[p].len);
 
 		if (flags & VL_DESC_F_INDIRECT) {
 			/* Spec 2.8.8: an indirect descriptor is never part of a NEXT list. */
@@ -173,8 +169,9 @@ void vl_packed_update_kick_wish(struct vl_vq *vq)
  * 2 * size slots (wrap counter 1 -> upper half), where one flush moves at most size. */
 static bool packed_need_call(const struct vl_vq *vq, uint16_t old_pos, bool old_wrap)
 {
-	uint32_t snap = __atomic_load_n((const vl_u32_alias *)(const void *)vq->driver_event,
-					__ATOMIC_RELAXED);
+	/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and
+	 * flags come from the same guest write. */
+	uint32_t snap = vl_guest_load_event(vq->driver_event);
 	uint16_t off_wrap = (uint16_t)snap, flags = (uint16_t)(snap >> 16) & 3u;
 	const uint32_t size = vq->size, line = 2 * size;
 
@@ -229,8 +226,6 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 
 		__atomic_store_n(&d->id, e->id, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->len, e->len, __ATOMIC_RELAXED);
-		/* len, id and flags: the last 8 bytes of the descriptor. */
-		vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * vq->used_pos + 8, 8);
 		if (i == 0)
 			head_flags = flags;
 		else
@@ -239,11 +234,25 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 	}
 	/* The first used descriptor last: it exposes the whole burst, data included. */
 	__atomic_store_n(&vq->pdesc[old_pos].flags, head_flags, __ATOMIC_RELEASE);
+	/* Logged only now: a full page cache is flushed to the bitmap on the way, and the head's
+	 * page must not be marked before its flags are written. len, id and flags: the last 8
+	 * bytes of each descriptor. */
+	if (vq->log.bitmap) {
+		uint16_t pos = old_pos;
+		bool wrap = old_wrap;
+
+		for (uint32_t i = 0; i < n; i++) {
+			vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * pos + 8, 8);
+			advance(&pos, &wrap, vq->shadow[i].ndescs, vq->size);
+		}
+	}
 	vq->stats.used_entries += n;
 	vq->shadow_count = 0;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
 	vq->needs_call = packed_need_call(vq, old_pos, old_wrap);
+	vl_lab_chain_end();
 	if (vq->needs_call)
 		vq->stats.calls_needed++;
 	else

@@ -2,6 +2,19 @@
 /* Split virtqueue: chain walking with every hostile-input check, and used-ring publication. */
 #include "ring/split.h"
 
+#include <string.h>
+
+/* A fresh stamp for the descriptors one table walk visits (vq->seen). */
+static inline uint16_t next_stamp(struct vl_vq *vq)
+{
+	if (++vq->seen_stamp == 0) {
+		/* Once every 65535 walks: forget every old stamp. */
+		memset(vq->seen, 0, (size_t)vq->size * sizeof(*vq->seen));
+		vq->seen_stamp = 1;
+	}
+	return vq->seen_stamp;
+}
+
 enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uint32_t *np,
 			   uint32_t *total)
 {
@@ -12,6 +25,7 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 	/* Hop budget: a chain cannot visit more descriptors than its table holds, so running
 	 * out means the next fields form a cycle (spec 2.7.5.2 bounds chains by queue size). */
 	uint32_t budget = entries;
+	uint16_t stamp = next_stamp(vq);
 
 	*total = 0;
 	for (;;) {
@@ -19,6 +33,12 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 
 		if (budget-- == 0)
 			return VL_DROP_CHAIN_LOOP;
+		/* A descriptor this walk already visited: a loop, caught before it is read a
+		 * second time (the guest could have changed it in between: double fetch). idx <
+		 * entries <= size: the head and every next were checked. */
+		if (vq->seen[idx] == stamp)
+			return VL_DROP_CHAIN_LOOP;
+		vq->seen[idx] = stamp;
 		if (indirect)
 			vl_guest_load_bytes(&d, itable + (size_t)idx * sizeof(d), sizeof(d));
 		else
@@ -38,6 +58,7 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 			indirect = true;
 			idx = 0;
 			budget = entries;
+			stamp = next_stamp(vq); /* table entries are another index space */
 			continue;
 		}
 		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
@@ -115,6 +136,7 @@ void vl_split_flush_used(struct vl_vq *vq)
 	/* Reading the guest's notification wish after publishing needs a full barrier (store
 	 * then load): otherwise we could read a stale value and miss a wake-up. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
 	if (vq->event_idx) {
 		/* used_event sits after the avail ring (spec 2.7.10). */
 		uint16_t used_event = vl_guest_load16(&vq->avail->ring[vq->size]);
@@ -125,6 +147,7 @@ void vl_split_flush_used(struct vl_vq *vq)
 
 		vq->needs_call = !(flags & VL_AVAIL_F_NO_INTERRUPT);
 	}
+	vl_lab_chain_end();
 	if (vq->needs_call)
 		vq->stats.calls_needed++;
 	else

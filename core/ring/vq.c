@@ -135,6 +135,7 @@ static void free_scratch(struct vl_vq *vq)
 	free(vq->rx_bufs);
 	free(vq->rx_deferred_bad);
 	free(vq->heads);
+	free(vq->seen);
 	vl_zc_teardown(vq);
 }
 
@@ -197,12 +198,14 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->rx_bufs = vl_calloc(size, sizeof(*vq->rx_bufs));
 	vq->rx_deferred_bad = vl_calloc(size, sizeof(*vq->rx_deferred_bad));
 	vq->heads = vl_calloc(size, sizeof(*vq->heads));
+	vq->seen = vl_calloc(size, sizeof(*vq->seen));
 	if (packed) {
 		vq->pflags = vl_calloc(size, sizeof(*vq->pflags));
 		vq->pchains = vl_calloc(size, sizeof(*vq->pchains));
 	}
 	if (!vq->shadow || !vq->batch || !vq->pieces || !vq->indirect_copy || !vq->rx_bufs ||
-	    !vq->rx_deferred_bad || !vq->heads || (packed && (!vq->pflags || !vq->pchains)) ||
+	    !vq->rx_deferred_bad || !vq->heads || !vq->seen ||
+	    (packed && (!vq->pflags || !vq->pchains)) ||
 	    vl_zc_setup(vq) != VL_OK) {
 		free_scratch(vq);
 		free(vq);

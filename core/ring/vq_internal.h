@@ -131,6 +131,10 @@ struct vl_vq {
 	uint8_t *indirect_copy;    /* [16 * size]: tables not contiguous in host memory */
 	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
 	struct vl_rx_deferred *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
+	/* Split walks: seen[i] == seen_stamp when descriptor (or table entry) i was visited by
+	 * the current walk, so a loop stops before any descriptor is read twice. */
+	uint16_t *seen;            /* [size] */
+	uint16_t seen_stamp;
 
 	bool broken;
 	enum vl_drop broken_reason;

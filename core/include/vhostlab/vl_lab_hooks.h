@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* LAB ONLY: the hooks a lab build of the core calls around its loads of guest-owned ring
+ * fields. Not part of the production API.
+ *
+ * The core references these symbols only when it is compiled with VL_GUEST_LOAD_HOOKS
+ * defined (CMake option VL_LAB_HOOKS=ON, or the hooked copy of the core objects the
+ * double-fetch test builds for itself). A production build (the default) compiles the hook
+ * points in core/ring/guest_load.h to nothing: no call, no symbol reference, the same code as
+ * without them.
+ *
+ * A hooked core provides weak no-op definitions of all five functions (core/lab_hooks.c), so
+ * any hooks build links; the lab's double-fetch detector (sim/double_fetch.c) gives the
+ * strong definitions. All calls happen on the thread running the datapath call.
+ *
+ * What the core reports:
+ *  - vl_lab_guest_load(addr, len): after every load of a guest-owned field (split and packed
+ *    descriptors, avail idx and ring entries, packed flags and ids, indirect table entries
+ *    and their copy-out, virtio-net headers, event suppression fields), with the host address
+ *    the bytes were read from. The value has already been copied into a local: a hook may
+ *    change the bytes at addr (a guest writing concurrently) and the core must not notice.
+ *    Packet payload copies are data, not fields, and are not reported.
+ *  - vl_lab_burst_begin() / vl_lab_burst_end(): bracket the reads that define a burst's
+ *    window (split: avail->idx; packed: the availability scan, which may run lazily between
+ *    chains). Those reads form one unit per burst.
+ *  - vl_lab_chain_begin() / vl_lab_chain_end(): bracket the processing of one descriptor
+ *    chain (fetch: head, descriptors, indirect table; use: the TX header), or one
+ *    notification decision (used_event / avail->flags / the packed driver event area). Chain
+ *    units nest inside a burst or stand alone; they never nest in each other.
+ *
+ * Within a unit the core reads each guest byte at most once; a chain's loads also never
+ * overlap the window loads of the burst it belongs to. */
+#ifndef VHOSTLAB_VL_LAB_HOOKS_H
+#define VHOSTLAB_VL_LAB_HOOKS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void vl_lab_guest_load(const void *addr, size_t len);
+void vl_lab_chain_begin(void);
+void vl_lab_chain_end(void);
+void vl_lab_burst_begin(void);
+void vl_lab_burst_end(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

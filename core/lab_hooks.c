@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* LAB ONLY: default (weak, no-op) definitions of the lab hooks, compiled into a hooked core
+ * (VL_GUEST_LOAD_HOOKS) and never into a production one (see core/CMakeLists.txt). A lab
+ * program links its own strong definitions (sim/double_fetch.c); any other program linking
+ * a hooked core still links and runs unchanged. */
+#ifndef VL_GUEST_LOAD_HOOKS
+#error "core/lab_hooks.c belongs to a hooked core only (VL_GUEST_LOAD_HOOKS)"
+#endif
+
+#include "vhostlab/vl_lab_hooks.h"
+
+/* Never run where the lab's detector is linked: not counted in core/ coverage. */
+/* GCOVR_EXCL_START */
+
+__attribute__((weak)) void vl_lab_guest_load(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+__attribute__((weak)) void vl_lab_chain_begin(void)
+{
+}
+
+__attribute__((weak)) void vl_lab_chain_end(void)
+{
+}
+
+__attribute__((weak)) void vl_lab_burst_begin(void)
+{
+}
+
+__attribute__((weak)) void vl_lab_burst_end(void)
+{
+}
+/* GCOVR_EXCL_STOP */
