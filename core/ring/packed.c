@@ -6,7 +6,7 @@ static inline void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 {
 	uint32_t p = (uint32_t)*pos + n;
 
-	if (p >= size) {
+	while (p >= size) {
 		p -= size;
 		*wrap = !*wrap;
 	}

@@ -1,0 +1,81 @@
+#!/bin/bash -eu
+# OSS-Fuzz / ClusterFuzzLite build script (see fuzz/README.md for project.yaml and Dockerfile).
+#
+# Uses the variables OSS-Fuzz sets: $CC $CXX $CFLAGS $CXXFLAGS $LIB_FUZZING_ENGINE $OUT (and
+# $WORK for intermediate files when set). Builds every target to $OUT/<name>, writes its seed
+# corpus (gen_corpus, plus the named regression inputs of fuzz/regressions/<name>/) to
+# $OUT/<name>_seed_corpus.zip and copies fuzz/<name>.dict to $OUT/<name>.dict.
+#
+# Runs outside OSS-Fuzz too, with libFuzzer defaults:
+#   fuzz/build.sh                      # clang, ASan + UBSan, output in build/oss-fuzz-out
+#   OUT=/tmp/out CFLAGS=... fuzz/build.sh
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+: "${CC:=clang}"
+: "${CXX:=clang++}"
+: "${CFLAGS:=-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fsanitize=fuzzer-no-link}"
+: "${CXXFLAGS:=$CFLAGS}"
+: "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}"
+: "${OUT:=$ROOT/build/oss-fuzz-out}"
+BUILD_DIR="${WORK:-$ROOT/build}/vhostlab-fuzz-objs"
+
+TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_enqueue
+         fuzz_scenario fuzz_differential)
+
+rm -rf "$BUILD_DIR"
+mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
+
+# The core is every .c under core/ except lab_hooks.c, which belongs to lab builds with the
+# guest-load hooks on only (core/CMakeLists.txt, VL_LAB_HOOKS); the simulated guest is sim/*.c.
+mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' ! -name lab_hooks.c | sort)
+mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 1 -name '*.c' | sort)
+CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -I"$ROOT/core" -I"$ROOT/core/include")
+LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -I"$ROOT/sim" -I"$ROOT/core/include" -I"$ROOT/fuzz")
+
+# compile DIR CC_AND_FLAGS... -- SOURCES...: one object per source in DIR.
+compile() {
+    local dir=$1
+    shift
+    local -a cmd=()
+    while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
+    shift
+    local src obj
+    for src in "$@"; do
+        obj="$dir/$(echo "${src#"$ROOT"/}" | tr / _).o"
+        "${cmd[@]}" -c "$src" -o "$obj"
+    done
+}
+
+# ---- the targets: core, sim and harness with the fuzzing flags ------------------------
+# shellcheck disable=SC2086 # CFLAGS is a list of flags
+compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
+# shellcheck disable=SC2086
+compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}" \
+    "$ROOT/fuzz/fuzz_common.c"
+ar rcs "$BUILD_DIR/libvhostlab_fuzz.a" "$BUILD_DIR"/fuzz/*.o
+
+for t in "${TARGETS[@]}"; do
+    # shellcheck disable=SC2086
+    $CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/$t.c" -o "$BUILD_DIR/$t.o"
+    # shellcheck disable=SC2086 # LIB_FUZZING_ENGINE may be a flag or a library path
+    $CXX $CXXFLAGS "$BUILD_DIR/$t.o" "$BUILD_DIR/libvhostlab_fuzz.a" $LIB_FUZZING_ENGINE \
+        -o "$OUT/$t"
+done
+
+# ---- seed corpora: gen_corpus, built for the build machine without fuzzing flags ------
+compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
+compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}" \
+    "$ROOT/fuzz/fuzz_common.c" "$ROOT/fuzz/gen_corpus.c"
+"$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
+"$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
+
+for t in "${TARGETS[@]}"; do
+    rm -f "$OUT/${t}_seed_corpus.zip"
+    (cd "$BUILD_DIR/seeds/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
+    if [[ -d "$ROOT/fuzz/regressions/$t" ]]; then
+        (cd "$ROOT/fuzz/regressions/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
+    fi
+    if [[ -f "$ROOT/fuzz/$t.dict" ]]; then
+        cp "$ROOT/fuzz/$t.dict" "$OUT/$t.dict"
+    fi
+done
+echo "fuzz/build.sh: ${#TARGETS[@]} targets, seed corpora and dictionaries in $OUT"

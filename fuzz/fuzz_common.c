@@ -1,0 +1,1630 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared pieces of the fuzz targets: input reader, seed writer, guest memory cache, the
+ * encoders of the datapath input format and the hostile-guest datapath engine. */
+#include "fuzz_common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- failing ------------------------------------------------------------------------- */
+
+static const char *fz_target = "fuzz";
+
+void fz_set_target(const char *name)
+{
+	fz_target = name;
+}
+
+bool fz_verbose(void)
+{
+	static int v = -1;
+
+	if (v < 0)
+		v = getenv("FZ_VERBOSE") != NULL;
+	return v != 0;
+}
+
+void fz_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fuzz: %s: ", fz_target);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	abort();
+}
+
+/* ---- reading inputs ------------------------------------------------------------------ */
+
+uint8_t fz_u8(struct fz_in *in)
+{
+	return in->off < in->n ? in->p[in->off++] : 0;
+}
+
+uint16_t fz_u16(struct fz_in *in)
+{
+	uint16_t lo = fz_u8(in);
+
+	return (uint16_t)(lo | (uint16_t)fz_u8(in) << 8);
+}
+
+uint32_t fz_u32(struct fz_in *in)
+{
+	uint32_t lo = fz_u16(in);
+
+	return lo | (uint32_t)fz_u16(in) << 16;
+}
+
+uint64_t fz_u64(struct fz_in *in)
+{
+	uint64_t lo = fz_u32(in);
+
+	return lo | (uint64_t)fz_u32(in) << 32;
+}
+
+void fz_bytes(struct fz_in *in, void *dst, size_t len)
+{
+	uint8_t *d = dst;
+
+	for (size_t i = 0; i < len; i++)
+		d[i] = fz_u8(in);
+}
+
+/* ---- writing seeds ------------------------------------------------------------------- */
+
+void fz_out_init(struct fz_out *o)
+{
+	o->buf = NULL;
+	o->len = o->cap = 0;
+}
+
+void fz_out_free(struct fz_out *o)
+{
+	free(o->buf);
+	fz_out_init(o);
+}
+
+void fz_put_bytes(struct fz_out *o, const void *src, size_t len)
+{
+	if (o->len + len > o->cap) {
+		size_t cap = o->cap ? o->cap : 256;
+
+		while (cap < o->len + len)
+			cap *= 2;
+		uint8_t *p = realloc(o->buf, cap);
+
+		if (!p) {
+			fprintf(stderr, "fuzz: out of memory building a seed\n");
+			abort();
+		}
+		o->buf = p;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, src, len);
+	o->len += len;
+}
+
+void fz_put8(struct fz_out *o, uint8_t v)
+{
+	fz_put_bytes(o, &v, 1);
+}
+
+void fz_put16(struct fz_out *o, uint16_t v)
+{
+	fz_put8(o, (uint8_t)v);
+	fz_put8(o, (uint8_t)(v >> 8));
+}
+
+void fz_put32(struct fz_out *o, uint32_t v)
+{
+	fz_put16(o, (uint16_t)v);
+	fz_put16(o, (uint16_t)(v >> 16));
+}
+
+void fz_put64(struct fz_out *o, uint64_t v)
+{
+	fz_put32(o, (uint32_t)v);
+	fz_put32(o, (uint32_t)(v >> 32));
+}
+
+int fz_out_save(const struct fz_out *o, const char *dir, const char *name)
+{
+	char path[4096];
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+		fprintf(stderr, "fuzz: path too long: %s/%s\n", dir, name);
+		return -1;
+	}
+	f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, "fuzz: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (o->len && fwrite(o->buf, 1, o->len, f) != o->len) {
+		fprintf(stderr, "fuzz: short write to %s\n", path);
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+void fz_fill(uint8_t *dst, uint32_t len, uint64_t seed)
+{
+	uint64_t st = seed * 0xd1b54a32d192ed03ull + 1;
+	uint32_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = fz_mix(&st);
+
+		memcpy(dst + i, &v, 8);
+	}
+	if (i < len) {
+		uint64_t v = fz_mix(&st);
+
+		memcpy(dst + i, &v, len - i);
+	}
+}
+
+/* ---- cached guest memory ------------------------------------------------------------- */
+
+#define FZ_GMEM_SLOTS 24u
+
+static struct fz_gmem_entry {
+	struct lab_gmem *g;
+	unsigned slot;
+	uint64_t ring, ram, gran;
+} fz_gmem_cache[FZ_GMEM_SLOTS];
+
+static void fz_gmem_wipe(struct lab_gmem *g)
+{
+	memset(lab_gmem_guest_ptr(g, lab_gmem_ring_gpa(g), lab_gmem_ring_size(g)), 0,
+	       lab_gmem_ring_size(g));
+	memset(lab_gmem_guest_ptr(g, lab_gmem_ram_gpa(g), lab_gmem_ram_size(g)), 0,
+	       lab_gmem_ram_size(g));
+}
+
+struct lab_gmem *fz_gmem_get(unsigned slot, uint64_t ring_size, uint64_t ram_size,
+			     uint64_t granularity)
+{
+	struct fz_gmem_entry *e = NULL;
+
+	for (unsigned i = 0; i < FZ_GMEM_SLOTS; i++) {
+		struct fz_gmem_entry *c = &fz_gmem_cache[i];
+
+		if (c->g && c->slot == slot && c->ring == ring_size && c->ram == ram_size &&
+		    c->gran == granularity) {
+			fz_gmem_wipe(c->g);
+			return c->g;
+		}
+		if (!c->g && !e)
+			e = c;
+	}
+	if (!e) {
+		/* Full: recycle the last entry. */
+		e = &fz_gmem_cache[FZ_GMEM_SLOTS - 1];
+		lab_gmem_destroy(e->g);
+		e->g = NULL;
+	}
+	char msg[256] = "";
+	struct lab_gmem_config gc = {
+		.ram_size = ram_size,
+		.ring_area_size = ring_size,
+		.granularity = granularity,
+		.seed = 0x5eed + slot,
+	};
+
+	e->g = lab_gmem_create(&gc, msg, sizeof(msg));
+	if (!e->g)
+		fz_fail("lab_gmem_create: %s", msg);
+	e->slot = slot;
+	e->ring = ring_size;
+	e->ram = ram_size;
+	e->gran = granularity;
+	return e->g;
+}
+
+/* ---- datapath format: setup and codes ------------------------------------------------ */
+
+uint64_t fz_dp_features(uint8_t dpf, enum vl_layout layout)
+{
+	uint64_t f = VL_FEATURE(VL_F_NET_CSUM);
+
+	if (dpf & FZ_DPF_MERGEABLE)
+		f |= VL_FEATURE(VL_F_NET_MRG_RXBUF);
+	if (dpf & FZ_DPF_INDIRECT)
+		f |= VL_FEATURE(VL_F_RING_INDIRECT_DESC);
+	if (dpf & FZ_DPF_IN_ORDER)
+		f |= VL_FEATURE(VL_F_IN_ORDER);
+	if (dpf & FZ_DPF_EVENT_IDX)
+		f |= VL_FEATURE(VL_F_RING_EVENT_IDX);
+	if ((dpf & FZ_DPF_VERSION_1) || layout == VL_LAYOUT_PACKED)
+		f |= VL_FEATURE(VL_F_VERSION_1);
+	if (layout == VL_LAYOUT_PACKED)
+		f |= VL_FEATURE(VL_F_RING_PACKED);
+	return f;
+}
+
+uint32_t fz_batch_threshold(uint8_t code)
+{
+	static const uint32_t t[8] = {0, 1, 16, 256, 1024, 65536, UINT32_MAX, 64};
+
+	return t[code % 8];
+}
+
+uint32_t fz_pool_buf_size(uint8_t code)
+{
+	static const uint32_t s[4] = {2048, 512, 128, 4096};
+
+	return s[code % 4];
+}
+
+uint32_t fz_zc_min_len(uint8_t code)
+{
+	static const uint32_t m[4] = {0, 1, 64, 512};
+
+	return m[code % 4];
+}
+
+/* ---- datapath format: encoders ------------------------------------------------------- */
+
+void fz_enc_setup(struct fz_out *o, const struct fz_dp_setup *s)
+{
+	fz_put8(o, s->features);
+	fz_put8(o, s->qsize);
+	fz_put16(o, s->start);
+	fz_put8(o, s->batch);
+	fz_put8(o, s->pool);
+	fz_put8(o, s->zc);
+	fz_put8(o, s->hold);
+	fz_put8(o, s->log);
+	fz_put8(o, s->fill);
+}
+
+void fz_enc_addr_ram(struct fz_out *o, uint16_t off)
+{
+	fz_put8(o, 0);
+	fz_put16(o, off);
+}
+
+void fz_enc_addr_ring(struct fz_out *o, uint16_t off)
+{
+	fz_put8(o, 3);
+	fz_put16(o, off);
+}
+
+void fz_enc_addr_boundary(struct fz_out *o, uint8_t page, uint8_t back)
+{
+	fz_put8(o, 4);
+	fz_put8(o, page);
+	fz_put8(o, back);
+}
+
+void fz_enc_addr_hole(struct fz_out *o, uint16_t off)
+{
+	fz_put8(o, 5);
+	fz_put16(o, off);
+}
+
+void fz_enc_addr_raw(struct fz_out *o, uint64_t gpa)
+{
+	fz_put8(o, 6);
+	fz_put64(o, gpa);
+}
+
+void fz_enc_addr_ram_end(struct fz_out *o, uint8_t back)
+{
+	fz_put8(o, 7);
+	fz_put8(o, back);
+}
+
+void fz_enc_len(struct fz_out *o, uint32_t len)
+{
+	if (len <= 0xffffu) {
+		fz_put8(o, 0);
+		fz_put16(o, (uint16_t)len);
+	} else if (len >= 0xffffff00u) {
+		fz_put8(o, 2);
+		fz_put8(o, (uint8_t)(0xffffffffu - len));
+	} else {
+		fz_put8(o, 1);
+		fz_put32(o, len);
+	}
+}
+
+void fz_enc_write(struct fz_out *o, bool ram, uint16_t off, const void *src, uint8_t n)
+{
+	if (n > 64)
+		n = 64;
+	fz_put8(o, FZ_OP_WRITE);
+	fz_put8(o, ram ? 1 : 0);
+	fz_put16(o, off);
+	fz_put8(o, n);
+	fz_put_bytes(o, src, n);
+}
+
+void fz_enc_fill(struct fz_out *o, bool ram, uint16_t off, uint16_t len, uint8_t byte)
+{
+	fz_put8(o, FZ_OP_FILL);
+	fz_put8(o, ram ? 1 : 0);
+	fz_put16(o, off);
+	fz_put16(o, len);
+	fz_put8(o, byte);
+}
+
+void fz_enc_desc_head(struct fz_out *o, uint16_t idx)
+{
+	fz_put8(o, FZ_OP_DESC);
+	fz_put16(o, idx);
+}
+
+void fz_enc_table_head(struct fz_out *o, uint16_t ram_off)
+{
+	fz_put8(o, FZ_OP_TABLE);
+	fz_put16(o, ram_off);
+}
+
+void fz_enc_desc_tail(struct fz_out *o, uint16_t flags, uint16_t next_or_id)
+{
+	fz_put16(o, flags);
+	fz_put16(o, next_or_id);
+}
+
+void fz_enc_post(struct fz_out *o, uint8_t shape, uint16_t len, uint16_t ram_off,
+		 const uint8_t *hdr10)
+{
+	static const uint8_t zero[10];
+
+	if (hdr10)
+		shape |= FZ_POST_RAW_HDR;
+	fz_put8(o, FZ_OP_POST);
+	fz_put8(o, shape);
+	fz_put16(o, len);
+	fz_put16(o, ram_off);
+	if (shape & FZ_POST_RAW_HDR)
+		fz_put_bytes(o, hdr10 ? hdr10 : zero, 10);
+}
+
+void fz_enc_avail(struct fz_out *o, uint16_t head)
+{
+	fz_put8(o, FZ_OP_AVAIL);
+	fz_put16(o, head);
+}
+
+void fz_enc_pflags(struct fz_out *o, uint16_t pos, uint8_t mode)
+{
+	fz_put8(o, FZ_OP_AVAIL);
+	fz_put16(o, pos);
+	fz_put8(o, mode);
+}
+
+void fz_enc_publish(struct fz_out *o)
+{
+	fz_put8(o, FZ_OP_PUBLISH);
+}
+
+void fz_enc_setpos(struct fz_out *o, uint16_t pos_wrap)
+{
+	fz_put8(o, FZ_OP_PUBLISH);
+	fz_put16(o, pos_wrap);
+}
+
+void fz_enc_force(struct fz_out *o, uint16_t idx)
+{
+	fz_put8(o, FZ_OP_FORCE);
+	fz_put16(o, idx);
+}
+
+void fz_enc_skip(struct fz_out *o, uint8_t n)
+{
+	fz_put8(o, FZ_OP_FORCE);
+	fz_put8(o, n);
+}
+
+void fz_enc_event_split(struct fz_out *o, bool used_event, uint16_t value)
+{
+	fz_put8(o, FZ_OP_EVENT);
+	fz_put8(o, used_event ? 1 : 0);
+	fz_put16(o, value);
+}
+
+void fz_enc_event_packed(struct fz_out *o, uint16_t off_wrap, uint16_t flags)
+{
+	fz_put8(o, FZ_OP_EVENT);
+	fz_put16(o, off_wrap);
+	fz_put16(o, flags);
+}
+
+void fz_enc_dequeue(struct fz_out *o, uint8_t count)
+{
+	fz_put8(o, FZ_OP_BURST);
+	fz_put8(o, count);
+}
+
+void fz_enc_enqueue(struct fz_out *o, uint8_t n, const uint16_t *lens, const uint8_t *mods)
+{
+	if (n == 0)
+		n = 1;
+	if (n > FZ_DP_MAX_RX_PKTS)
+		n = FZ_DP_MAX_RX_PKTS;
+	fz_put8(o, FZ_OP_BURST);
+	fz_put8(o, (uint8_t)(n - 1));
+	for (uint8_t i = 0; i < n; i++) {
+		fz_put16(o, lens[i]);
+		fz_put8(o, mods ? mods[i] : 0);
+	}
+}
+
+void fz_enc_op1(struct fz_out *o, enum fz_op op, uint8_t arg)
+{
+	fz_put8(o, (uint8_t)op);
+	fz_put8(o, arg);
+}
+
+void fz_enc_op0(struct fz_out *o, enum fz_op op)
+{
+	fz_put8(o, (uint8_t)op);
+}
+
+/* ---- scenario and differential formats ----------------------------------------------- */
+
+void fz_enc_scenario(struct fz_out *o, const struct fz_sc_input *s)
+{
+	uint32_t n = 1u + s->nsizes % FZ_SC_MAX_SIZES;
+
+	fz_put8(o, s->flags);
+	fz_put8(o, s->mode);
+	fz_put8(o, s->qsize);
+	fz_put8(o, s->burst);
+	fz_put8(o, s->packets);
+	fz_put8(o, s->containment);
+	fz_put64(o, s->seed);
+	fz_put8(o, s->nsizes);
+	for (uint32_t i = 0; i < n; i++)
+		fz_put16(o, s->sizes[i]);
+}
+
+void fz_dec_scenario(struct fz_in *in, struct fz_sc_input *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->flags = fz_u8(in);
+	s->mode = fz_u8(in);
+	s->qsize = fz_u8(in);
+	s->burst = fz_u8(in);
+	s->packets = fz_u8(in);
+	s->containment = fz_u8(in);
+	s->seed = fz_u64(in);
+	s->nsizes = fz_u8(in);
+	for (uint32_t i = 0; i < 1u + s->nsizes % FZ_SC_MAX_SIZES; i++)
+		s->sizes[i] = fz_u16(in);
+}
+
+void fz_enc_df_header(struct fz_out *o, const struct fz_df_header *h)
+{
+	fz_put8(o, h->flags);
+	fz_put8(o, h->qsize);
+	fz_put16(o, h->start);
+	fz_put8(o, h->zc);
+}
+
+void fz_dec_df_header(struct fz_in *in, struct fz_df_header *h)
+{
+	h->flags = fz_u8(in);
+	h->qsize = fz_u8(in);
+	h->start = fz_u16(in);
+	h->zc = fz_u8(in);
+}
+
+void fz_enc_df_round(struct fz_out *o, const struct fz_df_round *r)
+{
+	uint8_t ntx = r->ntx % (FZ_DF_MAX_TX + 1), nrx = r->nrx % (FZ_DF_MAX_RX + 1);
+	uint8_t npkts = r->npkts % (FZ_DF_MAX_PKTS + 1);
+
+	fz_put8(o, ntx);
+	fz_put8(o, r->notify);
+	for (uint8_t i = 0; i < ntx; i++) {
+		fz_put16(o, r->tx[i].len);
+		fz_put8(o, r->tx[i].shape);
+		fz_put8(o, r->tx[i].place);
+		fz_put8(o, r->tx[i].ol);
+	}
+	fz_put8(o, r->count);
+	fz_put8(o, nrx);
+	for (uint8_t i = 0; i < nrx; i++) {
+		fz_put16(o, r->rx[i].cap);
+		fz_put8(o, r->rx[i].shape);
+		fz_put8(o, r->rx[i].place);
+	}
+	fz_put8(o, npkts);
+	for (uint8_t i = 0; i < npkts; i++) {
+		fz_put16(o, r->pk[i].len);
+		fz_put8(o, r->pk[i].ol);
+	}
+}
+
+void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r)
+{
+	r->ntx = fz_u8(in) % (FZ_DF_MAX_TX + 1);
+	r->notify = fz_u8(in);
+	for (uint8_t i = 0; i < r->ntx; i++) {
+		r->tx[i].len = fz_u16(in);
+		r->tx[i].shape = fz_u8(in);
+		r->tx[i].place = fz_u8(in);
+		r->tx[i].ol = fz_u8(in);
+	}
+	r->count = fz_u8(in);
+	r->nrx = fz_u8(in) % (FZ_DF_MAX_RX + 1);
+	for (uint8_t i = 0; i < r->nrx; i++) {
+		r->rx[i].cap = fz_u16(in);
+		r->rx[i].shape = fz_u8(in);
+		r->rx[i].place = fz_u8(in);
+	}
+	r->npkts = fz_u8(in) % (FZ_DF_MAX_PKTS + 1);
+	for (uint8_t i = 0; i < r->npkts; i++) {
+		r->pk[i].len = fz_u16(in);
+		r->pk[i].ol = fz_u8(in);
+	}
+}
+
+/* ---- the datapath engine ------------------------------------------------------------- */
+
+#define FZ_HOST_POOL_BUFS 640u   /* the host's RX packets: 8 x 64 segments and room */
+#define FZ_HOST_BUF_SIZE 2048u
+#define FZ_PKT_BYTES_MAX (VL_PKT_MAX_LEN + 65000u + 16u)
+
+struct dp {
+	enum vl_layout L;
+	bool rx;
+	struct fz_dp_setup s;
+	uint64_t features;
+	uint32_t size, hdr_len;
+	struct lab_gmem *g;
+	struct vl_mem *mem;
+	struct vl_vq *vq;
+	struct vl_pool *pool;     /* dequeue allocates here */
+	struct vl_pool *hpool;    /* the host builds RX packets here */
+	const struct vl_mem_region *regs;
+	uint32_t nregs;
+	uint8_t *ring;            /* guest view of the ring area */
+	uint64_t ring_gpa;
+	uint8_t *ram;             /* guest view of RAM */
+	uint64_t ram_gpa, hole_gpa;
+	/* split driver */
+	struct vl_split_desc *desc;
+	struct vl_split_avail *avail;
+	struct vl_split_used *used;
+	uint16_t avail_idx;
+	uint16_t next_desc;
+	/* packed driver */
+	struct vl_packed_desc *pdesc;
+	struct vl_packed_event *drv_ev;
+	uint16_t ppos;
+	bool pwrap;
+	uint16_t next_id;
+	/* host */
+	struct vl_pkt *held[FZ_DP_MAX_HELD];
+	uint32_t nheld;
+	uint64_t rng;
+	uint8_t *log;
+	uint64_t log_bytes;
+	uint32_t bursts, posts;
+};
+
+static uint8_t fz_scratch[FZ_PKT_BYTES_MAX];
+static struct vl_packed_desc fz_psnap[256];
+
+static bool queue_level(enum vl_drop why)
+{
+	return why == VL_DROP_AVAIL_IDX_JUMP || why == VL_DROP_HEAD_OUT_OF_RANGE ||
+	       why == VL_DROP_ID_OUT_OF_RANGE || why == VL_DROP_CHAIN_INCOMPLETE;
+}
+
+static uint64_t dec_addr(struct dp *d, struct fz_in *in)
+{
+	switch (fz_u8(in) % 8) {
+	case 0:
+	case 1:
+	case 2:
+		return d->ram_gpa + fz_u16(in) % (FZ_DP_RAM + 0x100u);
+	case 3:
+		return d->ring_gpa + fz_u16(in) % FZ_DP_RING_AREA;
+	case 4: {
+		uint64_t page = fz_u8(in) % 17u;
+
+		return d->ram_gpa + page * LAB_PAGE_SIZE - fz_u8(in);
+	}
+	case 5:
+		return d->hole_gpa + fz_u16(in);
+	case 6:
+		return fz_u64(in);
+	default:
+		return d->ram_gpa + FZ_DP_RAM - fz_u8(in);
+	}
+}
+
+static uint32_t dec_len(struct fz_in *in)
+{
+	switch (fz_u8(in) % 3) {
+	case 0:
+		return fz_u16(in);
+	case 1:
+		return fz_u32(in);
+	default:
+		return 0xffffffffu - fz_u8(in);
+	}
+}
+
+static void pstep(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
+{
+	uint32_t p = *pos + n % (2 * size);
+
+	while (p >= size) {
+		p -= size;
+		*wrap = !*wrap;
+	}
+	*pos = (uint16_t)p;
+}
+
+static uint16_t pavail_bits(bool wrap)
+{
+	return (uint16_t)(wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED);
+}
+
+/* ---- invariants ---------------------------------------------------------------------- */
+
+/* Must hold between any two calls into the core, whatever the guest wrote. */
+static void check_queue(struct dp *d)
+{
+	const struct vl_vq *vq = d->vq;
+	const struct vl_vq_stats *st = vl_vq_stats(vq);
+	enum vl_drop why = vl_vq_broken_reason(vq);
+	uint32_t held = vl_vq_zero_copy_held(vq);
+
+	if (vl_vq_broken(vq)) {
+		if (!queue_level(why))
+			fz_fail("queue broken with reason %d (%s), not a queue-level reason",
+				(int)why, vl_drop_name(why));
+		if (st->drops[why] == 0)
+			fz_fail("queue broken as %s but drops[%s] is 0", vl_drop_name(why),
+				vl_drop_name(why));
+	} else if (why != VL_DROP_NONE) {
+		fz_fail("queue not broken but has broken reason %s", vl_drop_name(why));
+	}
+	if (held > d->size)
+		fz_fail("zero-copy holds %u chains on a queue of %u", held, d->size);
+	if (d->rx && held)
+		fz_fail("RX queue holds %u zero-copy chains", held);
+	uint16_t la = vl_vq_last_avail(vq), lu = vl_vq_last_used(vq);
+
+	if (d->L == VL_LAYOUT_SPLIT) {
+		/* Every chain consumed was returned or is held by a zero-copy lease. */
+		if ((uint16_t)(la - lu) != held)
+			fz_fail("split: last_avail %u - last_used %u != %u chains held", la, lu,
+				held);
+		return;
+	}
+	if ((la & 0x7fffu) >= d->size || (lu & 0x7fffu) >= d->size)
+		fz_fail("packed: position outside the ring: last_avail 0x%04x last_used 0x%04x "
+			"size %u", la, lu, d->size);
+	if (held == 0 && la != lu)
+		fz_fail("packed: nothing held but last_avail 0x%04x != last_used 0x%04x", la, lu);
+}
+
+/* A dequeued packet: bounded, consistent segments, offloads that passed the checks, and
+ * every byte readable (zero-copy data must lie inside one guest region). */
+static void check_tx_pkt(struct dp *d, const struct vl_pkt *p)
+{
+	if (!p)
+		fz_fail("dequeue returned a NULL packet");
+	if (p->pkt_len > VL_PKT_MAX_LEN || p->pkt_len == 0)
+		fz_fail("dequeued packet of %u bytes (must be 1..%u)", p->pkt_len, VL_PKT_MAX_LEN);
+	if (p->refcnt != 1)
+		fz_fail("dequeued packet with refcnt %u", p->refcnt);
+	uint32_t sum = 0, nseg = 0;
+
+	for (const struct vl_pkt *s = p; s; s = s->next) {
+		nseg++;
+		if (nseg > 65535)
+			fz_fail("dequeued packet segment list does not end");
+		if (s == p && p->release) {
+			bool inside = false;
+
+			for (uint32_t i = 0; i < d->nregs && !inside; i++) {
+				const uint8_t *h = d->regs[i].host;
+
+				inside = s->data >= h && s->data_len <= d->regs[i].size &&
+					 (uint64_t)(s->data - h) <= d->regs[i].size - s->data_len;
+			}
+			if (!inside)
+				fz_fail("zero-copy packet data (%u bytes) outside every guest region",
+					s->data_len);
+		} else if (s->data < s->buf || s->data_len > s->buf_len ||
+			   (uint64_t)(s->data - s->buf) > s->buf_len - s->data_len) {
+			fz_fail("packet segment data outside its buffer");
+		}
+		sum += s->data_len;
+	}
+	if (sum != p->pkt_len || nseg != p->nb_segs)
+		fz_fail("packet of %u bytes / %u segments has segments summing to %u / %u",
+			p->pkt_len, p->nb_segs, sum, nseg);
+	const struct vl_offload *ol = &p->ol;
+
+	if ((ol->flags & VL_NET_HDR_F_NEEDS_CSUM) &&
+	    (uint32_t)ol->csum_start + ol->csum_offset + 2u > p->pkt_len)
+		fz_fail("checksum at %u+%u outside a %u-byte packet", ol->csum_start,
+			ol->csum_offset, p->pkt_len);
+	uint8_t gso = ol->gso_type & (uint8_t)~VL_NET_HDR_GSO_ECN;
+
+	if (gso == VL_NET_HDR_GSO_NONE) {
+		if (ol->gso_type & VL_NET_HDR_GSO_ECN)
+			fz_fail("ECN without a GSO type passed");
+	} else if (gso == VL_NET_HDR_GSO_TCPV4 || gso == VL_NET_HDR_GSO_UDP ||
+		   gso == VL_NET_HDR_GSO_TCPV6 || gso == VL_NET_HDR_GSO_UDP_L4) {
+		if (ol->gso_size == 0 || ol->hdr_len > p->pkt_len)
+			fz_fail("GSO packet with gso_size %u hdr_len %u (len %u) passed",
+				ol->gso_size, ol->hdr_len, p->pkt_len);
+	} else {
+		fz_fail("unknown GSO type 0x%02x passed", ol->gso_type);
+	}
+	if (vl_pkt_read(p, 0, fz_scratch, p->pkt_len) != p->pkt_len)
+		fz_fail("packet of %u bytes could not be read whole", p->pkt_len);
+}
+
+/* What a burst (or vl_vq_complete) published. rx_sum: bytes every delivered packet put in
+ * the guest (header + payload), which the used lengths must add up to. */
+struct burst_mark {
+	uint16_t last_used;
+	uint64_t used_entries;
+	bool pdiff;               /* packed TX: descriptors snapshot taken */
+};
+
+static void mark_before(struct dp *d, struct burst_mark *m)
+{
+	m->last_used = vl_vq_last_used(d->vq);
+	m->used_entries = vl_vq_stats(d->vq)->used_entries;
+	m->pdiff = d->L == VL_LAYOUT_PACKED && !d->rx;
+	if (m->pdiff)
+		memcpy(fz_psnap, d->pdesc, (size_t)d->size * sizeof(*fz_psnap));
+}
+
+static void check_split_used(struct dp *d, const struct burst_mark *m, uint64_t n,
+			     uint64_t rx_sum)
+{
+	uint16_t after = vl_vq_last_used(d->vq);
+
+	if ((uint16_t)(after - m->last_used) != (uint16_t)n)
+		fz_fail("split: used index moved %u, %llu entries published",
+			(uint16_t)(after - m->last_used), (unsigned long long)n);
+	if (n == 0)
+		return;
+	uint16_t gidx = __atomic_load_n(&d->used->idx, __ATOMIC_ACQUIRE);
+
+	if (gidx != after)
+		fz_fail("split: used->idx in guest memory %u, device says %u", gidx, after);
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		const struct vl_split_used_elem *e =
+			&d->used->ring[(uint16_t)(m->last_used + i) & (d->size - 1)];
+
+		if (e->id >= d->size)
+			fz_fail("split: used entry %llu has id %u >= queue size %u",
+				(unsigned long long)i, e->id, d->size);
+		if (!d->rx && e->len != 0)
+			fz_fail("split: TX used entry (id %u) with length %u", e->id, e->len);
+		sum += e->len;
+	}
+	if (d->rx && sum != rx_sum)
+		fz_fail("split: RX used lengths add up to %llu, delivered packets wrote %llu",
+			(unsigned long long)sum, (unsigned long long)rx_sum);
+}
+
+static bool pused_flags_ok(uint16_t flags, uint32_t len)
+{
+	bool a = (flags & VL_PDESC_F_AVAIL) != 0, u = (flags & VL_PDESC_F_USED) != 0;
+
+	if (flags & ~(uint16_t)(VL_PDESC_F_AVAIL | VL_PDESC_F_USED | VL_DESC_F_WRITE))
+		return false;
+	return a == u && ((flags & VL_DESC_F_WRITE) != 0) == (len != 0);
+}
+
+static void check_packed_used(struct dp *d, const struct burst_mark *m, uint64_t n,
+			      uint64_t rx_sum)
+{
+	uint16_t after = vl_vq_last_used(d->vq);
+
+	if (n == 0) {
+		if (after != m->last_used)
+			fz_fail("packed: used position moved 0x%04x -> 0x%04x, nothing published",
+				m->last_used, after);
+		return;
+	}
+	if (n > d->size)
+		fz_fail("packed: %llu used descriptors in one flush (size %u)",
+			(unsigned long long)n, d->size);
+	/* The first used descriptor is written last: it must be intact whatever the burst
+	 * wrote into guest buffers. */
+	uint16_t pos = m->last_used & 0x7fffu;
+	bool wrap = (m->last_used & VL_PACKED_WRAP_BIT) != 0;
+	struct vl_packed_desc h = d->pdesc[pos];
+
+	if (!pused_flags_ok(h.flags, h.len) || ((h.flags & VL_PDESC_F_AVAIL) != 0) != wrap)
+		fz_fail("packed: first used descriptor at %u has flags 0x%04x len %u (device "
+			"wrap %d)", pos, h.flags, h.len, wrap);
+	if (h.id >= d->size)
+		fz_fail("packed: used descriptor at %u names id %u >= size %u", pos, h.id, d->size);
+	if (d->rx && h.len > rx_sum)
+		fz_fail("packed: RX used length %u > %llu bytes delivered", h.len,
+			(unsigned long long)rx_sum);
+	if (!m->pdiff)
+		return;
+	/* TX writes nothing into guest memory but used descriptors: every descriptor that
+	 * changed must be one, and no more than were published. */
+	uint64_t changed = 0;
+
+	for (uint32_t i = 0; i < d->size; i++) {
+		const struct vl_packed_desc *b = &fz_psnap[i], *a = &d->pdesc[i];
+
+		if (!memcmp(a, b, sizeof(*a)))
+			continue;
+		changed++;
+		if (a->addr != b->addr)
+			fz_fail("packed: the device rewrote the address of descriptor %u", i);
+		if (!pused_flags_ok(a->flags, a->len) || a->len != 0 || a->id >= d->size)
+			fz_fail("packed: TX descriptor %u rewritten as flags 0x%04x len %u id %u",
+				i, a->flags, a->len, a->id);
+	}
+	if (changed > n)
+		fz_fail("packed: %llu descriptors changed, %llu used descriptors published",
+			(unsigned long long)changed, (unsigned long long)n);
+}
+
+static void check_after_flush(struct dp *d, const struct burst_mark *m, uint64_t rx_sum)
+{
+	uint64_t n = vl_vq_stats(d->vq)->used_entries - m->used_entries;
+
+	if (d->L == VL_LAYOUT_SPLIT) {
+		if (n > d->size)
+			fz_fail("split: %llu used entries in one flush (size %u)",
+				(unsigned long long)n, d->size);
+		check_split_used(d, m, n, rx_sum);
+	} else {
+		check_packed_used(d, m, n, rx_sum);
+	}
+}
+
+/* ---- host actions -------------------------------------------------------------------- */
+
+static void free_held(struct dp *d, uint8_t mode)
+{
+	uint32_t keep = 0;
+
+	for (uint32_t i = 0; i < d->nheld; i++) {
+		bool go;
+
+		switch (mode % 4) {
+		case 0:
+			go = true;
+			break;
+		case 1:
+			go = i < d->nheld / 2 + 1;
+			break;
+		case 2:
+			go = (i & 1) == 0;
+			break;
+		default:
+			go = i + 1 == d->nheld;
+			break;
+		}
+		if (go)
+			vl_pkt_free(d->held[i]);
+		else
+			d->held[keep++] = d->held[i];
+	}
+	d->nheld = keep;
+}
+
+static bool hold_this(struct dp *d)
+{
+	switch (d->s.hold & 3) {
+	case 0:
+		return false;
+	case 1:
+		return true;
+	case 2:
+		return (fz_mix(&d->rng) & 1) != 0;
+	default:
+		return (fz_mix(&d->rng) & 3) == 0;
+	}
+}
+
+static void hold(struct dp *d, struct vl_pkt *p)
+{
+	if (d->nheld == FZ_DP_MAX_HELD) {
+		vl_pkt_free(d->held[0]);
+		memmove(d->held, d->held + 1, (FZ_DP_MAX_HELD - 1) * sizeof(d->held[0]));
+		d->nheld--;
+	}
+	d->held[d->nheld++] = p;
+}
+
+static void do_dequeue(struct dp *d, uint16_t count)
+{
+	struct vl_pkt *pkts[256];
+	struct burst_mark m;
+	uint64_t packets = vl_vq_stats(d->vq)->packets;
+	bool was_broken = vl_vq_broken(d->vq);
+
+	mark_before(d, &m);
+	uint16_t n = vl_net_dequeue(d->vq, d->pool, pkts, count);
+
+	if (n > count)
+		fz_fail("dequeue returned %u packets, asked for %u", n, count);
+	if (was_broken && n)
+		fz_fail("a broken queue dequeued %u packets", n);
+	if (vl_vq_stats(d->vq)->packets - packets != n)
+		fz_fail("dequeue returned %u packets, stats counted %llu", n,
+			(unsigned long long)(vl_vq_stats(d->vq)->packets - packets));
+	check_after_flush(d, &m, 0);
+	for (uint16_t i = 0; i < n; i++) {
+		check_tx_pkt(d, pkts[i]);
+		if (hold_this(d))
+			hold(d, pkts[i]);
+		else
+			vl_pkt_free(pkts[i]);
+	}
+}
+
+static void set_rx_offload(struct dp *d, struct vl_offload *ol, uint8_t preset)
+{
+	memset(ol, 0, sizeof(*ol));
+	switch (preset % 8) {
+	case 1:
+		ol->flags = VL_NET_HDR_F_NEEDS_CSUM;
+		ol->csum_start = 14;
+		ol->csum_offset = 16;
+		break;
+	case 2:
+		ol->flags = VL_NET_HDR_F_DATA_VALID;
+		break;
+	case 3:
+		ol->gso_type = VL_NET_HDR_GSO_TCPV4;
+		ol->hdr_len = 54;
+		ol->gso_size = 1448;
+		break;
+	case 4:
+		memset(ol, 0xff, sizeof(*ol));
+		break;
+	case 5:
+		ol->gso_type = VL_NET_HDR_GSO_UDP_L4 | VL_NET_HDR_GSO_ECN;
+		ol->gso_size = 1;
+		break;
+	case 6:
+		ol->flags = VL_NET_HDR_F_RSC_INFO;
+		break;
+	case 7: {
+		uint64_t r = fz_mix(&d->rng);
+
+		memcpy(ol, &r, sizeof(*ol) < sizeof(r) ? sizeof(*ol) : sizeof(r));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void do_enqueue(struct dp *d, struct fz_in *in)
+{
+	struct vl_pkt *pkts[FZ_DP_MAX_RX_PKTS];
+	uint8_t st[FZ_DP_MAX_RX_PKTS];
+	uint32_t n = 1u + fz_u8(in) % FZ_DP_MAX_RX_PKTS, built = 0;
+	bool was_broken = vl_vq_broken(d->vq);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len = fz_u16(in);
+		uint8_t mod = fz_u8(in);
+
+		if (mod & 1)
+			len += 65000u;
+		struct vl_pkt *p = vl_pkt_alloc_len(d->hpool, len);
+
+		if (!p)
+			fz_fail("host pool could not build a %u-byte packet", len);
+		fz_fill(fz_scratch, len, (uint64_t)d->posts << 8 | i);
+		vl_pkt_write(p, 0, fz_scratch, len);
+		set_rx_offload(d, &p->ol, (uint8_t)(mod >> 1));
+		pkts[built] = p;
+		st[built] = 0xEE;
+		built++;
+	}
+	const struct vl_vq_stats *stats = vl_vq_stats(d->vq);
+	uint64_t packets = stats->packets, bytes = stats->bytes;
+	struct burst_mark m;
+
+	mark_before(d, &m);
+	uint16_t h = vl_net_enqueue(d->vq, pkts, (uint16_t)built, st);
+	uint64_t delivered = 0, dbytes = 0, rx_sum = 0;
+
+	if (h > built)
+		fz_fail("enqueue handled %u of %u packets", h, built);
+	if (was_broken && h)
+		fz_fail("a broken queue handled %u packets", h);
+	for (uint16_t i = 0; i < h; i++) {
+		if (st[i] != VL_RX_DELIVERED && st[i] != VL_RX_DROPPED_TOO_BIG &&
+		    st[i] != VL_RX_DROPPED_TOO_MANY_PIECES)
+			fz_fail("enqueue status[%u] = %u", i, st[i]);
+		if (pkts[i]->pkt_len > VL_PKT_MAX_LEN && st[i] != VL_RX_DROPPED_TOO_BIG)
+			fz_fail("a %u-byte packet was not dropped as too big", pkts[i]->pkt_len);
+		if (st[i] == VL_RX_DELIVERED) {
+			delivered++;
+			dbytes += pkts[i]->pkt_len;
+			rx_sum += d->hdr_len + pkts[i]->pkt_len;
+		}
+	}
+	if (stats->packets - packets != delivered || stats->bytes - bytes != dbytes)
+		fz_fail("enqueue delivered %llu packets / %llu bytes, stats say %llu / %llu",
+			(unsigned long long)delivered, (unsigned long long)dbytes,
+			(unsigned long long)(stats->packets - packets),
+			(unsigned long long)(stats->bytes - bytes));
+	check_after_flush(d, &m, rx_sum);
+	for (uint32_t i = 0; i < built; i++)
+		vl_pkt_free(pkts[i]);
+}
+
+static void do_complete(struct dp *d)
+{
+	struct burst_mark m;
+
+	mark_before(d, &m);
+	vl_vq_complete(d->vq);
+	check_after_flush(d, &m, 0);
+}
+
+/* ---- driver actions ------------------------------------------------------------------ */
+
+struct dp_desc {
+	uint64_t gpa;
+	uint32_t len;
+	uint16_t flags;
+};
+
+static void write_desc(struct dp *d, uint16_t i, const struct dp_desc *e, bool more,
+		       uint16_t next)
+{
+	struct vl_split_desc *s = &d->desc[i];
+
+	s->addr = e->gpa;
+	s->len = e->len;
+	s->flags = (uint16_t)(e->flags | (more ? VL_DESC_F_NEXT : 0));
+	s->next = next;
+}
+
+/* A well-formed chain of the shape asked for, through the driver cursor. */
+static void do_post(struct dp *d, struct fz_in *in)
+{
+	uint8_t shape = fz_u8(in);
+	uint32_t len = fz_u16(in);
+	uint32_t off = fz_u16(in) % FZ_DP_RAM;
+	uint8_t hdr[12] = {0};
+	uint16_t dir = d->rx ? VL_DESC_F_WRITE : 0;
+
+	if (shape & FZ_POST_RAW_HDR)
+		fz_bytes(in, hdr, 10);
+	uint32_t total = d->hdr_len + len;
+	uint32_t nsegs = 1 + (shape & FZ_POST_NSEGS_MASK);
+	bool indirect = (shape & FZ_POST_INDIRECT) != 0;
+	uint32_t table_room = indirect ? 16u * 12u + 16u : 0;
+
+	if (total + table_room + 1 > FZ_DP_RAM)
+		total = FZ_DP_RAM - table_room - 1;
+	if (shape & FZ_POST_MISALIGN)
+		off++;
+	if (off + total + table_room > FZ_DP_RAM)
+		off = FZ_DP_RAM - total - table_room;
+	uint64_t gpa = d->ram_gpa + off;
+	uint8_t *buf = d->ram + off;
+
+	d->posts++;
+	if (d->rx) {
+		memset(buf, 0xA5, total);
+	} else {
+		memcpy(buf, hdr, d->hdr_len);
+		fz_fill(buf + d->hdr_len, total - d->hdr_len, d->posts);
+	}
+	struct dp_desc e[12];
+	uint32_t ne = 0, at = 0, rest = total;
+
+	if ((shape & FZ_POST_HDR_ALONE) && total > d->hdr_len) {
+		e[ne++] = (struct dp_desc){gpa, d->hdr_len, dir};
+		at = d->hdr_len;
+		rest = total - d->hdr_len;
+	}
+	for (uint32_t i = 0; i < nsegs; i++) {
+		uint32_t l = i + 1 < nsegs ? rest / nsegs : rest - rest / nsegs * (nsegs - 1);
+
+		e[ne++] = (struct dp_desc){gpa + at, l, dir};
+		at += l;
+		if (i == 0 && (shape & FZ_POST_ZERO_LEN))
+			e[ne++] = (struct dp_desc){gpa, 0, dir};
+	}
+	if (indirect) {
+		uint32_t toff = (off + total + 15u) & ~15u;
+		uint8_t *t = d->ram + toff;
+
+		for (uint32_t i = 0; i < ne; i++) {
+			if (d->L == VL_LAYOUT_SPLIT) {
+				struct vl_split_desc s = {
+					e[i].gpa, e[i].len,
+					(uint16_t)(e[i].flags | (i + 1 < ne ? VL_DESC_F_NEXT : 0)),
+					(uint16_t)(i + 1 < ne ? i + 1 : 0),
+				};
+
+				memcpy(t + 16 * i, &s, 16);
+			} else {
+				struct vl_packed_desc p = {e[i].gpa, e[i].len, 0, e[i].flags};
+
+				memcpy(t + 16 * i, &p, 16);
+			}
+		}
+		e[0] = (struct dp_desc){d->ram_gpa + toff, 16u * ne, VL_DESC_F_INDIRECT};
+		ne = 1;
+	}
+	if (d->L == VL_LAYOUT_SPLIT) {
+		uint16_t idx[12];
+
+		for (uint32_t i = 0; i < ne; i++)
+			idx[i] = (uint16_t)(d->next_desc++ % d->size);
+		for (uint32_t i = 0; i < ne; i++)
+			write_desc(d, idx[i], &e[i], i + 1 < ne, i + 1 < ne ? idx[i + 1] : 0);
+		d->avail->ring[d->avail_idx & (d->size - 1)] = idx[0];
+		d->avail_idx++;
+		__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+		return;
+	}
+	uint16_t id = (uint16_t)(d->next_id++ % d->size), head = d->ppos, head_flags = 0;
+
+	for (uint32_t i = 0; i < ne; i++) {
+		struct vl_packed_desc *p = &d->pdesc[d->ppos];
+		uint16_t flags = (uint16_t)(e[i].flags | pavail_bits(d->pwrap) |
+					    (i + 1 < ne ? VL_DESC_F_NEXT : 0));
+
+		p->addr = e[i].gpa;
+		p->len = e[i].len;
+		p->id = id;
+		if (i == 0)
+			head_flags = flags;
+		else
+			__atomic_store_n(&p->flags, flags, __ATOMIC_RELEASE);
+		pstep(&d->ppos, &d->pwrap, 1, d->size);
+	}
+	__atomic_store_n(&d->pdesc[head].flags, head_flags, __ATOMIC_RELEASE);
+}
+
+static void do_pflags(struct dp *d, uint16_t pos, uint8_t mode)
+{
+	struct vl_packed_desc *p = &d->pdesc[pos % d->size];
+	uint16_t f = (uint16_t)(p->flags & ~(VL_PDESC_F_AVAIL | VL_PDESC_F_USED));
+	bool w = d->pwrap;
+
+	switch (mode & 3) {
+	case FZ_PFLAG_AVAIL:
+		f |= pavail_bits(w);
+		break;
+	case FZ_PFLAG_USED:
+		f |= (uint16_t)(w ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0);
+		break;
+	case FZ_PFLAG_OTHER:
+		f |= pavail_bits(!w);
+		break;
+	default:
+		break;
+	}
+	if (mode & FZ_PFLAG_NEXT)
+		f ^= VL_DESC_F_NEXT;
+	if (mode & FZ_PFLAG_WRITE)
+		f ^= VL_DESC_F_WRITE;
+	if (mode & FZ_PFLAG_INDIRECT)
+		f ^= VL_DESC_F_INDIRECT;
+	__atomic_store_n(&p->flags, f, __ATOMIC_RELEASE);
+}
+
+static void do_setmem(struct dp *d)
+{
+	int err = 0;
+	struct vl_mem *m = vl_mem_create(d->regs, d->nregs, &err);
+
+	if (!m)
+		fz_fail("vl_mem_create: %s", vl_strerror(err));
+	if (vl_vq_set_mem(d->vq, m) != VL_OK) {
+		vl_mem_destroy(m);
+		fz_fail("vl_vq_set_mem refused the same regions");
+	}
+	vl_mem_destroy(d->mem);
+	d->mem = m;
+}
+
+static const char *const fz_op_names[FZ_OP__COUNT] = {
+	"WRITE", "FILL", "DESC", "TABLE", "POST", "AVAIL", "PUBLISH", "FORCE", "EVENT",
+	"BURST", "FREE", "COMPLETE", "POOLFAIL", "KICKS", "BATCH", "POLICY", "ZC", "SETMEM",
+};
+
+static bool fz_trace(void)
+{
+	static int t = -1;
+
+	if (t < 0)
+		t = getenv("FZ_TRACE") != NULL;
+	return t != 0;
+}
+
+static void trace_op(struct dp *d, enum fz_op op, const struct fz_in *in, size_t at)
+{
+	fprintf(stderr, "op %-8s @%-5zu", fz_op_names[op], at);
+	for (size_t i = at + 1; i < in->off && i < at + 24; i++)
+		fprintf(stderr, " %02x", in->p[i]);
+	fprintf(stderr, "\n    -> last_avail 0x%04x last_used 0x%04x held %u pkts held %u%s%s\n",
+		vl_vq_last_avail(d->vq), vl_vq_last_used(d->vq), vl_vq_zero_copy_held(d->vq),
+		d->nheld, vl_vq_broken(d->vq) ? " broken: " : "",
+		vl_vq_broken(d->vq) ? vl_drop_name(vl_vq_broken_reason(d->vq)) : "");
+	if (d->L == VL_LAYOUT_PACKED) {
+		fprintf(stderr, "    ring:");
+		for (uint32_t i = 0; i < d->size && i < 32; i++)
+			fprintf(stderr, " %u:%04x/%u/%u", i, d->pdesc[i].flags, d->pdesc[i].id,
+				d->pdesc[i].len);
+		fprintf(stderr, "\n");
+	}
+}
+
+static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op);
+
+static void do_op(struct dp *d, struct fz_in *in)
+{
+	size_t at = in->off;
+	enum fz_op op = (enum fz_op)(fz_u8(in) % FZ_OP__COUNT);
+
+	do_op1(d, in, op);
+	if (fz_trace())
+		trace_op(d, op, in, at);
+}
+
+static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
+{
+	bool split = d->L == VL_LAYOUT_SPLIT;
+
+	switch (op) {
+	case FZ_OP_WRITE: {
+		bool ram = fz_u8(in) & 1;
+		uint32_t area = ram ? FZ_DP_RAM : FZ_DP_RING_AREA;
+		uint32_t off = fz_u16(in) % area, n = fz_u8(in) % 65u;
+		uint8_t tmp[64];
+
+		fz_bytes(in, tmp, n);
+		if (n > area - off)
+			n = area - off;
+		memcpy((ram ? d->ram : d->ring) + off, tmp, n);
+		break;
+	}
+	case FZ_OP_FILL: {
+		bool ram = fz_u8(in) & 1;
+		uint32_t area = ram ? FZ_DP_RAM : FZ_DP_RING_AREA;
+		uint32_t off = fz_u16(in) % area, n = fz_u16(in);
+		uint8_t b = fz_u8(in);
+
+		if (n > area - off)
+			n = area - off;
+		memset((ram ? d->ram : d->ring) + off, b, n);
+		break;
+	}
+	case FZ_OP_DESC: {
+		uint16_t i = (uint16_t)(fz_u16(in) % d->size);
+		uint64_t addr = dec_addr(d, in);
+		uint32_t len = dec_len(in);
+		uint16_t flags = fz_u16(in), other = fz_u16(in);
+
+		if (split) {
+			d->desc[i] = (struct vl_split_desc){addr, len, flags, other};
+		} else {
+			d->pdesc[i].addr = addr;
+			d->pdesc[i].len = len;
+			d->pdesc[i].id = other;
+			__atomic_store_n(&d->pdesc[i].flags, flags, __ATOMIC_RELEASE);
+		}
+		break;
+	}
+	case FZ_OP_TABLE: {
+		uint32_t off = fz_u16(in) % (FZ_DP_RAM - 15u);
+		uint64_t addr = dec_addr(d, in);
+		uint32_t len = dec_len(in);
+		uint16_t flags = fz_u16(in), other = fz_u16(in);
+
+		if (split) {
+			struct vl_split_desc s = {addr, len, flags, other};
+
+			memcpy(d->ram + off, &s, 16);
+		} else {
+			struct vl_packed_desc p = {addr, len, other, flags};
+
+			memcpy(d->ram + off, &p, 16);
+		}
+		break;
+	}
+	case FZ_OP_POST:
+		do_post(d, in);
+		break;
+	case FZ_OP_AVAIL:
+		if (split) {
+			d->avail->ring[d->avail_idx & (d->size - 1)] = fz_u16(in);
+			d->avail_idx++;
+		} else {
+			uint16_t pos = fz_u16(in);
+
+			do_pflags(d, pos, fz_u8(in));
+		}
+		break;
+	case FZ_OP_PUBLISH:
+		if (split) {
+			__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+		} else {
+			uint16_t v = fz_u16(in);
+
+			d->ppos = (uint16_t)((v & 0x7fffu) % d->size);
+			d->pwrap = (v & VL_PACKED_WRAP_BIT) != 0;
+		}
+		break;
+	case FZ_OP_FORCE:
+		if (split) {
+			d->avail_idx = fz_u16(in);
+			__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+		} else {
+			pstep(&d->ppos, &d->pwrap, fz_u8(in), d->size);
+		}
+		break;
+	case FZ_OP_EVENT:
+		if (split) {
+			bool ue = fz_u8(in) & 1;
+			uint16_t v = fz_u16(in);
+
+			if (ue)
+				d->avail->ring[d->size] = v; /* used_event */
+			else
+				d->avail->flags = v;
+		} else {
+			uint16_t ow = fz_u16(in), fl = fz_u16(in);
+
+			d->drv_ev->off_wrap = ow;
+			__atomic_store_n(&d->drv_ev->flags, fl, __ATOMIC_RELEASE);
+		}
+		break;
+	case FZ_OP_BURST:
+		if (d->rx) {
+			if (d->bursts++ < FZ_DP_MAX_BURSTS) {
+				do_enqueue(d, in);
+			} else {
+				/* Over the budget: decode the arguments, run nothing. */
+				uint32_t n = 1u + fz_u8(in) % FZ_DP_MAX_RX_PKTS;
+
+				for (uint32_t i = 0; i < n; i++) {
+					(void)fz_u16(in);
+					(void)fz_u8(in);
+				}
+			}
+		} else {
+			uint8_t c = fz_u8(in);
+
+			if (d->bursts++ < FZ_DP_MAX_BURSTS)
+				do_dequeue(d, c);
+		}
+		break;
+	case FZ_OP_FREE:
+		free_held(d, fz_u8(in));
+		break;
+	case FZ_OP_COMPLETE:
+		do_complete(d);
+		break;
+	case FZ_OP_POOLFAIL: {
+		uint8_t a = fz_u8(in);
+
+		vl_pool_fail_after(d->pool, a == 255 ? UINT64_MAX : a);
+		break;
+	}
+	case FZ_OP_KICKS:
+		vl_vq_set_kicks(d->vq, fz_u8(in) & 1);
+		break;
+	case FZ_OP_BATCH:
+		vl_vq_set_batch_threshold(d->vq, fz_batch_threshold(fz_u8(in)));
+		break;
+	case FZ_OP_POLICY:
+		vl_vq_set_alloc_policy(d->vq, (fz_u8(in) & 1) ? VL_ALLOC_BURST : VL_ALLOC_AVAILABLE);
+		break;
+	case FZ_OP_ZC: {
+		uint8_t z = fz_u8(in);
+
+		vl_vq_set_zero_copy(d->vq, z & 1, fz_zc_min_len((uint8_t)(z >> 1)), 1u + (z >> 3));
+		break;
+	}
+	case FZ_OP_SETMEM:
+		do_setmem(d);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- setup and teardown -------------------------------------------------------------- */
+
+/* Pools are kept from one input to the next (creating megabytes of buffers per input costs
+ * more than the input): one per shape, every buffer back in it at the end of each input. */
+static struct vl_pool *dp_pool(uint32_t count, uint32_t buf_size)
+{
+	static struct {
+		struct vl_pool *p;
+		uint32_t count, size;
+	} cache[8];
+
+	for (unsigned i = 0; i < 8; i++)
+		if (cache[i].p && cache[i].count == count && cache[i].size == buf_size) {
+			vl_pool_fail_after(cache[i].p, UINT64_MAX);
+			return cache[i].p;
+		}
+	unsigned i = 0;
+
+	while (i < 7 && cache[i].p)
+		i++;
+	vl_pool_destroy(cache[i].p); /* all 8 in use: recycle the last */
+	cache[i].p = vl_pool_create(count, buf_size);
+	if (!cache[i].p)
+		fz_fail("vl_pool_create(%u, %u) failed", count, buf_size);
+	cache[i].count = count;
+	cache[i].size = buf_size;
+	return cache[i].p;
+}
+
+static void dp_setup(struct dp *d, const struct fz_dp_setup *s)
+{
+	int err = 0;
+
+	d->s = *s;
+	d->features = fz_dp_features(s->features, d->L);
+	d->hdr_len = vl_net_hdr_len(d->features);
+	if (d->L == VL_LAYOUT_SPLIT)
+		d->size = 1u << (s->qsize % 9);
+	else
+		d->size = 1u + s->qsize;
+	d->g = fz_gmem_get(0, FZ_DP_RING_AREA, FZ_DP_RAM,
+			   (s->features & FZ_DPF_GRAN_4K) ? LAB_PAGE_SIZE : 0);
+	d->ring_gpa = lab_gmem_ring_gpa(d->g);
+	d->ram_gpa = lab_gmem_ram_gpa(d->g);
+	d->hole_gpa = lab_gmem_hole_gpa(d->g);
+	d->ring = lab_gmem_guest_ptr(d->g, d->ring_gpa, FZ_DP_RING_AREA);
+	d->ram = lab_gmem_guest_ptr(d->g, d->ram_gpa, FZ_DP_RAM);
+	memset(d->ring, s->fill, FZ_DP_RING_AREA);
+	memset(d->ram, s->fill, FZ_DP_RAM);
+	d->regs = lab_gmem_regions(d->g, &d->nregs);
+	d->mem = vl_mem_create(d->regs, d->nregs, &err);
+	if (!d->mem)
+		fz_fail("vl_mem_create: %s", vl_strerror(err));
+
+	struct vl_vq_config qc;
+
+	vl_vq_config_init(&qc, d->L, d->size);
+	qc.features = d->features;
+	qc.batch_threshold = fz_batch_threshold(s->batch);
+	if (d->L == VL_LAYOUT_SPLIT) {
+		qc.desc_gpa = d->ring_gpa;
+		qc.driver_gpa = d->ring_gpa + FZ_DP_OFF_AVAIL;
+		qc.device_gpa = d->ring_gpa + FZ_DP_OFF_USED;
+		qc.last_avail_idx = s->start;
+		d->desc = (struct vl_split_desc *)(void *)d->ring;
+		d->avail = (struct vl_split_avail *)(void *)(d->ring + FZ_DP_OFF_AVAIL);
+		d->used = (struct vl_split_used *)(void *)(d->ring + FZ_DP_OFF_USED);
+		d->avail->flags = 0;
+		d->avail->idx = s->start;
+		d->used->idx = s->start;
+		d->avail_idx = s->start;
+		/* POST takes descriptors from the upper half on: raw descriptors written at
+		 * low indices survive the well-formed chains posted next to them. */
+		d->next_desc = (uint16_t)(d->size / 2);
+	} else {
+		uint16_t at = (uint16_t)((s->start & 0x7fffu) % d->size |
+					 (s->start & VL_PACKED_WRAP_BIT));
+
+		qc.desc_gpa = d->ring_gpa;
+		qc.driver_gpa = d->ring_gpa + FZ_DP_OFF_DRIVER_EVENT;
+		qc.device_gpa = d->ring_gpa + FZ_DP_OFF_DEVICE_EVENT;
+		qc.last_avail_idx = at;
+		qc.last_used_idx = at;
+		d->pdesc = (struct vl_packed_desc *)(void *)d->ring;
+		d->drv_ev = (struct vl_packed_event *)(void *)(d->ring + FZ_DP_OFF_DRIVER_EVENT);
+		d->ppos = at & 0x7fffu;
+		d->pwrap = (at & VL_PACKED_WRAP_BIT) != 0;
+	}
+	d->vq = vl_vq_create(d->mem, &qc, &err);
+	if (!d->vq)
+		fz_fail("vl_vq_create (size %u): %s", d->size, vl_strerror(err));
+	d->pool = dp_pool(1u + (s->pool & 63u) * 8u, fz_pool_buf_size((uint8_t)(s->pool >> 6)));
+	d->hpool = dp_pool(FZ_HOST_POOL_BUFS, FZ_HOST_BUF_SIZE);
+	if (s->zc & 1)
+		vl_vq_set_zero_copy(d->vq, true, fz_zc_min_len((uint8_t)(s->zc >> 1)),
+				    1u + (s->zc >> 3));
+	if (s->features & FZ_DPF_ALLOC_BURST)
+		vl_vq_set_alloc_policy(d->vq, VL_ALLOC_BURST);
+	if (s->features & FZ_DPF_DIRTY_LOG) {
+		d->log_bytes = s->log ? s->log : ((lab_gmem_end_gpa(d->g) >> 12) + 7) / 8;
+		d->log = calloc(d->log_bytes, 1);
+		if (!d->log)
+			fz_fail("out of memory");
+		vl_vq_set_dirty_log(d->vq, d->log, d->log_bytes);
+	}
+	d->rng = 0x1234567ull ^ s->start;
+}
+
+static void dp_teardown(struct dp *d)
+{
+	if (fz_verbose()) {
+		const struct vl_vq_stats *st = vl_vq_stats(d->vq);
+
+		fprintf(stderr, "%s: size %u: %u bursts, %llu packets, %llu chains, %llu used, "
+			"zc %llu, broken %s, drops:", fz_target, d->size, d->bursts,
+			(unsigned long long)st->packets, (unsigned long long)st->chains,
+			(unsigned long long)st->used_entries, (unsigned long long)st->zc_packets,
+			vl_vq_broken(d->vq) ? vl_drop_name(vl_vq_broken_reason(d->vq)) : "no");
+		for (int k = 1; k < VL_DROP__COUNT; k++)
+			if (st->drops[k])
+				fprintf(stderr, " %s=%llu", vl_drop_name((enum vl_drop)k),
+					(unsigned long long)st->drops[k]);
+		fputc('\n', stderr);
+	}
+	/* Everything the host holds goes back; then every chain a zero-copy packet held can
+	 * return (unless the queue broke), and both pools must be full again. */
+	free_held(d, 0);
+	do_complete(d);
+	check_queue(d);
+	if (!vl_vq_broken(d->vq) && vl_vq_zero_copy_held(d->vq) != 0)
+		fz_fail("%u chains still held after every packet was freed",
+			vl_vq_zero_copy_held(d->vq));
+	if (vl_pool_free_count(d->pool) != vl_pool_capacity(d->pool))
+		fz_fail("pool accounting: %u of %u dequeue buffers free at the end",
+			vl_pool_free_count(d->pool), vl_pool_capacity(d->pool));
+	if (vl_pool_free_count(d->hpool) != vl_pool_capacity(d->hpool))
+		fz_fail("pool accounting: %u of %u host buffers free at the end",
+			vl_pool_free_count(d->hpool), vl_pool_capacity(d->hpool));
+	vl_vq_destroy(d->vq);
+	vl_mem_destroy(d->mem);
+	free(d->log);
+}
+
+int fz_dp_run(const uint8_t *data, size_t size, enum vl_layout layout, bool rx)
+{
+	struct fz_in in = fz_in_make(data, size);
+	struct fz_dp_setup s;
+	static struct dp d;
+
+	if (size < FZ_DP_HDR_LEN)
+		return 0;
+	s.features = fz_u8(&in);
+	s.qsize = fz_u8(&in);
+	s.start = fz_u16(&in);
+	s.batch = fz_u8(&in);
+	s.pool = fz_u8(&in);
+	s.zc = fz_u8(&in);
+	s.hold = fz_u8(&in);
+	s.log = fz_u8(&in);
+	s.fill = fz_u8(&in);
+	memset(&d, 0, sizeof(d));
+	d.L = layout;
+	d.rx = rx;
+	dp_setup(&d, &s);
+	check_queue(&d);
+	for (uint32_t ops = 0; ops < FZ_DP_MAX_OPS && fz_more(&in); ops++) {
+		do_op(&d, &in);
+		check_queue(&d);
+	}
+	dp_teardown(&d);
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_packed_enqueue: a hostile guest on a packed virtqueue.
+ *
+ * The input is guest memory written operation by operation -- raw descriptors, indirect
+ * tables, avail entries and indices, flag flips, anything anywhere: the unmapped hole, past
+ * the end of RAM, across region boundaries, over the rings themselves -- interleaved with
+ * host actions (bursts, frees, pool failures, feature switches).
+ * The host side is vl_net_enqueue (guest RX): statuses valid, packets over 65535 bytes
+ * dropped, the first used descriptor of each flush well-formed (AVAIL = USED = the device
+ * wrap counter, WRITE iff a length, an id below the queue size, a length no larger than the
+ * bytes delivered), the used position always inside the ring.
+ * After every operation the queue is working or broken for a queue-level reason; at the end
+ * every packet is freed and both pools must be full again. The engine, its input format and
+ * limits: fuzz_common.h (struct fz_dp_setup, enum fz_op) and fuzz/README.md. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fz_set_target("fuzz_packed_enqueue");
+	return fz_dp_run(data, size, VL_LAYOUT_PACKED, true);
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_split_dequeue: a hostile guest on a split virtqueue.
+ *
+ * The input is guest memory written operation by operation -- raw descriptors, indirect
+ * tables, avail entries and indices, flag flips, anything anywhere: the unmapped hole, past
+ * the end of RAM, across region boundaries, over the rings themselves -- interleaved with
+ * host actions (bursts, frees, pool failures, feature switches).
+ * The host side is vl_net_dequeue (guest TX): every packet dequeued is checked (1..65535
+ * bytes, segments consistent, offloads within the packet, every byte readable, zero-copy data
+ * inside one guest region), then held or freed as the input says; every used entry published
+ * names an id below the queue size, with length 0.
+ * After every operation the queue is working or broken for a queue-level reason; at the end
+ * every packet is freed and both pools must be full again. The engine, its input format and
+ * limits: fuzz_common.h (struct fz_dp_setup, enum fz_op) and fuzz/README.md. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fz_set_target("fuzz_split_dequeue");
+	return fz_dp_run(data, size, VL_LAYOUT_SPLIT, false);
+}

@@ -1,0 +1,762 @@
+/* SPDX-License-Identifier: MIT */
+/* gen_corpus: write a seed corpus for every fuzz target.
+ *
+ *   gen_corpus OUTDIR [TARGET...]
+ *
+ * creates OUTDIR/<target>/ and writes one file per seed: well-formed traffic in several
+ * configurations, and one input per hostile-guest class the datapath targets must survive
+ * (loop, next out of range, head >= size, avail index jump, nested indirect, bad indirect
+ * length, unmapped range, region straddle, header over three descriptors, short chain,
+ * zero-length descriptors, length overflow, wrong direction, bad offload; packed lies:
+ * incomplete chain, id out of range, used-looking head). Seeds are built with the encoders
+ * of fuzz_common.h, so they follow the input formats as those evolve; a ctest test runs this
+ * program and replays every seed through every target. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fuzz_common.h"
+
+/* ---- output -------------------------------------------------------------------------- */
+
+static const char *out_root;
+static int failures;
+static unsigned written;
+
+static int make_dir(const char *path)
+{
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return 0;
+	fprintf(stderr, "gen_corpus: mkdir %s: %s\n", path, strerror(errno));
+	return -1;
+}
+
+static void save(const char *target, const char *name, struct fz_out *o)
+{
+	char dir[4096];
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", out_root, target) >= sizeof(dir) ||
+	    make_dir(dir) != 0 || fz_out_save(o, dir, name) != 0)
+		failures++;
+	else
+		written++;
+	fz_out_free(o);
+}
+
+/* ---- datapath seeds ------------------------------------------------------------------ */
+
+/* A datapath seed under construction: which target it is for decides the encodings that
+ * differ (split or packed descriptors, dequeue or enqueue bursts). */
+struct seed {
+	struct fz_out o;
+	bool packed, rx;
+	uint32_t hdr_len;
+	uint16_t dir;   /* VL_DESC_F_WRITE on RX */
+};
+
+/* The base of the hostile seeds. RX ones negotiate mergeable buffers, so a packet walks on
+ * past a chain that is too small for it and reaches the hostile chains behind it (the good-*
+ * seeds cover RX without mergeable buffers). */
+static struct fz_dp_setup base_setup(bool packed, bool rx)
+{
+	struct fz_dp_setup s = {
+		.features = (uint8_t)(FZ_DPF_VERSION_1 | FZ_DPF_INDIRECT | (rx ? FZ_DPF_MERGEABLE : 0)),
+		.qsize = packed ? 15 : 4, /* 16 entries either way */
+		.start = packed ? 0x8000 : 0,
+		.batch = 3,               /* 256 */
+		.pool = 63,               /* 505 buffers of 2048 bytes */
+	};
+
+	return s;
+}
+
+static void seed_begin(struct seed *sd, bool packed, bool rx, const struct fz_dp_setup *s)
+{
+	fz_out_init(&sd->o);
+	sd->packed = packed;
+	sd->rx = rx;
+	sd->dir = rx ? VL_DESC_F_WRITE : 0;
+	sd->hdr_len = vl_net_hdr_len(fz_dp_features(s->features,
+						     packed ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT));
+	fz_enc_setup(&sd->o, s);
+}
+
+/* One burst of the seed's direction: dequeue up to 32, or enqueue a few packets. */
+static void burst(struct seed *sd)
+{
+	static const uint16_t lens[3] = {64, 1500, 300};
+	static const uint8_t mods[3] = {0, 2, 6};
+
+	if (sd->rx)
+		fz_enc_enqueue(&sd->o, 3, lens, mods);
+	else
+		fz_enc_dequeue(&sd->o, 32);
+}
+
+/* A raw descriptor at ring index/position idx naming guest RAM at off. */
+static void desc_ram(struct seed *sd, uint16_t idx, uint16_t off, uint32_t len, uint16_t flags,
+		     uint16_t other)
+{
+	fz_enc_desc_head(&sd->o, idx);
+	fz_enc_addr_ram(&sd->o, off);
+	fz_enc_len(&sd->o, len);
+	fz_enc_desc_tail(&sd->o, flags, other);
+}
+
+/* Split: make head available and publish it. */
+static void avail(struct seed *sd, uint16_t head)
+{
+	fz_enc_avail(&sd->o, head);
+	fz_enc_publish(&sd->o);
+}
+
+/* Packed: flags of an available descriptor for wrap counter 1 (the seeds' start). */
+#define PAV VL_PDESC_F_AVAIL
+
+/* A well-formed chain through the driver cursor, then a burst. */
+static void good_post(struct seed *sd, uint8_t shape, uint16_t len, uint16_t off)
+{
+	fz_enc_post(&sd->o, shape, len, off, NULL);
+}
+
+static void good_then_burst(struct seed *sd, uint16_t off)
+{
+	good_post(sd, 0, 100, off);
+	burst(sd);
+}
+
+static void gen_datapath(const char *target, bool packed, bool rx)
+{
+	struct seed sd;
+	struct fz_dp_setup s;
+	const uint16_t W = rx ? VL_DESC_F_WRITE : 0;
+
+	/* Well-formed traffic in several configurations. */
+	static const struct {
+		const char *name;
+		uint8_t features, qsize_split, qsize_packed, zc, hold, batch;
+	} goods[] = {
+		{"good-basic", FZ_DPF_VERSION_1 | FZ_DPF_INDIRECT, 4, 15, 0, 0, 3},
+		{"good-legacy-10byte-header", 0, 8, 255, 0, 0, 0},
+		{"good-mergeable-4k", FZ_DPF_MERGEABLE | FZ_DPF_GRAN_4K | FZ_DPF_INDIRECT, 6, 63, 0, 0,
+		 3},
+		{"good-in-order-event-idx", FZ_DPF_IN_ORDER | FZ_DPF_EVENT_IDX | FZ_DPF_VERSION_1, 3,
+		 6, 0, 0, 5},
+		{"good-zero-copy-hold", FZ_DPF_VERSION_1 | FZ_DPF_GRAN_4K, 4, 15, 1 | (3 << 3), 2, 3},
+		{"good-zero-copy-in-order", FZ_DPF_VERSION_1 | FZ_DPF_IN_ORDER, 4, 15, 1 | (1 << 3),
+		 1, 0},
+		{"good-dirty-log-alloc-burst", FZ_DPF_VERSION_1 | FZ_DPF_DIRTY_LOG | FZ_DPF_ALLOC_BURST,
+		 5, 30, 0, 0, 1},
+		{"good-tiny-queue", FZ_DPF_VERSION_1, 0, 0, 0, 0, 3},
+	};
+
+	for (size_t g = 0; g < sizeof(goods) / sizeof(goods[0]); g++) {
+		s = base_setup(packed, rx);
+		s.features = goods[g].features;
+		s.qsize = packed ? goods[g].qsize_packed : goods[g].qsize_split;
+		s.zc = goods[g].zc;
+		s.hold = goods[g].hold;
+		s.batch = goods[g].batch;
+		seed_begin(&sd, packed, rx, &s);
+		for (int round = 0; round < 3; round++) {
+			good_post(&sd, 0, 64, 0x0000);
+			good_post(&sd, 0x01 | FZ_POST_HDR_ALONE, 1500, 0x1000);
+			good_post(&sd, 0x07 | FZ_POST_INDIRECT | FZ_POST_MISALIGN, 3000, 0x3000);
+			good_post(&sd, 0x02 | FZ_POST_ZERO_LEN, 700, 0x8000);
+			burst(&sd);
+			fz_enc_op1(&sd.o, FZ_OP_FREE, 1);
+		}
+		fz_enc_op1(&sd.o, FZ_OP_FREE, 0);
+		fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
+		save(target, goods[g].name, &sd.o);
+	}
+
+	/* Pool faults, allocation policy and zero-copy switched while running. */
+	s = base_setup(packed, rx);
+	s.pool = 2; /* 17 buffers */
+	seed_begin(&sd, packed, rx, &s);
+	good_post(&sd, 0, 5000, 0x0000);
+	good_post(&sd, 0, 100, 0x4000);
+	fz_enc_op1(&sd.o, FZ_OP_POOLFAIL, 0);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POOLFAIL, 1);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POOLFAIL, 255);
+	fz_enc_op1(&sd.o, FZ_OP_ZC, 1);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 1);
+	fz_enc_op1(&sd.o, FZ_OP_BATCH, 0);
+	fz_enc_op1(&sd.o, FZ_OP_KICKS, 0);
+	fz_enc_op0(&sd.o, FZ_OP_SETMEM);
+	burst(&sd);
+	good_post(&sd, 0, 2000, 0x6000);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_FREE, 3);
+	fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
+	fz_enc_op1(&sd.o, FZ_OP_KICKS, 1);
+	save(target, "faults-and-switches", &sd.o);
+
+	/* Notification wishes of the guest. */
+	s = base_setup(packed, rx);
+	s.features |= FZ_DPF_EVENT_IDX;
+	seed_begin(&sd, packed, rx, &s);
+	if (packed)
+		fz_enc_event_packed(&sd.o, 0x8002, VL_RING_EVENT_DESC);
+	else
+		fz_enc_event_split(&sd.o, true, 1);
+	good_post(&sd, 0, 100, 0);
+	good_post(&sd, 0, 100, 0x400);
+	good_post(&sd, 0, 100, 0x800);
+	burst(&sd);
+	if (packed)
+		fz_enc_event_packed(&sd.o, 0x7fff, 3);
+	else
+		fz_enc_event_split(&sd.o, false, VL_AVAIL_F_NO_INTERRUPT);
+	good_then_burst(&sd, 0x1000);
+	save(target, "notify-wishes", &sd.o);
+
+	/* ---- hostile classes -------------------------------------------------------- */
+
+	/* loop: a -> b -> a, and c -> c. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	if (packed) {
+		/* A packed chain cannot loop through next fields: the nearest thing is a chain
+		 * whose NEXT runs around the whole ring. */
+		for (uint16_t i = 0; i < 16; i++)
+			desc_ram(&sd, i, (uint16_t)(i * 64), 64, (uint16_t)(W | PAV | VL_DESC_F_NEXT),
+				 1);
+	} else {
+		desc_ram(&sd, 0, 0x000, 16, (uint16_t)(W | VL_DESC_F_NEXT), 1);
+		desc_ram(&sd, 1, 0x010, 16, (uint16_t)(W | VL_DESC_F_NEXT), 0);
+		desc_ram(&sd, 2, 0x020, 16, (uint16_t)(W | VL_DESC_F_NEXT), 2);
+		fz_enc_avail(&sd.o, 0);
+		avail(&sd, 2);
+	}
+	good_then_burst(&sd, 0x1000);
+	save(target, "hostile-loop", &sd.o);
+
+	/* loop inside an indirect table. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	for (uint16_t i = 0; i < 3; i++) {
+		fz_enc_table_head(&sd.o, (uint16_t)(0x2000 + 16 * i));
+		fz_enc_addr_ram(&sd.o, (uint16_t)(0x100 * i));
+		fz_enc_len(&sd.o, 32);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | VL_DESC_F_NEXT), (uint16_t)(i == 2 ? 1 : i + 1));
+	}
+	fz_enc_desc_head(&sd.o, 0);
+	fz_enc_addr_ram(&sd.o, 0x2000);
+	fz_enc_len(&sd.o, 48);
+	fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | (packed ? PAV : 0)), 0);
+	if (!packed)
+		avail(&sd, 0);
+	else
+		fz_enc_setpos(&sd.o, 0x8001);
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-loop-indirect", &sd.o);
+
+	/* next out of range (split) / a NEXT chain into a descriptor never made available
+	 * (packed: incomplete chain). */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	if (packed) {
+		desc_ram(&sd, 0, 0, 200, (uint16_t)(W | PAV | VL_DESC_F_NEXT), 0);
+		burst(&sd);
+		save(target, "hostile-packed-incomplete-chain", &sd.o);
+	} else {
+		desc_ram(&sd, 0, 0, 200, (uint16_t)(W | VL_DESC_F_NEXT), 200);
+		avail(&sd, 0);
+		good_then_burst(&sd, 0x1000);
+		save(target, "hostile-next-out-of-range", &sd.o);
+	}
+
+	/* head >= queue size (split) / buffer id >= queue size (packed). */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	good_post(&sd, 0, 100, 0);
+	if (packed) {
+		desc_ram(&sd, 1, 0x1000, 200, (uint16_t)(W | PAV), 999);
+		burst(&sd);
+		burst(&sd);
+		save(target, "hostile-packed-id-out-of-range", &sd.o);
+	} else {
+		avail(&sd, 999);
+		burst(&sd);
+		burst(&sd);
+		save(target, "hostile-head-out-of-range", &sd.o);
+	}
+
+	/* avail index jump (split) / used-looking head (packed). */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	if (packed) {
+		good_post(&sd, 0, 100, 0);
+		fz_enc_pflags(&sd.o, 0, FZ_PFLAG_USED);
+		burst(&sd);
+		fz_enc_pflags(&sd.o, 0, FZ_PFLAG_AVAIL);
+		burst(&sd);
+		fz_enc_pflags(&sd.o, 1, FZ_PFLAG_OTHER);
+		fz_enc_pflags(&sd.o, 2, FZ_PFLAG_CLEAR | FZ_PFLAG_NEXT);
+		burst(&sd);
+		save(target, "hostile-packed-used-looking-head", &sd.o);
+	} else {
+		good_post(&sd, 0, 100, 0);
+		fz_enc_force(&sd.o, 100);
+		burst(&sd);
+		save(target, "hostile-avail-jump", &sd.o);
+	}
+
+	/* nested indirect. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	fz_enc_table_head(&sd.o, 0x2000);
+	fz_enc_addr_ram(&sd.o, 0x2100);
+	fz_enc_len(&sd.o, 16);
+	fz_enc_desc_tail(&sd.o, VL_DESC_F_INDIRECT, 0);
+	fz_enc_desc_head(&sd.o, 0);
+	fz_enc_addr_ram(&sd.o, 0x2000);
+	fz_enc_len(&sd.o, 16);
+	fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | (packed ? PAV : 0)), 0);
+	if (!packed)
+		avail(&sd, 0);
+	else
+		fz_enc_setpos(&sd.o, 0x8001);
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-nested-indirect", &sd.o);
+
+	/* bad indirect lengths: 0, not a multiple of 16, more entries than the queue; and
+	 * INDIRECT together with NEXT; and INDIRECT without the feature. */
+	static const uint32_t bad_lens[3] = {0, 15, 16 * 17};
+
+	for (int k = 0; k < 5; k++) {
+		static const char *const names[5] = {
+			"hostile-indirect-len-zero", "hostile-indirect-len-odd",
+			"hostile-indirect-len-too-many", "hostile-indirect-with-next",
+			"hostile-indirect-not-negotiated",
+		};
+
+		s = base_setup(packed, rx);
+		if (k == 4)
+			s.features &= (uint8_t)~FZ_DPF_INDIRECT;
+		seed_begin(&sd, packed, rx, &s);
+		uint16_t fl = (uint16_t)(VL_DESC_F_INDIRECT | (packed ? PAV : 0));
+
+		if (k == 3) {
+			desc_ram(&sd, 0, 0x2000, 32, (uint16_t)(fl | VL_DESC_F_NEXT), 1);
+			desc_ram(&sd, 1, 0x2100, 100, (uint16_t)(W | (packed ? PAV : 0)), 0);
+		} else {
+			desc_ram(&sd, 0, 0x2000, k < 3 ? bad_lens[k] : 32, fl, 0);
+		}
+		if (!packed)
+			avail(&sd, 0);
+		else
+			fz_enc_setpos(&sd.o, k == 3 ? 0x8002 : 0x8001);
+		good_then_burst(&sd, 0x3000);
+		save(target, names[k], &sd.o);
+	}
+
+	/* unmapped ranges: the hole, far away, the end of RAM, and an indirect table in the
+	 * hole. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	{
+		uint16_t pf = packed ? PAV : 0;
+
+		fz_enc_desc_head(&sd.o, 0);
+		fz_enc_addr_hole(&sd.o, 0x100);
+		fz_enc_len(&sd.o, 100);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 0);
+		fz_enc_desc_head(&sd.o, 1);
+		fz_enc_addr_raw(&sd.o, 0xdead00000000ull);
+		fz_enc_len(&sd.o, 100);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 1);
+		fz_enc_desc_head(&sd.o, 2);
+		fz_enc_addr_ram_end(&sd.o, 10);
+		fz_enc_len(&sd.o, 100);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 2);
+		fz_enc_desc_head(&sd.o, 3);
+		fz_enc_addr_raw(&sd.o, 0xfffffffffffffff0ull);
+		fz_enc_len(&sd.o, 0x100);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 3);
+		fz_enc_desc_head(&sd.o, 4);
+		fz_enc_addr_hole(&sd.o, 0);
+		fz_enc_len(&sd.o, 32);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | pf), 4);
+		if (!packed) {
+			for (uint16_t i = 0; i < 5; i++)
+				fz_enc_avail(&sd.o, i);
+			fz_enc_publish(&sd.o);
+		} else {
+			fz_enc_setpos(&sd.o, 0x8005);
+		}
+	}
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-unmapped", &sd.o);
+
+	/* straddles: a buffer over a region boundary (coarse: 16 KiB, 4 KiB regions: every
+	 * page), an indirect table over one, and buffers aliasing the rings. */
+	for (int gran = 0; gran < 2; gran++) {
+		s = base_setup(packed, rx);
+		if (gran)
+			s.features |= FZ_DPF_GRAN_4K;
+		seed_begin(&sd, packed, rx, &s);
+		uint16_t pf = packed ? PAV : 0;
+
+		fz_enc_desc_head(&sd.o, 0);
+		fz_enc_addr_boundary(&sd.o, 4, 20);
+		fz_enc_len(&sd.o, 3000);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 0);
+		/* An indirect table straddling a boundary. */
+		for (uint16_t i = 0; i < 2; i++) {
+			fz_enc_table_head(&sd.o, (uint16_t)(8 * 4096 - 8 + 16 * i));
+			fz_enc_addr_ram(&sd.o, (uint16_t)(0x5000 + 0x100 * i));
+			fz_enc_len(&sd.o, 100);
+			fz_enc_desc_tail(&sd.o, (uint16_t)(W | (packed ? 0 : (i ? 0 : VL_DESC_F_NEXT))),
+					 1);
+		}
+		fz_enc_desc_head(&sd.o, 1);
+		fz_enc_addr_boundary(&sd.o, 8, 8);
+		fz_enc_len(&sd.o, 32);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | pf), 1);
+		/* A buffer over the used ring / the descriptors themselves. */
+		fz_enc_desc_head(&sd.o, 2);
+		fz_enc_addr_ring(&sd.o, packed ? 0x0 : 0x2000);
+		fz_enc_len(&sd.o, 200);
+		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 2);
+		if (!packed) {
+			fz_enc_avail(&sd.o, 0);
+			fz_enc_avail(&sd.o, 1);
+			avail(&sd, 2);
+		} else {
+			fz_enc_setpos(&sd.o, 0x8003);
+		}
+		good_then_burst(&sd, 0x3000);
+		save(target, gran ? "hostile-straddle-4k" : "hostile-straddle-coarse", &sd.o);
+	}
+
+	/* header over three descriptors (4 + 4 + rest), valid. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	{
+		uint16_t pf = packed ? PAV : 0;
+
+		desc_ram(&sd, 0, 0x100, 4, (uint16_t)(W | pf | VL_DESC_F_NEXT), 1);
+		desc_ram(&sd, 1, 0x104, 4, (uint16_t)(W | pf | VL_DESC_F_NEXT), 2);
+		desc_ram(&sd, 2, 0x108, 4 + 200, (uint16_t)(W | pf), 2);
+		if (!packed)
+			avail(&sd, 0);
+		else
+			fz_enc_setpos(&sd.o, 0x8003);
+	}
+	burst(&sd);
+	save(target, "hostile-header-over-3-descs", &sd.o);
+
+	/* short chain: exactly the header, and less. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	desc_ram(&sd, 0, 0x100, sd.hdr_len, (uint16_t)(W | (packed ? PAV : 0)), 0);
+	desc_ram(&sd, 1, 0x200, 3, (uint16_t)(W | (packed ? PAV : 0)), 1);
+	if (!packed) {
+		fz_enc_avail(&sd.o, 0);
+		avail(&sd, 1);
+	} else {
+		fz_enc_setpos(&sd.o, 0x8002);
+	}
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-short-chain", &sd.o);
+
+	/* zero-length descriptors around data. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	{
+		uint16_t pf = packed ? PAV : 0;
+
+		desc_ram(&sd, 0, 0x100, 0, (uint16_t)(W | pf | VL_DESC_F_NEXT), 1);
+		desc_ram(&sd, 1, 0x100, 300, (uint16_t)(W | pf | VL_DESC_F_NEXT), 2);
+		desc_ram(&sd, 2, 0x000, 0, (uint16_t)(W | pf), 2);
+		desc_ram(&sd, 3, 0x400, 0, (uint16_t)(W | pf), 3);
+		if (!packed) {
+			fz_enc_avail(&sd.o, 0);
+			avail(&sd, 3);
+		} else {
+			fz_enc_setpos(&sd.o, 0x8004);
+		}
+	}
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-zero-length", &sd.o);
+
+	/* lengths summing past 2^32. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	desc_ram(&sd, 0, 0x100, 100, (uint16_t)(W | (packed ? PAV : 0) | VL_DESC_F_NEXT), 1);
+	desc_ram(&sd, 1, 0x200, 0xffffffc0u, (uint16_t)(W | (packed ? PAV : 0)), 1);
+	if (!packed)
+		avail(&sd, 0);
+	else
+		fz_enc_setpos(&sd.o, 0x8002);
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-len-overflow", &sd.o);
+
+	/* wrong direction: a device-writable TX buffer / a read-only RX buffer. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	desc_ram(&sd, 0, 0x100, 200, (uint16_t)((rx ? 0 : VL_DESC_F_WRITE) | (packed ? PAV : 0)), 0);
+	if (!packed)
+		avail(&sd, 0);
+	else
+		fz_enc_setpos(&sd.o, 0x8001);
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-wrong-direction", &sd.o);
+
+	/* bogus offload headers (TX): checksum past the end, unknown GSO, ECN alone, GSO
+	 * with size 0 or headers past the end. RX gets them as host offloads instead. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	{
+		static const uint8_t hdrs[5][10] = {
+			{VL_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 0, 0, 0xf0, 0xff, 0x10, 0},
+			{0, 7, 0, 0, 1, 0, 0, 0, 0, 0},
+			{0, VL_NET_HDR_GSO_ECN, 0, 0, 0, 0, 0, 0, 0, 0},
+			{0, VL_NET_HDR_GSO_TCPV4, 10, 0, 0, 0, 0, 0, 0, 0},
+			{0, VL_NET_HDR_GSO_UDP, 0xff, 0xff, 0x40, 0, 0, 0, 0, 0},
+		};
+
+		for (int k = 0; k < 5; k++)
+			fz_enc_post(&sd.o, 0, 100, (uint16_t)(0x400 * k), hdrs[k]);
+		if (rx) {
+			static const uint16_t lens[4] = {100, 100, 100, 100};
+			static const uint8_t mods[4] = {2, 8, 10, 14};
+
+			fz_enc_enqueue(&sd.o, 4, lens, mods);
+		} else {
+			burst(&sd);
+		}
+	}
+	good_then_burst(&sd, 0x3000);
+	save(target, "hostile-bad-offload", &sd.o);
+
+	/* RX specifics (run on TX too, harmlessly): buffers smaller than the header, packets
+	 * over 64 KiB, a packet no buffer can hold. */
+	s = base_setup(packed, rx);
+	s.features |= FZ_DPF_MERGEABLE;
+	seed_begin(&sd, packed, rx, &s);
+	desc_ram(&sd, 0, 0x100, 4, (uint16_t)(W | (packed ? PAV : 0)), 0);
+	if (!packed)
+		avail(&sd, 0);
+	else
+		fz_enc_setpos(&sd.o, 0x8001);
+	for (int k = 0; k < 6; k++)
+		good_post(&sd, 0, 200, (uint16_t)(0x1000 + 0x400 * k));
+	if (rx) {
+		static const uint16_t lens[4] = {60000, 536, 1000, 2000};
+		static const uint8_t mods[4] = {1, 0, 0, 0};
+
+		fz_enc_enqueue(&sd.o, 4, lens, mods);
+	} else {
+		burst(&sd);
+	}
+	save(target, "hostile-rx-small-buffers-big-packets", &sd.o);
+
+	/* Zero-copy with a guest that re-posts what the device holds: split re-publishes the
+	 * heads of held chains, packed laps the ring over positions the device still holds. */
+	for (int in_order = 0; in_order < 2; in_order++) {
+		s = base_setup(packed, rx);
+		s.zc = 1 | (15 << 3); /* min_len 0, up to 16 chains held */
+		s.hold = 1;
+		if (in_order)
+			s.features |= FZ_DPF_IN_ORDER;
+		seed_begin(&sd, packed, rx, &s);
+		for (int k = 0; k < 3; k++) {
+			for (int c = 0; c < 4; c++)
+				good_post(&sd, FZ_POST_HDR_ALONE, 1000, (uint16_t)(0x2000 * c));
+			burst(&sd);
+			if (!packed) {
+				fz_enc_avail(&sd.o, 8);
+				avail(&sd, 10);
+				burst(&sd);
+			}
+		}
+		fz_enc_op1(&sd.o, FZ_OP_FREE, 2);
+		burst(&sd);
+		fz_enc_op1(&sd.o, FZ_OP_FREE, 0);
+		fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
+		save(target, in_order ? "hostile-zero-copy-repost-in-order" : "hostile-zero-copy-repost",
+		     &sd.o);
+	}
+
+	/* Garbage everywhere: guest memory filled with 0xff, then a burst. */
+	s = base_setup(packed, rx);
+	s.fill = 0xff;
+	seed_begin(&sd, packed, rx, &s);
+	burst(&sd);
+	fz_enc_fill(&sd.o, false, 0, 0x4000, 0x81);
+	burst(&sd);
+	save(target, "hostile-garbage-fill", &sd.o);
+}
+
+/* ---- scenario seeds ------------------------------------------------------------------ */
+
+static void gen_scenario(void)
+{
+	static const struct {
+		const char *name;
+		uint8_t flags, mode, qsize;
+	} cfgs[] = {
+		{"split-default", FZ_SC_F_MERGEABLE | FZ_SC_F_INDIRECT | FZ_SC_F_MODERN, 3 << 4, 3},
+		{"packed-default", FZ_SC_F_PACKED | FZ_SC_F_MERGEABLE | FZ_SC_F_INDIRECT, 3 << 4, 30},
+		{"split-legacy-coarse", 0, 0, 4},
+		{"split-in-order-event-idx-4k", FZ_SC_F_IN_ORDER | FZ_SC_F_EVENT_IDX, 1 << 2, 2},
+		{"packed-odd-size-event-idx", FZ_SC_F_PACKED | FZ_SC_F_EVENT_IDX | FZ_SC_F_IN_ORDER,
+		 1 << 2 | 3 << 4, 5},
+		{"split-zero-copy-dirty-log", FZ_SC_F_ZERO_COPY | FZ_SC_F_DIRTY_LOG | FZ_SC_F_MERGEABLE,
+		 3 << 4, 4},
+		{"packed-zero-copy-in-order", FZ_SC_F_PACKED | FZ_SC_F_ZERO_COPY | FZ_SC_F_IN_ORDER,
+		 1 << 2, 14},
+		{"split-faults-nth", FZ_SC_F_INDIRECT | FZ_SC_F_MODERN, 1 | 5 << 4, 3},
+		{"packed-faults-prob", FZ_SC_F_PACKED | FZ_SC_F_MERGEABLE, 2 | 2 << 2, 62},
+		{"split-faults-scarce-zc", FZ_SC_F_ZERO_COPY | FZ_SC_F_MERGEABLE, 3 | 1 << 2, 2},
+		{"packed-tiny-queue", FZ_SC_F_PACKED | FZ_SC_F_MERGEABLE | FZ_SC_F_EVENT_IDX, 1 << 2,
+		 0},
+		{"split-tiny-queue", FZ_SC_F_MERGEABLE | FZ_SC_F_EVENT_IDX, 1 << 2, 0},
+		{"split-64k-regions-batch-max", FZ_SC_F_INDIRECT | FZ_SC_F_DIRTY_LOG, 3 << 2 | 6 << 4,
+		 5},
+		{"packed-everything", 0xff, 3 | 1 << 2 | 3 << 4, 17},
+	};
+	static const uint16_t sizes[][4] = {
+		{64, 1500, 9000, 257}, {1, 255, 256, 4096}, {60000, 64, 0, 0}, {128, 129, 2048, 2049},
+	};
+
+	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		struct fz_out o;
+		struct fz_sc_input s = {
+			.flags = cfgs[i].flags,
+			.mode = cfgs[i].mode,
+			.qsize = cfgs[i].qsize,
+			.burst = (uint8_t)(i % 3 == 0 ? 31 : i % 3 == 1 ? 7 : 0),
+			.packets = (uint8_t)(i * 11),
+			.containment = (uint8_t)(i % 4),
+			.seed = 1000 + i,
+			.nsizes = (uint8_t)(i % 4 == 2 ? 1 : 3),
+		};
+
+		memcpy(s.sizes, sizes[i % 4], sizeof(sizes[0]));
+		fz_out_init(&o);
+		fz_enc_scenario(&o, &s);
+		save("fuzz_scenario", cfgs[i].name, &o);
+	}
+}
+
+/* ---- differential seeds -------------------------------------------------------------- */
+
+static void df_round_mix(struct fz_df_round *r, unsigned k)
+{
+	memset(r, 0, sizeof(*r));
+	r->ntx = (uint8_t)(3 + k % 5);
+	r->notify = (uint8_t)(k * 37);
+	for (uint8_t i = 0; i < r->ntx; i++) {
+		r->tx[i].len = (uint16_t)(i % 3 == 0 ? 60u : i % 3 == 1 ? 1500u + k : 4000u + 7u * i);
+		r->tx[i].shape = (uint8_t)((i * 0x35 + k) & 0xff);
+		r->tx[i].place = (uint8_t)(i * 13);
+		r->tx[i].ol = (uint8_t)(i + k);
+	}
+	r->count = (uint8_t)(k % 4 == 3 ? 2 : 64);
+	r->nrx = (uint8_t)(4 + k % 6);
+	for (uint8_t i = 0; i < r->nrx; i++) {
+		r->rx[i].cap = (uint16_t)(i % 2 ? 1500 : 2000 + 333 * i);
+		r->rx[i].shape = (uint8_t)((i * 0x0b + k) & 0x3f);
+		r->rx[i].place = (uint8_t)(i * 5);
+	}
+	r->npkts = (uint8_t)(2 + k % 4);
+	for (uint8_t i = 0; i < r->npkts; i++) {
+		r->pk[i].len = (uint16_t)(i % 2 ? 64 : 1400 + 1000 * (k % 3));
+		r->pk[i].ol = (uint8_t)(i * 29 + k);
+	}
+}
+
+static void gen_differential(void)
+{
+	static const struct {
+		const char *name;
+		uint8_t flags, qsize, zc;
+		uint16_t start;
+	} cfgs[] = {
+		{"split-basic", FZ_DF_F_VERSION_1 | FZ_DF_F_INDIRECT, 4, 0, 0},
+		{"split-mergeable-4k-wrap", FZ_DF_F_MERGEABLE | FZ_DF_F_INDIRECT | FZ_DF_F_GRAN_4K, 5,
+		 3, 0xffe0},
+		{"split-in-order-event-idx-log", FZ_DF_F_IN_ORDER | FZ_DF_F_EVENT_IDX |
+		 FZ_DF_F_DIRTY_LOG | FZ_DF_F_VERSION_1, 3, 1, 0xfff0},
+		{"split-legacy", 0, 6, 2, 7},
+		{"packed-basic", FZ_DF_F_PACKED | FZ_DF_F_INDIRECT, 30, 0, 0},
+		{"packed-in-order-mergeable-4k", FZ_DF_F_PACKED | FZ_DF_F_IN_ORDER | FZ_DF_F_MERGEABLE |
+		 FZ_DF_F_GRAN_4K, 14, 3, 10},
+		{"packed-odd-event-idx-log", FZ_DF_F_PACKED | FZ_DF_F_EVENT_IDX | FZ_DF_F_DIRTY_LOG |
+		 FZ_DF_F_INDIRECT, 21, 1, 20},
+		{"packed-tiny", FZ_DF_F_PACKED | FZ_DF_F_MERGEABLE, 1, 2, 1},
+	};
+
+	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		struct fz_out o;
+		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, cfgs[i].start, cfgs[i].zc};
+		struct fz_df_round r;
+
+		fz_out_init(&o);
+		fz_enc_df_header(&o, &h);
+		for (unsigned k = 0; k < 4; k++) {
+			df_round_mix(&r, (unsigned)(k + 3 * i));
+			fz_enc_df_round(&o, &r);
+		}
+		save("fuzz_differential", cfgs[i].name, &o);
+	}
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static const char *const targets[] = {
+	"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue", "fuzz_packed_enqueue",
+	"fuzz_scenario", "fuzz_differential",
+};
+
+static void gen_target(const char *t)
+{
+	if (!strcmp(t, "fuzz_split_dequeue"))
+		gen_datapath(t, false, false);
+	else if (!strcmp(t, "fuzz_split_enqueue"))
+		gen_datapath(t, false, true);
+	else if (!strcmp(t, "fuzz_packed_dequeue"))
+		gen_datapath(t, true, false);
+	else if (!strcmp(t, "fuzz_packed_enqueue"))
+		gen_datapath(t, true, true);
+	else if (!strcmp(t, "fuzz_scenario"))
+		gen_scenario();
+	else if (!strcmp(t, "fuzz_differential"))
+		gen_differential();
+	else {
+		fprintf(stderr, "gen_corpus: unknown target %s\n", t);
+		failures++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fprintf(stderr, "usage: gen_corpus OUTDIR [TARGET...]\n"
+				"writes a seed corpus per fuzz target into OUTDIR/<target>/\n"
+				"targets:");
+		for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
+			fprintf(stderr, " %s", targets[i]);
+		fprintf(stderr, "\n");
+		return argc < 2 ? 2 : 0;
+	}
+	out_root = argv[1];
+	if (make_dir(out_root) != 0)
+		return 1;
+	if (argc == 2)
+		for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
+			gen_target(targets[i]);
+	for (int i = 2; i < argc; i++)
+		gen_target(argv[i]);
+	printf("gen_corpus: %u seeds written to %s\n", written, out_root);
+	return failures ? 1 : 0;
+}
