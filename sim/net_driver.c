@@ -558,7 +558,11 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 		/* Mostly ordinary buffers, sometimes tiny ones that hold little beyond the
 		 * header, so packets spread over many buffers. Never so small that a full ring
 		 * could not hold the largest packet: then the device must drop it. */
-		uint32_t min_cap = (d->cfg.rx_buf_max + d->cfg.queue_size - 1) / d->cfg.queue_size;
+		/* The ring holds queue-size descriptors; buffers of up to 3 descriptors (see
+		 * below) mean only a third as many buffers fit. */
+		uint32_t per_buf = d->cfg.queue_size >= 64 ? 3 : 1;
+		uint32_t nbufs = d->cfg.queue_size / per_buf ? d->cfg.queue_size / per_buf : 1;
+		uint32_t min_cap = (d->cfg.rx_buf_max + nbufs - 1) / nbufs;
 
 		if (min_cap < d->hdr_len)
 			min_cap = d->hdr_len;

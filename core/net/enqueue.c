@@ -63,7 +63,7 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 					     struct rx_burst *b, uint32_t need,
 					     uint32_t *nbufs, uint32_t *ndeferred, uint16_t *pos)
 {
-	uint32_t np = 0, cap = 0;
+	uint32_t np = 0, cap = 0, ring_descs = 0;
 
 	*nbufs = 0;
 	*ndeferred = 0;
@@ -78,7 +78,11 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 			/* Even a ring full of this guest's buffers cannot hold the packet:
 			 * waiting would stall the queue forever. (Deferred bad chains stay in
 			 * the ring and are returned with the next packet that commits.) */
-			if (vq->mergeable && b->committed == 0 && vl_ring_full(vq, L)) {
+			/* Full: the window holds every chain the ring can, or its chains hold every
+			 * descriptor (chains of several descriptors run the guest out of
+			 * descriptors before the avail ring fills). */
+			if (vq->mergeable && b->committed == 0 &&
+			    (ring_descs >= vq->size || vl_ring_full(vq, L))) {
 				b->drop_reason = VL_DROP_RX_TOO_BIG;
 				return RESERVE_DROP;
 			}
@@ -92,6 +96,7 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 		if (vq->broken)
 			return RESERVE_NO_ROOM;
 		(*pos)++;
+		ring_descs += c.ndescs;
 
 		if (why == VL_DROP_TOO_MANY_PIECES && first > 0) {
 			/* The chain is fine on its own; this packet needs too many pieces. */

@@ -28,6 +28,7 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 	uint16_t stamp = next_stamp(vq);
 
 	*total = 0;
+	vq->walk_ring_descs = 0;
 	for (;;) {
 		struct vl_split_desc d;
 
@@ -39,10 +40,12 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 		if (vq->seen[idx] == stamp)
 			return VL_DROP_CHAIN_LOOP;
 		vq->seen[idx] = stamp;
-		if (indirect)
+		if (indirect) {
 			vl_guest_load_bytes(&d, itable + (size_t)idx * sizeof(d), sizeof(d));
-		else
+		} else {
 			vl_guest_load_split_desc(&d, &vq->desc[idx]);
+			vq->walk_ring_descs++;
+		}
 
 		if (d.flags & VL_DESC_F_INDIRECT) {
 			if (indirect)

@@ -55,8 +55,12 @@ static inline enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t pos, enum v
 		return VL_DROP_HEAD_OUT_OF_RANGE;
 	}
 	c->id = h;
-	c->ndescs = 1;
-	return vl_split_walk(vq, h, dir, np, total);
+	enum vl_drop why = vl_split_walk(vq, h, dir, np, total);
+
+	/* Ring descriptors the chain holds (an indirect table counts as its one descriptor):
+	 * what the guest cannot post again until the chain comes back. */
+	c->ndescs = (uint16_t)(vq->walk_ring_descs ? vq->walk_ring_descs : 1);
+	return why;
 }
 
 /* Mark n avail entries consumed. */

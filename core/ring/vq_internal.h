@@ -102,6 +102,7 @@ struct vl_vq {
 	uint16_t last_avail_idx;   /* next avail entry to consume */
 	uint16_t used_idx;         /* shadow of used->idx: what we last published */
 	uint16_t window;           /* split: avail entries seen at the start of this burst */
+	uint32_t walk_ring_descs;  /* split: ring descriptors the last walk visited */
 
 	/* Packed ring (spec 2.8): positions 0..size-1 plus a one-bit wrap counter each. */
 	struct vl_packed_desc *pdesc;
