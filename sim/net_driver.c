@@ -419,12 +419,6 @@ no_room:
 	return 0;
 }
 
-void lab_drv_kick(struct lab_net_driver *d)
-{
-	lab_ring_publish(&d->tx);
-	lab_ring_publish(&d->rx);
-}
-
 static bool same_offload(const struct vl_offload *a, const struct vl_offload *b)
 {
 	return a->flags == b->flags && a->gso_type == b->gso_type && a->hdr_len == b->hdr_len &&

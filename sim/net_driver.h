@@ -91,7 +91,6 @@ void lab_drv_fini(struct lab_net_driver *d);
 int lab_drv_post_tx(struct lab_net_driver *d);
 /* Post one RX buffer. Same return convention. */
 int lab_drv_post_rx(struct lab_net_driver *d);
-void lab_drv_kick(struct lab_net_driver *d);
 
 /* Check a packet the host dequeued against the oldest posted TX packet. 0 ok, -1 failure.
  * If seen is not NULL it receives what the packet had to be (to check it again later). */
