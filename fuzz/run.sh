@@ -111,6 +111,8 @@ for t in "${TARGETS[@]}"; do
     dict=()
     [[ -f "$ROOT/fuzz/$t.dict" ]] && dict=(-dict="$ROOT/fuzz/$t.dict")
     flags=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$crashdir/")
+    # A fixed seed (VHOSTLAB_FUZZ_SEED) makes a gate run explore the same way every time.
+    [[ -n "${VHOSTLAB_FUZZ_SEED:-}" ]] && flags+=(-seed="$VHOSTLAB_FUZZ_SEED")
 
     # 1. Replay everything this target has; each file runs once, by name.
     dirs=("$seeds" "$corpus")

@@ -484,9 +484,13 @@ static uint64_t tx_age_bound(const struct run *r)
 {
 	uint64_t bound = 1;
 
-	/* Zero-copy: a chain may be held; under IN_ORDER it may first wait behind a held one
-	 * (bursts stop at the lease bound) and then be held itself. */
-	if (r->cfg->zero_copy)
+	/* Zero-copy: a chain may be held for HOLD_ROUNDS. Under IN_ORDER every chain behind a
+	 * held one takes a lease, bursts stop at the lease bound (HOLD_MAX / 2), and a posted
+	 * chain may wait for the whole ring ahead of it to pass through those few leases, each
+	 * group waiting up to HOLD_ROUNDS: one wait per lease-bound's worth of the ring. */
+	if (r->cfg->zero_copy && r->cfg->in_order)
+		bound += (r->cfg->queue_size / (HOLD_MAX / 2) + 2) * HOLD_ROUNDS;
+	else if (r->cfg->zero_copy)
 		bound += 2 * HOLD_ROUNDS + 4;
 	if (r->cfg->faults != LAB_FAULTS_NONE)
 		bound += 200;
