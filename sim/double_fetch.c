@@ -125,6 +125,8 @@ static struct {
 	size_t nflips, flips_cap;
 	uint8_t *pool;
 	size_t pool_len, pool_cap;
+	lab_df_observer observer;    /* sees every load, in every mode (trace `mutate`) */
+	void *observer_ctx;
 } df = { .rng = 1 };
 
 static uint64_t rng_next(void)
@@ -264,9 +266,18 @@ static void on_load(const void *addr, size_t len, const void *from)
 
 void vl_lab_guest_load(const void *addr, size_t len)
 {
-	if (df.mode == LAB_DF_OFF || len == 0)
+	if (len == 0)
 		return;
-	on_load(addr, len, __builtin_return_address(0));
+	if (df.mode != LAB_DF_OFF)
+		on_load(addr, len, __builtin_return_address(0));
+	if (df.observer)
+		df.observer(df.observer_ctx, addr, len);
+}
+
+void lab_df_set_observer(lab_df_observer fn, void *ctx)
+{
+	df.observer = fn;
+	df.observer_ctx = ctx;
 }
 
 void vl_lab_chain_begin(void)

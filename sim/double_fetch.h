@@ -77,4 +77,10 @@ bool lab_df_last_violation(char *buf, size_t n);
 void lab_df_get_stats(struct lab_df_stats *st);
 const char *lab_df_mode_name(enum lab_df_mode mode);
 
+/* An observer of every guest load the core reports, in every mode, called after the
+ * detector saw it (trace replay's `mutate` uses it to race the core at an exact read). It may
+ * change the guest bytes at addr. NULL removes it. */
+typedef void (*lab_df_observer)(void *ctx, const void *addr, size_t len);
+void lab_df_set_observer(lab_df_observer fn, void *ctx);
+
 #endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* Replay, expectations: each `expect` statement checked against the state after the
+ * statements above it (docs/trace-format.md, "Expectations"). A failed one names what was
+ * expected and what was observed, with the first differing byte for data. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_internal.h"
+
+/* Counters of struct vl_vq_stats by their field names. */
+#define STAT(f) {#f, offsetof(struct vl_vq_stats, f)}
+static const struct {
+	const char *name;
+	size_t off;
+} stat_fields[] = {
+	STAT(packets), STAT(bytes), STAT(chains), STAT(used_entries), STAT(bursts),
+	STAT(empty_bursts), STAT(alloc_failures), STAT(alloc_calls), STAT(alloc_bufs),
+	STAT(alloc_unused), STAT(zc_packets), STAT(zc_returned), STAT(zc_stalls),
+	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(calls_needed),
+	STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages), STAT(log_out_of_range),
+};
+
+static bool stat_value(const struct vl_vq_stats *s, const char *name, uint64_t *v)
+{
+	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
+		if (!strcmp(name, stat_fields[i].name)) {
+			memcpy(v, (const uint8_t *)s + stat_fields[i].off, sizeof(*v));
+			return true;
+		}
+	if (!strncmp(name, "drops.", 6))
+		for (unsigned k = 1; k < VL_DROP__COUNT; k++)
+			if (!strcmp(name + 6, vl_drop_name((enum vl_drop)k))) {
+				*v = s->drops[k];
+				return true;
+			}
+	return false;
+}
+
+/* Compare n observed bytes with a pattern; on a mismatch describe the first difference. */
+static bool check_bytes(struct rp *r, const struct lab_trace_pat *p, const uint8_t *got,
+			size_t n, const char *what, const char *expected)
+{
+	uint8_t want[256];
+
+	if (lab_trace_pat_match(p, got, n))
+		return true;
+	if (p->kind == LAB_PAT_FNV1A)
+		return rp_diverge(r, "expect:data", expected, "%s: %zu bytes with fnv1a %016llx",
+				  what, n, (unsigned long long)lab_trace_fnv1a(LAB_FNV1A_INIT, got,
+									       n));
+	for (size_t off = 0; off < n; off += sizeof(want)) {
+		size_t k = n - off < sizeof(want) ? n - off : sizeof(want);
+
+		lab_trace_pat_fill(p, off, want, k);
+		for (size_t i = 0; i < k; i++)
+			if (want[i] != got[off + i])
+				return rp_diverge(r, "expect:data", expected,
+						  "%s: byte %zu is 0x%02x, expected 0x%02x", what,
+						  off + i, got[off + i], want[i]);
+	}
+	return rp_diverge(r, "expect:data", expected, "%s differ", what);
+}
+
+static bool expect_packet(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
+			  const char *expected)
+{
+	const struct lab_trace_ol *w = &op->ol;
+	const struct vl_pkt *p;
+	char what[64];
+
+	if (op->index >= q->npkts)
+		return rp_diverge(r, "expect packet:missing", expected,
+				  "queue %s has dequeued %u packets", q->tq->name, q->npkts);
+	if (!(p = q->pkts[op->index].p))
+		return rp_error(r, "error:freed", "packet %llu of queue %s was freed after line %u "
+				"(`dequeue ... hold` keeps it)", (unsigned long long)op->index,
+				q->tq->name, q->pkts[op->index].freed_line);
+	if (p->pkt_len != op->len)
+		return rp_diverge(r, "expect packet:len", expected, "the packet has %u bytes",
+				  p->pkt_len);
+#define OL_CHECK(bit, field)                                                                  \
+	if ((w->given & (bit)) && p->ol.field != w->field)                                     \
+		return rp_diverge(r, "expect packet:" #field, expected, "%s is %u", #field,     \
+				  (unsigned)p->ol.field);
+	OL_CHECK(LAB_OL_FLAGS, flags)
+	OL_CHECK(LAB_OL_GSO_TYPE, gso_type)
+	OL_CHECK(LAB_OL_HDR_LEN, hdr_len)
+	OL_CHECK(LAB_OL_GSO_SIZE, gso_size)
+	OL_CHECK(LAB_OL_CSUM_START, csum_start)
+	OL_CHECK(LAB_OL_CSUM_OFFSET, csum_offset)
+#undef OL_CHECK
+	if (op->pat.kind == LAB_PAT_NONE)
+		return true;
+	uint8_t *buf = malloc(p->pkt_len ? p->pkt_len : 1);
+
+	if (!buf)
+		return rp_error(r, "error:memory", "out of memory");
+	vl_pkt_read(p, 0, buf, p->pkt_len);
+	snprintf(what, sizeof(what), "packet %llu", (unsigned long long)op->index);
+	bool ok = check_bytes(r, &op->pat, buf, p->pkt_len, what, expected);
+
+	if (!ok)
+		memcpy(r->res->signature, "expect packet:data", sizeof("expect packet:data"));
+	free(buf);
+	return ok;
+}
+
+static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
+			const char *expected)
+{
+	uint32_t id, len;
+	int rc = rp_pop_used(r, q, &id, &len);
+
+	if (rc < 0)
+		return false;
+	if (op->given & LAB_TA_NONE)
+		return rc == 0 || rp_diverge(r, "expect used:extra", expected,
+					     "a used element: id %u len %u", id, len);
+	if (rc == 0)
+		return rp_diverge(r, "expect used:missing", expected, "no used element");
+	if (id != op->id)
+		return rp_diverge(r, "expect used:id", expected, "id %u len %u", id, len);
+	if (len != op->len)
+		return rp_diverge(r, "expect used:len", expected, "id %u len %u", id, len);
+	return true;
+}
+
+static bool expect_count(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
+			 bool ran, const char *expected)
+{
+	if (!ran)
+		return rp_error(r, "error:no-burst", "no such burst on queue %s yet", q->tq->name);
+	return q->last_count == op->count ||
+	       rp_diverge(r, op->kind == LAB_T_EXPECT_DEQUEUED ? "expect dequeued"
+							       : "expect enqueued",
+			  expected, "%u", q->last_count);
+}
+
+bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = &r->q[op->queue];
+	char expected[256];
+	uint64_t v;
+
+	lab_trace_format_op(r->t, op, expected, sizeof(expected));
+	switch (op->kind) {
+	case LAB_T_EXPECT_DEQUEUED:
+		return expect_count(r, op, q, q->dequeued, expected);
+	case LAB_T_EXPECT_ENQUEUED:
+		return expect_count(r, op, q, q->enqueued, expected);
+	case LAB_T_EXPECT_PACKET:
+		return expect_packet(r, op, q, expected);
+	case LAB_T_EXPECT_STATUS:
+		if (!q->enqueued || op->index >= q->nstatus)
+			return rp_diverge(r, "expect status:missing", expected,
+					  "the last enqueue handled %u packets", q->nstatus);
+		return q->status[op->index] == op->value ||
+		       rp_diverge(r, "expect status", expected, "%s",
+				  lab_trace_status_name((enum lab_trace_status)
+								q->status[op->index]));
+	case LAB_T_EXPECT_USED:
+		return expect_used(r, op, q, expected);
+	case LAB_T_EXPECT_MEM: {
+		const uint8_t *g = rp_guest(r, op->addr, op->len, "the expected bytes");
+
+		if (!g)
+			return false;
+		if (!check_bytes(r, &op->pat, g, op->len, "guest memory", expected)) {
+			memcpy(r->res->signature, "expect mem:data", sizeof("expect mem:data"));
+			return false;
+		}
+		return true;
+	}
+	case LAB_T_EXPECT_STAT:
+		if (!stat_value(vl_vq_stats(q->vq), op->name, &v))
+			return rp_error(r, "error:stat", "no counter named '%s' (see vl_vq_stats)",
+					op->name);
+		return v == op->count || rp_diverge(r, "expect stat", expected, "%s is %llu",
+						    op->name, (unsigned long long)v);
+	case LAB_T_EXPECT_BROKEN: {
+		bool broken = vl_vq_broken(q->vq);
+		const char *why = broken ? vl_drop_name(vl_vq_broken_reason(q->vq)) : "no";
+
+		if (op->given & LAB_TA_NONE)
+			return !broken || rp_diverge(r, "expect broken", expected, "broken: %s", why);
+		return (broken && !strcmp(why, op->name)) ||
+		       rp_diverge(r, "expect broken", expected, "broken: %s", why);
+	}
+	case LAB_T_EXPECT_CALL:
+		return vl_vq_needs_call(q->vq) == (op->value != 0) ||
+		       rp_diverge(r, "expect call", expected, "call %s",
+				  vl_vq_needs_call(q->vq) ? "yes" : "no");
+	case LAB_T_EXPECT_HELD:
+		v = vl_vq_zero_copy_held(q->vq);
+		return v == op->count || rp_diverge(r, "expect held", expected, "%llu held",
+						    (unsigned long long)v);
+	case LAB_T_EXPECT_DIRTY: {
+		uint64_t page = op->addr / 4096;
+		bool dirty;
+
+		if (!r->log || page / 8 >= r->log_bytes)
+			return rp_error(r, "error:dirty", "page 0x%llx is outside the dirty log",
+					(unsigned long long)page);
+		dirty = (r->log[page / 8] >> (page % 8)) & 1u;
+		return dirty == (op->value != 0) ||
+		       rp_diverge(r, "expect dirty", expected, "page 0x%llx is %s",
+				  (unsigned long long)page, dirty ? "dirty" : "clean");
+	}
+	default:
+		return rp_error(r, "error:internal", "not an expectation");
+	}
+}

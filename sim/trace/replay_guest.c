@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: MIT */
+/* Replay, the guest side: every guest statement of a trace as the driver writes it, and the
+ * driver's reading of used elements (docs/trace-format.md, "Guest actions"). Rings are
+ * written through the guest view with the orderings a driver uses: split avail->idx and
+ * packed flags words with release stores, used index and flags read with acquire. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "double_fetch.h"
+#include "replay_internal.h"
+
+static void store16_release(uint8_t *p, uint16_t v)
+{
+	__atomic_store_n((uint16_t *)(void *)p, v, __ATOMIC_RELEASE);
+}
+
+static uint16_t load16_acquire(const uint8_t *p)
+{
+	return __atomic_load_n((const uint16_t *)(const void *)p, __ATOMIC_ACQUIRE);
+}
+
+static void put_desc(uint8_t *at, uint64_t addr, uint32_t len, uint16_t a, uint16_t b)
+{
+	memcpy(at, &addr, 8);
+	memcpy(at + 8, &len, 4);
+	memcpy(at + 12, &a, 2);  /* split: flags; packed: id */
+	memcpy(at + 14, &b, 2);  /* split: next; packed: flags (stored last by the caller) */
+}
+
+static uint16_t packed_avail_flags(bool wrap)
+{
+	return wrap ? LAB_TRACE_DESC_AVAIL : LAB_TRACE_DESC_USED;
+}
+
+/* ---- setup -------------------------------------------------------------------------- */
+
+bool rp_queue_driver_init(struct rp *r, struct rp_queue *q)
+{
+	const struct lab_trace_queue *tq = q->tq;
+	uint32_t n = q->size;
+	uint64_t dlen = 16ull * n;
+	uint64_t alen = q->packed ? 4 : 6 + 2ull * n, ulen = q->packed ? 4 : 6 + 8ull * n;
+
+	if (!(q->desc = rp_guest(r, tq->desc, dlen, "the descriptor ring")) ||
+	    !(q->drv = rp_guest(r, tq->driver, alen, q->packed ? "the driver event area"
+							      : "the avail ring")) ||
+	    !(q->dev = rp_guest(r, tq->device, ulen, q->packed ? "the device event area"
+							       : "the used ring")))
+		return false;
+	q->desc_busy = calloc(n, sizeof(bool));
+	q->chain_next = calloc(n, sizeof(uint16_t));
+	q->chain_len = calloc(n, sizeof(uint16_t));
+	q->fresh = calloc(n, sizeof(bool));
+	q->pos_id = calloc(n, sizeof(uint16_t));
+	q->pos_next = calloc(n, sizeof(bool));
+	q->id_busy = calloc(n, sizeof(bool));
+	q->id_ndescs = calloc(n, sizeof(uint16_t));
+	q->order = calloc(n, sizeof(uint16_t));
+	if (!q->desc_busy || !q->chain_next || !q->chain_len || !q->fresh || !q->pos_id ||
+	    !q->pos_next || !q->id_busy || !q->id_ndescs || !q->order)
+		return rp_error(r, "error:memory", "out of memory for queue %s", tq->name);
+	q->free_descs = n;
+	if (q->packed) {
+		q->next_avail = q->next_used = q->scan_pos = tq->start;
+		q->avail_wrap = q->used_wrap = q->scan_wrap = tq->wrap;
+	} else {
+		/* Both indices start at `start`: the avail index is the driver's, the used index
+		 * is where a device that consumed everything before it left it. */
+		q->avail_idx = q->last_used = tq->start;
+		store16_release(q->drv + 2, tq->start);
+		store16_release(q->dev + 2, tq->start);
+	}
+	return true;
+}
+
+void rp_queue_driver_fini(struct rp_queue *q)
+{
+	free(q->desc_busy);
+	free(q->chain_next);
+	free(q->chain_len);
+	free(q->fresh);
+	free(q->pos_id);
+	free(q->pos_next);
+	free(q->id_busy);
+	free(q->id_ndescs);
+	free(q->order);
+}
+
+/* ---- packed bookkeeping ------------------------------------------------------------- */
+
+static void packed_advance(struct rp_queue *q, uint16_t *pos, bool *wrap, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (++*pos == q->size) {
+			*pos = 0;
+			*wrap = !*wrap;
+		}
+}
+
+static void packed_in_flight(struct rp_queue *q, uint16_t id, uint16_t ndescs)
+{
+	q->id_busy[id] = true;
+	q->id_ndescs[id] = ndescs;
+	q->order[(q->order_head + q->order_count++) % q->size] = id;
+	q->free_descs -= ndescs < q->free_descs ? ndescs : q->free_descs;
+}
+
+/* Group the descriptors `pdesc` wrote since the last kick into chains (a chain ends at a
+ * descriptor without NEXT; its id is that descriptor's), so the driver knows how many
+ * descriptors each buffer occupies when its used element comes back. */
+static void packed_group(struct rp_queue *q)
+{
+	for (;;) {
+		uint16_t pos = q->scan_pos, n = 0;
+		bool wrap = q->scan_wrap, done = false;
+
+		while (n < q->size && q->fresh[pos]) {
+			n++;
+			if (!q->pos_next[pos]) {
+				done = true;
+				break;
+			}
+			packed_advance(q, &pos, &wrap, 1);
+		}
+		if (!done)
+			return;
+		uint16_t id = q->pos_id[pos];
+
+		for (uint16_t i = 0, p = q->scan_pos; i < n; i++, p = (uint16_t)((p + 1) % q->size))
+			q->fresh[p] = false;
+		packed_advance(q, &q->scan_pos, &q->scan_wrap, n);
+		q->next_avail = q->scan_pos;
+		q->avail_wrap = q->scan_wrap;
+		if (id < q->size && q->order_count < q->size)
+			packed_in_flight(q, id, n);
+	}
+}
+
+/* ---- statements --------------------------------------------------------------------- */
+
+static struct rp_queue *queue_of(struct rp *r, const struct lab_trace_op *op)
+{
+	return &r->q[op->queue];
+}
+
+static bool op_desc(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = queue_of(r, op);
+
+	if (op->index >= q->size)
+		return rp_error(r, "error:index", "descriptor %llu is outside queue %s of size %u",
+				(unsigned long long)op->index, q->tq->name, q->size);
+	put_desc(q->desc + 16 * op->index, op->addr, (uint32_t)op->len, op->flags, op->next);
+	return true;
+}
+
+static bool op_pdesc(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = queue_of(r, op);
+	uint8_t *at;
+
+	if (op->index >= q->size)
+		return rp_error(r, "error:index", "position %llu is outside queue %s of size %u",
+				(unsigned long long)op->index, q->tq->name, q->size);
+	at = q->desc + 16 * op->index;
+	put_desc(at, op->addr, (uint32_t)op->len, op->id, load16_acquire(at + 14));
+	store16_release(at + 14, op->flags);
+	q->fresh[op->index] = true;
+	q->pos_id[op->index] = op->id;
+	q->pos_next[op->index] = (op->flags & LAB_TRACE_DESC_NEXT) != 0;
+	return true;
+}
+
+static bool op_idesc(struct rp *r, const struct lab_trace_op *op)
+{
+	uint8_t *at = rp_guest(r, op->addr2 + 16 * op->index, 16, "the indirect table entry");
+	bool packed = (r->t->features >> VL_F_RING_PACKED) & 1u;
+
+	if (op->index > UINT32_MAX || !at)
+		return at ? rp_error(r, "error:index", "table entry %llu",
+				     (unsigned long long)op->index) : false;
+	if (packed)
+		put_desc(at, op->addr, (uint32_t)op->len, op->id, op->flags);
+	else
+		put_desc(at, op->addr, (uint32_t)op->len, op->flags, op->next);
+	return true;
+}
+
+static bool op_avail(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = queue_of(r, op);
+	uint16_t head = (uint16_t)op->index;
+
+	memcpy(q->drv + 4 + 2 * (q->avail_idx % q->size), &head, 2);
+	q->avail_idx++;
+	return true;
+}
+
+static bool op_kick(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = queue_of(r, op);
+
+	if (q->packed) {
+		packed_group(q);
+		return true;
+	}
+	if (op->given & LAB_TA_IDX)
+		q->avail_idx = (uint16_t)op->value;
+	store16_release(q->drv + 2, q->avail_idx);
+	return true;
+}
+
+/* post, split: the lowest free descriptors, linked in order; head = the first. */
+static bool post_split(struct rp *r, struct rp_queue *q, const struct lab_trace_op *op,
+		       uint32_t ndescs, const struct lab_trace_buf *bufs, uint16_t ind_flags)
+{
+	uint16_t idx[LAB_TRACE_MAX_ITEMS];
+	uint32_t got = 0;
+
+	for (uint32_t i = 0; i < q->size && got < ndescs; i++)
+		if (!q->desc_busy[i])
+			idx[got++] = (uint16_t)i;
+	if (got < ndescs)
+		return rp_error(r, "error:post", "post: queue %s has %u free descriptors, the chain "
+				"needs %u", q->tq->name, got, ndescs);
+	for (uint32_t i = 0; i < ndescs; i++) {
+		bool more = i + 1 < ndescs;
+		uint16_t fl = (uint16_t)(more ? LAB_TRACE_DESC_NEXT : 0);
+
+		if (bufs)
+			fl |= bufs[i].write ? LAB_TRACE_DESC_WRITE : 0;
+		else
+			fl |= ind_flags;
+		put_desc(q->desc + 16u * idx[i], bufs ? bufs[i].gpa : op->addr2,
+			 bufs ? bufs[i].len : 16u * op->nitems, fl, more ? idx[i + 1] : 0);
+		q->desc_busy[idx[i]] = true;
+		q->chain_next[idx[i]] = more ? idx[i + 1] : 0;
+	}
+	q->chain_len[idx[0]] = (uint16_t)ndescs;
+	memcpy(q->drv + 4 + 2 * (q->avail_idx % q->size), &idx[0], 2);
+	q->avail_idx++;
+	rp_narrate(r, "  posted head %u (%u descriptors)\n", idx[0], ndescs);
+	return true;
+}
+
+/* post, packed: the next positions, id = the lowest free id, the head's flags last. */
+static bool post_packed(struct rp *r, struct rp_queue *q, const struct lab_trace_op *op,
+			uint32_t ndescs, const struct lab_trace_buf *bufs, uint16_t ind_flags)
+{
+	uint32_t id = 0;
+
+	packed_group(q);
+	while (id < q->size && q->id_busy[id])
+		id++;
+	if (id == q->size || ndescs > q->free_descs)
+		return rp_error(r, "error:post", "post: queue %s has %u free descriptors and %s "
+				"free id; the chain needs %u", q->tq->name, q->free_descs,
+				id == q->size ? "no" : "a", ndescs);
+	uint16_t pos = q->next_avail;
+	bool wrap = q->avail_wrap;
+	uint8_t *head = q->desc + 16u * pos;
+	uint16_t head_flags = 0;
+
+	for (uint32_t i = 0; i < ndescs; i++) {
+		bool more = i + 1 < ndescs;
+		uint16_t fl = (uint16_t)(packed_avail_flags(wrap) | (more ? LAB_TRACE_DESC_NEXT : 0));
+		uint8_t *at = q->desc + 16u * pos;
+
+		fl |= bufs ? (bufs[i].write ? LAB_TRACE_DESC_WRITE : 0) : ind_flags;
+		if (i == 0) {
+			head_flags = fl;
+			put_desc(at, bufs ? bufs[i].gpa : op->addr2,
+				 bufs ? bufs[i].len : 16u * op->nitems, (uint16_t)id,
+				 load16_acquire(at + 14));
+		} else {
+			put_desc(at, bufs[i].gpa, bufs[i].len, (uint16_t)id, 0);
+			store16_release(at + 14, fl);
+		}
+		packed_advance(q, &pos, &wrap, 1);
+	}
+	store16_release(head + 14, head_flags);
+	packed_in_flight(q, (uint16_t)id, (uint16_t)ndescs);
+	rp_narrate(r, "  posted id %u at position %u (%u descriptors)\n", id, q->next_avail, ndescs);
+	q->next_avail = q->scan_pos = pos;
+	q->avail_wrap = q->scan_wrap = wrap;
+	return true;
+}
+
+static bool op_post(struct rp *r, const struct lab_trace_op *op)
+{
+	struct rp_queue *q = queue_of(r, op);
+	bool indirect = (op->given & LAB_TA_INDIRECT) != 0;
+
+	if (op->nitems == 0)
+		return rp_error(r, "error:post", "post without buffers");
+	if (indirect) {
+		/* The table: entries in order, split ones linked by next. */
+		uint8_t *tab = rp_guest(r, op->addr2, 16ull * op->nitems, "the indirect table");
+		bool any_write = false;
+
+		if (!tab)
+			return false;
+		for (uint32_t i = 0; i < op->nitems; i++) {
+			const struct lab_trace_buf *b = &op->bufs[i];
+			bool more = i + 1 < op->nitems;
+			uint16_t w = b->write ? LAB_TRACE_DESC_WRITE : 0;
+
+			any_write |= b->write;
+			if (q->packed)
+				put_desc(tab + 16 * i, b->gpa, b->len, 0, w);
+			else
+				put_desc(tab + 16 * i, b->gpa, b->len,
+					 (uint16_t)(w | (more ? LAB_TRACE_DESC_NEXT : 0)),
+					 more ? (uint16_t)(i + 1) : 0);
+		}
+		(void)any_write;
+		if (q->packed)
+			return post_packed(r, q, op, 1, NULL, LAB_TRACE_DESC_INDIRECT);
+		return post_split(r, q, op, 1, NULL, LAB_TRACE_DESC_INDIRECT);
+	}
+	if (op->nitems > q->size)
+		return rp_error(r, "error:post", "post: %u buffers in a queue of size %u",
+				op->nitems, q->size);
+	if (q->packed)
+		return post_packed(r, q, op, op->nitems, op->bufs, 0);
+	return post_split(r, q, op, op->nitems, op->bufs, 0);
+}
+
+/* The mutate observer: count reads covering the target byte; at the N-th, overwrite. */
+static void on_guest_load(void *ctx, const void *addr, size_t len)
+{
+	struct rp *r = ctx;
+	const uint8_t *a = addr;
+
+	for (uint32_t i = 0; i < r->nmuts; i++) {
+		struct rp_mutation *m = &r->muts[i];
+
+		if (m->fired || m->target < a || m->target >= a + len || --m->reads_left)
+			continue;
+		uint8_t *g = lab_tmem_ptr(r->mem, m->gpa, m->op->pat.nbytes);
+
+		if (g)
+			memcpy(g, m->op->pat.bytes, m->op->pat.nbytes);
+		m->fired = true;
+		rp_narrate(r, "  mutate of line %u fired: 0x%llx overwritten after a read\n",
+			   m->op->line, (unsigned long long)m->gpa);
+	}
+}
+
+static bool op_mutate(struct rp *r, const struct lab_trace_op *op)
+{
+	if (!r->o->hooks)
+		return rp_error(r, "error:no-hooks", "mutate needs a core built with lab hooks "
+				"(the vhostlab command has one)");
+	if (!rp_guest(r, op->addr, op->pat.nbytes, "the mutated bytes"))
+		return false;
+	if (r->nmuts == r->cap_muts) {
+		uint32_t cap = r->cap_muts ? 2 * r->cap_muts : 8;
+		struct rp_mutation *m = realloc(r->muts, cap * sizeof(*m));
+
+		if (!m)
+			return rp_error(r, "error:memory", "out of memory");
+		r->muts = m;
+		r->cap_muts = cap;
+	}
+	r->muts[r->nmuts++] = (struct rp_mutation){
+		.gpa = op->addr, .op = op, .target = lab_tmem_host_ptr(r->mem, op->addr),
+		.reads_left = (op->given & LAB_TA_ON_READ) ? op->value : 1,
+	};
+	lab_df_set_observer(on_guest_load, r);
+	return true;
+}
+
+static bool op_double_fetch(struct rp *r, const struct lab_trace_op *op)
+{
+	static const enum lab_df_mode modes[] = {LAB_DF_OFF, LAB_DF_DETECT, LAB_DF_ADVERSARIAL};
+
+	if (!r->o->hooks)
+		return rp_error(r, "error:no-hooks", "double-fetch needs a core built with lab "
+				"hooks (the vhostlab command has one)");
+	if (op->given & LAB_TA_SEED)
+		lab_df_set_seed(op->seed);
+	lab_df_set_mode(modes[op->value]);
+	r->df_on = op->value != LAB_TRACE_DF_OFF;
+	r->df_violations = lab_df_violations();
+	return true;
+}
+
+static bool op_fault(struct rp *r, const struct lab_trace_op *op)
+{
+	uint64_t after = (op->given & LAB_TA_OFF) ? UINT64_MAX : op->count;
+
+	if (op->value == LAB_TRACE_FAULT_POOL)
+		vl_pool_fail_after(r->pool, after);
+	else
+		vl_alloc_fail_after(after);
+	return true;
+}
+
+bool rp_guest_op(struct rp *r, const struct lab_trace_op *op)
+{
+	uint8_t *g;
+
+	switch (op->kind) {
+	case LAB_T_WRITE:
+		if (!(g = rp_guest(r, op->addr, op->pat.nbytes, "the written bytes")))
+			return false;
+		memcpy(g, op->pat.bytes, op->pat.nbytes);
+		return true;
+	case LAB_T_FILL:
+		if (!(g = rp_guest(r, op->addr, op->len, "the filled bytes")))
+			return false;
+		lab_trace_pat_fill(&op->pat, 0, g, op->len);
+		return true;
+	case LAB_T_DESC:
+		return op_desc(r, op);
+	case LAB_T_PDESC:
+		return op_pdesc(r, op);
+	case LAB_T_IDESC:
+		return op_idesc(r, op);
+	case LAB_T_AVAIL:
+		return op_avail(r, op);
+	case LAB_T_KICK:
+		return op_kick(r, op);
+	case LAB_T_POST:
+		return op_post(r, op);
+	case LAB_T_MUTATE:
+		return op_mutate(r, op);
+	case LAB_T_DOUBLE_FETCH:
+		return op_double_fetch(r, op);
+	case LAB_T_FAULT:
+		return op_fault(r, op);
+	default:
+		return rp_error(r, "error:internal", "not a guest statement");
+	}
+}
+
+/* ---- reading used elements ---------------------------------------------------------- */
+
+static int pop_split(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
+{
+	uint16_t used_idx = load16_acquire(q->dev + 2);
+	const uint8_t *e;
+
+	if (used_idx == q->last_used)
+		return 0;
+	e = q->dev + 4 + 8 * (q->last_used % q->size);
+	memcpy(id, e, 4);
+	memcpy(len, e + 4, 4);
+	q->last_used++;
+	if (*id < q->size && q->chain_len[*id]) {
+		/* A chain `post` made: its descriptors are free again. */
+		uint16_t d = (uint16_t)*id;
+
+		for (uint16_t i = 0, n = q->chain_len[*id]; i < n; i++) {
+			q->desc_busy[d] = false;
+			d = q->chain_next[d];
+		}
+		q->chain_len[*id] = 0;
+	} else if (*id >= q->size) {
+		rp_diverge(r, "used:out-of-range", "a used id below the queue size",
+			   "used id %u in queue %s of size %u", *id, q->tq->name, q->size);
+		return -1;
+	}
+	return 1;
+}
+
+static int pop_packed(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
+{
+	uint8_t *at = q->desc + 16u * q->next_used;
+	uint16_t flags = load16_acquire(at + 14), id16;
+	bool a = (flags & LAB_TRACE_DESC_AVAIL) != 0, u = (flags & LAB_TRACE_DESC_USED) != 0;
+	uint32_t skip = 0;
+
+	if (a != u || a != q->used_wrap)
+		return 0;
+	memcpy(&id16, at + 12, 2);
+	memcpy(len, at + 8, 4);
+	*id = id16;
+	if (id16 >= q->size || !q->id_busy[id16]) {
+		rp_diverge(r, "used:not-in-flight", "a used id the driver has in flight",
+			   "used id %u at position %u of queue %s is not in flight", id16,
+			   q->next_used, q->tq->name);
+		return -1;
+	}
+	if (q->in_order) {
+		/* Every buffer posted before it is used too (spec 2.8.11: in-order batches). */
+		uint16_t x;
+
+		do {
+			x = q->order[q->order_head];
+			q->order_head = (q->order_head + 1) % q->size;
+			q->order_count--;
+			q->id_busy[x] = false;
+			skip += q->id_ndescs[x];
+		} while (x != id16 && q->order_count);
+	} else {
+		/* Remove id from the posting order (it matters only under in-order). */
+		for (uint32_t i = 0; i < q->order_count; i++) {
+			uint32_t at_i = (q->order_head + i) % q->size;
+
+			if (q->order[at_i] != id16)
+				continue;
+			for (uint32_t j = i; j + 1 < q->order_count; j++)
+				q->order[(q->order_head + j) % q->size] =
+					q->order[(q->order_head + j + 1) % q->size];
+			q->order_count--;
+			break;
+		}
+		q->id_busy[id16] = false;
+		skip = q->id_ndescs[id16];
+	}
+	q->free_descs += skip;
+	packed_advance(q, &q->next_used, &q->used_wrap, skip);
+	return 1;
+}
+
+int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
+{
+	return q->packed ? pop_packed(r, q, id, len) : pop_split(r, q, id, len);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* Replay engine internals shared by trace_replay.c (setup, host statements, the loop),
+ * replay_guest.c (the driver side: ring writes, posting, reading used elements) and
+ * replay_expect.c (expectations). */
+#ifndef LAB_REPLAY_INTERNAL_H
+#define LAB_REPLAY_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "trace.h"
+#include "trace_mem.h"
+#include "trace_replay.h"
+#include "vhostlab/vhostlab.h"
+
+/* A packet the host dequeued, by its number on the queue. */
+struct rp_pkt {
+	struct vl_pkt *p;    /* NULL once freed */
+	bool held;           /* `dequeue ... hold`: stays until `free` */
+	uint32_t freed_line; /* where it was freed (for messages) */
+};
+
+struct rp_queue {
+	const struct lab_trace_queue *tq;
+	bool packed, in_order;
+	uint32_t size;
+	struct vl_vq *vq;
+	uint8_t *desc, *drv, *dev;      /* guest view of the ring areas */
+	/* Split driver: avail index to publish, used index read up to, post's descriptors. */
+	uint16_t avail_idx, last_used;
+	bool *desc_busy;                 /* [size] held by a posted chain */
+	uint16_t *chain_next;            /* [size] next descriptor of a posted chain */
+	uint16_t *chain_len;             /* [size] by head: descriptors (0: not posted by post) */
+	/* Packed driver. */
+	uint16_t next_avail, next_used, scan_pos;
+	bool avail_wrap, used_wrap, scan_wrap;
+	bool *fresh;                     /* [size] written by pdesc, not yet grouped */
+	uint16_t *pos_id;                /* [size] id of the last pdesc at a position */
+	bool *pos_next;                  /* [size] its NEXT flag */
+	bool *id_busy;                   /* [size] */
+	uint16_t *id_ndescs;             /* [size] */
+	uint16_t *order;                 /* [size] ids in flight in posting order (ring) */
+	uint32_t order_head, order_count;
+	uint32_t free_descs;
+	/* Host side. */
+	struct rp_pkt *pkts;
+	uint32_t npkts, cap_pkts;
+	bool dequeued, enqueued;         /* a burst of that kind ran */
+	uint16_t last_count;             /* what the last burst returned */
+	uint8_t *status;                 /* [last enqueue's packets] */
+	uint32_t nstatus;
+};
+
+struct rp_mutation {
+	uint64_t gpa;
+	const struct lab_trace_op *op;
+	uint8_t *target;                 /* host-view byte the core reads */
+	uint64_t reads_left;
+	bool fired;
+};
+
+struct rp {
+	const struct lab_trace *t;
+	const struct lab_replay_opts *o;
+	struct lab_replay_result *res;
+	const struct lab_trace_op *op;   /* the statement running */
+	struct lab_tmem *mem;
+	struct vl_mem *table;
+	struct vl_pool *pool;
+	struct rp_queue q[LAB_TRACE_MAX_QUEUES];
+	uint8_t *log;
+	uint64_t log_bytes;
+	struct rp_mutation *muts;
+	uint32_t nmuts, cap_muts;
+	uint64_t df_violations;          /* seen so far */
+	bool df_on;
+};
+
+/* Stop the replay: a trace error (ERROR) or a divergence (DIVERGED). The message says what
+ * happened; `sig` is the stable signature (see lab_replay_result). Return false so callers
+ * can `return rp_fail(...)`. */
+bool rp_error(struct rp *r, const char *sig, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool rp_diverge(struct rp *r, const char *sig, const char *expected, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void rp_narrate(struct rp *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Guest view of [gpa, gpa+len) or a trace error naming `what`. */
+uint8_t *rp_guest(struct rp *r, uint64_t gpa, uint64_t len, const char *what);
+
+/* replay_guest.c */
+bool rp_queue_driver_init(struct rp *r, struct rp_queue *q);
+void rp_queue_driver_fini(struct rp_queue *q);
+bool rp_guest_op(struct rp *r, const struct lab_trace_op *op);
+/* Read the next used element as the driver does: 1 with id/len, 0 when none. A used id not
+ * in flight is a divergence (returns -1). */
+int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
+
+/* replay_expect.c */
+bool rp_expect_op(struct rp *r, const struct lab_trace_op *op);
+
+#endif
