@@ -1,42 +1,55 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_differential: one deterministic guest, six core variants, in lockstep.
+/* fuzz_differential: one deterministic guest, six core variants and the reference model, in
+ * lockstep.
  *
  * The input describes rounds of well-formed but oddly shaped traffic (TX chains: header alone,
  * shared with data or over three descriptors, 1..8 data descriptors, zero-length descriptors,
  * indirect tables with shuffled entries, misaligned and scattered buffers across region
  * boundaries, valid offloads; RX buffers of 1..4 descriptors, header split, indirect; host
- * packets of any size with offloads; call arming). Each round is replayed on six
- * independent copies of the guest, each with its own core queues:
+ * packets of any size with offloads; call arming). Each round is replayed on seven
+ * independent copies of the guest, driven by the same driver code: six with their own core
+ * queues, and one served by the reference model (sim/model.h), an independent, spec-driven
+ * implementation of the device datapath that shares no code with the core:
  *
- *   variant  batch threshold  zero-copy  allocation
- *     0            0             off      available
- *     1          256             off      available
- *     2        65536             off      burst
- *     3            0             on       available
- *     4          256             on       available
- *     5        65536             on       burst
+ *   participant  batch threshold  zero-copy  allocation
+ *     0                0             off      available
+ *     1              256             off      available
+ *     2            65536             off      burst
+ *     3                0             on       available
+ *     4              256             on       available
+ *     5            65536             on       burst
+ *     6 (model)        -              -        -
  *
  * Zero-copy packets are freed right after the burst and vl_vq_complete returns their chains
- * (no holding). Batching, the allocation policy and zero-copy are internal techniques:
- *  - across all six: the packets the host gets (count, length, offloads, every byte), the
- *    enqueue results, the RX used entries in order, the set of TX buffers returned, every
- *    byte of guest RAM (RX payloads and headers written, TX buffers untouched), the RX ring
- *    area and the packet/drop statistics must be identical;
+ * (no holding). Batching, the allocation policy and zero-copy are internal techniques, and
+ * the model has none of them:
+ *  - every participant against variant 0 (log "all"): the packets the host gets (count,
+ *    length, offloads, every byte), the enqueue results (count handled, every status), the
+ *    RX used entries in order (id, length), the sorted set of TX buffers returned, every byte
+ *    of guest RAM (RX payloads and headers written, TX buffers untouched) and the counters
+ *    of packets, bytes, chains, no-room stops and drops by reason;
+ *  - among the six cores only: the RX ring area (the model writes no event-suppression
+ *    fields) and the other datapath counters: bursts, empty bursts, size classes (log
+ *    "core");
  *  - within each zero-copy setting (0-2 and 3-5): additionally the TX used entries in order,
- *    the whole ring area, the dirty log, every notification decision and the other counters.
- * The guest also checks the core against its own record (model oracle): each packet equals
- * what was posted, RX packets reassemble to what the host sent with untouched bytes past
- * each used length, no drops, no allocation failures. Any difference aborts with the round,
- * variant and first differing item. Input format: struct fz_df_header and struct
- * fz_df_round (fuzz_common.h), fuzz/README.md. */
+ *    the whole ring area, the dirty log, every notification decision and the zero-copy,
+ *    used-entry and call counters (log "grp").
+ * Variant 0 is also checked against the guest's own record: each packet equals what was
+ * posted, RX packets reassemble to what the host sent with untouched bytes past each used
+ * length, no drops, no allocation failures. Any difference aborts with the round, the
+ * participants ("variant N" or "the reference model") and the first differing item. Input
+ * format: struct fz_df_header and struct fz_df_round (fuzz_common.h), fuzz/README.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "model.h"
 #include "vring.h"
 
-#define DF_VARIANTS 6u
+#define DF_VARIANTS 6u         /* core variants: participants 0..5 */
+#define DF_MODEL DF_VARIANTS   /* the reference model's participant index */
+#define DF_PARTS (DF_VARIANTS + 1u)
 #define DF_RAM (256u * 1024u)
 #define DF_RING_AREA (32u * 1024u)
 #define DF_GRANULE 64u
@@ -92,6 +105,9 @@ struct df_var {
 	struct lab_ring tx, rx;
 	bool tx_ready, rx_ready;
 	struct vl_vq *txq, *rxq;
+	bool model;                        /* served by the reference model, not the core */
+	struct lab_model *mtx, *mrx;
+	struct lab_model_pkt mpkts[256];
 	struct vl_pool *pool;
 	uint8_t *ram, *ring;
 	uint64_t ram_gpa, ring_gpa, rx_ring_off;
@@ -106,7 +122,7 @@ struct df_var {
 	uint16_t npkts;
 	uint8_t status[FZ_DF_MAX_PKTS];
 	uint16_t handled;
-	struct df_log all, grp;
+	struct df_log all, core, grp;
 };
 
 struct df {
@@ -119,7 +135,7 @@ struct df {
 	unsigned round;
 	struct vl_pool *hpool;
 	struct vl_pkt *hpkts[FZ_DF_MAX_PKTS];
-	struct df_var v[DF_VARIANTS];
+	struct df_var v[DF_PARTS];
 };
 
 static struct df df_state;
@@ -127,6 +143,16 @@ static uint8_t df_buf[2][VL_PKT_MAX_LEN + 16];
 
 static const uint32_t df_batch[DF_VARIANTS] = {0, 256, 65536, 0, 256, 65536};
 static uint8_t df_poison[DF_RX_MAX_CAP + 64]; /* DF_POISON bytes, to compare with */
+
+/* A participant as failure messages name it. */
+static const char *vname(unsigned k)
+{
+	static const char *const names[DF_PARTS] = {"variant 0", "variant 1", "variant 2",
+						    "variant 3", "variant 4", "variant 5",
+						    "the reference model"};
+
+	return k < DF_PARTS ? names[k] : "?";
+}
 
 /* ---- logs ---------------------------------------------------------------------------- */
 
@@ -170,8 +196,9 @@ static void log_compare(struct df *d, const struct df_log *a, const struct df_lo
 		return;
 	while (i < n && a->b.buf[i] == b->b.buf[i])
 		i++;
-	fz_fail("round %u: %s observations differ between variant %u and %u at byte %zu "
-		"(record \"%s\" vs \"%s\"; %zu vs %zu bytes logged)", d->round, what, va, vb, i,
+	fz_fail("round %u: %s observations differ between %s and %s at byte %zu "
+		"(record \"%s\" vs \"%s\"; %zu vs %zu bytes logged)", d->round, what, vname(va),
+		vname(vb), i,
 		log_name_at(a, i), log_name_at(b, i), a->b.len, b->b.len);
 }
 
@@ -410,7 +437,7 @@ static void post_tx(struct df *d, struct df_var *v, const struct fz_df_tx *s)
 	if (id < 0)
 		return;
 	if (v->txc[id].busy)
-		fz_fail("variant %u: the driver reused busy TX id %d", v->idx, id);
+		fz_fail("%s: the driver reused busy TX id %d", vname(v->idx), id);
 	v->txc[id] = c;
 	struct df_expect *x = &v->exp[(v->exp_head + v->exp_count++) % 256];
 
@@ -437,42 +464,42 @@ static void post_rx(struct df *d, struct df_var *v, const struct fz_df_rx *s)
 	if (id < 0)
 		return;
 	if (v->rxc[id].busy)
-		fz_fail("variant %u: the driver reused busy RX id %d", v->idx, id);
+		fz_fail("%s: the driver reused busy RX id %d", vname(v->idx), id);
 	v->rxc[id] = c;
 }
 
 /* ---- checks against the guest's own record ------------------------------------------- */
 
-/* The next expected TX packet; with `model`, the packet must equal it byte for byte (the
- * other variants are compared with variant 0 instead). */
+/* The next expected TX packet; with `record`, the packet must equal it byte for byte (the
+ * other participants are compared with variant 0 instead). */
 static void check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, unsigned i,
-			    bool model)
+			    bool record)
 {
 	if (v->exp_count == 0)
-		fz_fail("round %u variant %u: packet %u dequeued, nothing was posted", d->round,
-			v->idx, i);
+		fz_fail("round %u, %s: packet %u dequeued, nothing was posted", d->round,
+			vname(v->idx), i);
 	const struct df_expect *x = &v->exp[v->exp_head];
 	const uint8_t *h = x->hdr;
 
 	v->exp_head = (v->exp_head + 1) % 256;
 	v->exp_count--;
-	if (!model)
+	if (!record)
 		return;
 	if (p->pkt_len != x->pkt_len)
-		fz_fail("round %u variant %u: TX packet %u (serial %u) has %u bytes, posted %u",
-			d->round, v->idx, i, x->serial, p->pkt_len, x->pkt_len);
+		fz_fail("round %u, %s: TX packet %u (serial %u) has %u bytes, posted %u",
+			d->round, vname(v->idx), i, x->serial, p->pkt_len, x->pkt_len);
 	if (p->ol.flags != h[0] || p->ol.gso_type != h[1] || p->ol.hdr_len != get16(h + 2) ||
 	    p->ol.gso_size != get16(h + 4) || p->ol.csum_start != get16(h + 6) ||
 	    p->ol.csum_offset != get16(h + 8))
-		fz_fail("round %u variant %u: TX packet %u (serial %u): offloads differ from the "
-			"header posted", d->round, v->idx, i, x->serial);
+		fz_fail("round %u, %s: TX packet %u (serial %u): offloads differ from the "
+			"header posted", d->round, vname(v->idx), i, x->serial);
 	vl_pkt_read(p, 0, df_buf[0], p->pkt_len);
 	fz_fill(df_buf[1], p->pkt_len, x->serial);
 	for (uint32_t k = 0; memcmp(df_buf[0], df_buf[1], p->pkt_len) && k < p->pkt_len; k++)
 		if (df_buf[0][k] != df_buf[1][k])
-			fz_fail("round %u variant %u: TX packet %u (serial %u) byte %u is 0x%02x, "
-				"posted 0x%02x", d->round, v->idx, i, x->serial, k, df_buf[0][k],
-				df_buf[1][k]);
+			fz_fail("round %u, %s: TX packet %u (serial %u) byte %u is 0x%02x, "
+				"posted 0x%02x", d->round, vname(v->idx), i, x->serial, k,
+				df_buf[0][k], df_buf[1][k]);
 }
 
 /* Read `len` bytes of chain c's buffer into dst; check the bytes after them are untouched. */
@@ -490,9 +517,9 @@ static void read_rx(struct df *d, struct df_var *v, const struct df_chain *c, ui
 		memcpy(dst + got, p, take);
 		for (uint32_t k = take; k < n && memcmp(p + take, df_poison, n - take); k++)
 			if (p[k] != DF_POISON)
-				fz_fail("round %u variant %u: RX buffer (serial %u) byte %u written "
-					"past the used length %u", d->round, v->idx, c->serial,
-					got + k, len);
+				fz_fail("round %u, %s: RX buffer (serial %u) byte %u written "
+					"past the used length %u", d->round, vname(v->idx),
+					c->serial, got + k, len);
 		got += n;
 	}
 }
@@ -530,6 +557,14 @@ static void phase_tx_post(struct df *d, struct df_var *v, const struct fz_df_rou
 
 static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_round *rd)
 {
+	if (v->model) {
+		/* Its packets are compared with variant 0's (compare_packets). */
+		v->npkts = (uint16_t)lab_model_dequeue(v->mtx, rd->count, v->mpkts);
+		log32(&v->all, "dequeue count", v->npkts);
+		for (uint16_t i = 0; i < v->npkts; i++)
+			check_tx_packet(d, v, NULL, i, false);
+		return;
+	}
 	v->npkts = vl_net_dequeue(v->txq, v->pool, v->pkts, rd->count);
 	log32(&v->all, "dequeue count", v->npkts);
 	log32(&v->grp, "dequeue needs_call", vl_vq_needs_call(v->txq));
@@ -537,29 +572,43 @@ static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_rou
 		check_tx_packet(d, v, v->pkts[i], i, v->idx == 0);
 }
 
-/* Every variant's packets equal variant 0's, byte for byte. */
+/* Participant v's dequeued packet i: length, offloads, and its bytes copied to dst. */
+static uint32_t packet_of(const struct df_var *v, uint16_t i, struct vl_offload *ol,
+			  uint8_t *dst)
+{
+	if (v->model) {
+		const struct lab_model_pkt *p = &v->mpkts[i];
+
+		*ol = p->ol;
+		memcpy(dst, p->data, p->len);
+		return p->len;
+	}
+	*ol = v->pkts[i]->ol;
+	return vl_pkt_read(v->pkts[i], 0, dst, v->pkts[i]->pkt_len);
+}
+
+/* Every participant's packets equal variant 0's, byte for byte. */
 static void compare_packets(struct df *d)
 {
 	const struct df_var *r = &d->v[0];
 
-	for (unsigned k = 1; k < DF_VARIANTS; k++) {
+	for (unsigned k = 1; k < DF_PARTS; k++) {
 		const struct df_var *v = &d->v[k];
 
 		if (v->npkts != r->npkts)
-			fz_fail("round %u: variant %u dequeued %u packets, variant 0 %u", d->round,
-				k, v->npkts, r->npkts);
+			fz_fail("round %u: %s dequeued %u packets, variant 0 %u", d->round, vname(k),
+				v->npkts, r->npkts);
 		for (uint16_t i = 0; i < v->npkts; i++) {
-			const struct vl_pkt *a = r->pkts[i], *b = v->pkts[i];
+			struct vl_offload oa, ob;
+			uint32_t la = packet_of(r, i, &oa, df_buf[0]);
+			uint32_t lb = packet_of(v, i, &ob, df_buf[1]);
 
-			if (a->pkt_len != b->pkt_len || memcmp(&a->ol, &b->ol, sizeof(a->ol)))
-				fz_fail("round %u: packet %u: variant %u has %u bytes, variant 0 %u "
-					"(or offloads differ)", d->round, i, k, b->pkt_len,
-					a->pkt_len);
-			vl_pkt_read(a, 0, df_buf[0], a->pkt_len);
-			vl_pkt_read(b, 0, df_buf[1], b->pkt_len);
-			if (memcmp(df_buf[0], df_buf[1], a->pkt_len))
-				fz_fail("round %u: packet %u bytes differ between variant 0 and %u",
-					d->round, i, k);
+			if (la != lb || memcmp(&oa, &ob, sizeof(oa)))
+				fz_fail("round %u: packet %u: %s has %u bytes, variant 0 %u (or "
+					"offloads differ)", d->round, i, vname(k), lb, la);
+			if (memcmp(df_buf[0], df_buf[1], la))
+				fz_fail("round %u: packet %u bytes differ between variant 0 and %s",
+					d->round, i, vname(k));
 		}
 	}
 }
@@ -576,29 +625,32 @@ static void phase_tx_return(struct df *d, struct df_var *v)
 	uint32_t serials[256], n = 0, id, len;
 	int rc;
 
-	/* No holding: every packet goes back at once, and with it its chain. */
-	vl_pkt_free_bulk(v->pkts, v->npkts);
+	/* No holding: every packet goes back at once, and with it its chain. (The model
+	 * returned its chains when it dequeued them.) */
+	if (!v->model) {
+		vl_pkt_free_bulk(v->pkts, v->npkts);
+		vl_vq_complete(v->txq);
+		log32(&v->grp, "complete needs_call", vl_vq_needs_call(v->txq));
+		if (vl_vq_zero_copy_held(v->txq))
+			fz_fail("round %u, %s: %u chains held after every packet was freed",
+				d->round, vname(v->idx), vl_vq_zero_copy_held(v->txq));
+	}
 	v->npkts = 0;
-	vl_vq_complete(v->txq);
-	log32(&v->grp, "complete needs_call", vl_vq_needs_call(v->txq));
-	if (vl_vq_zero_copy_held(v->txq))
-		fz_fail("round %u variant %u: %u chains held after every packet was freed",
-			d->round, v->idx, vl_vq_zero_copy_held(v->txq));
 	while ((rc = lab_ring_pop_used(&v->tx, &id, &len)) == 1) {
 		if (id >= d->size || !v->txc[id].busy)
-			fz_fail("round %u variant %u: TX used id %u not in flight", d->round, v->idx,
-				id);
+			fz_fail("round %u, %s: TX used id %u not in flight", d->round,
+				vname(v->idx), id);
 		if (len != 0)
-			fz_fail("round %u variant %u: TX used id %u with length %u", d->round, v->idx,
-				id, len);
+			fz_fail("round %u, %s: TX used id %u with length %u", d->round,
+				vname(v->idx), id, len);
 		log32(&v->grp, "tx used id", id);
 		if (n < 256)
 			serials[n++] = v->txc[id].serial;
 		release_chain(v, &v->txc[id]);
 	}
 	if (rc < 0)
-		fz_fail("round %u variant %u: the TX used ring names a buffer not in flight",
-			d->round, v->idx);
+		fz_fail("round %u, %s: the TX used ring names a buffer not in flight",
+			d->round, vname(v->idx));
 	qsort(serials, n, sizeof(serials[0]), cmp_u32);
 	log32(&v->all, "tx returned", n);
 	for (uint32_t i = 0; i < n; i++)
@@ -616,18 +668,22 @@ static void phase_rx_post(struct df *d, struct df_var *v, const struct fz_df_rou
 static void phase_enqueue(struct df *d, struct df_var *v, uint32_t npkts)
 {
 	memset(v->status, 0xEE, sizeof(v->status));
-	v->handled = vl_net_enqueue(v->rxq, d->hpkts, (uint16_t)npkts, v->status);
+	if (v->model)
+		v->handled = (uint16_t)lab_model_enqueue(v->mrx, d->hpkts, npkts, v->status);
+	else
+		v->handled = vl_net_enqueue(v->rxq, d->hpkts, (uint16_t)npkts, v->status);
 	log32(&v->all, "enqueue handled", v->handled);
 	for (uint16_t i = 0; i < v->handled; i++)
 		log32(&v->all, "enqueue status", v->status[i]);
-	log32(&v->grp, "enqueue needs_call", vl_vq_needs_call(v->rxq));
+	if (!v->model)
+		log32(&v->grp, "enqueue needs_call", vl_vq_needs_call(v->rxq));
 }
 
 /* Harvest RX used entries: each delivered packet, in order, takes num_buffers entries (one
- * without mergeable buffers); with `model` it must also reassemble from its buffers to what
+ * without mergeable buffers); with `record` it must also reassemble from its buffers to what
  * the host sent (header fields, num_buffers, payload; untouched bytes past each used
  * length). The other variants are compared with variant 0 through guest RAM. */
-static void phase_rx_harvest(struct df *d, struct df_var *v, bool model)
+static void phase_rx_harvest(struct df *d, struct df_var *v, bool record)
 {
 	uint32_t id, len;
 	int rc;
@@ -642,20 +698,20 @@ static void phase_rx_harvest(struct df *d, struct df_var *v, bool model)
 		do {
 			rc = lab_ring_pop_used(&v->rx, &id, &len);
 			if (rc != 1)
-				fz_fail("round %u variant %u: RX packet %u delivered, its used entry "
-					"%u is missing", d->round, v->idx, i, nbufs);
+				fz_fail("round %u, %s: RX packet %u delivered, its used entry "
+					"%u is missing", d->round, vname(v->idx), i, nbufs);
 			if (id >= d->size || !v->rxc[id].busy)
-				fz_fail("round %u variant %u: RX used id %u not in flight", d->round,
-					v->idx, id);
+				fz_fail("round %u, %s: RX used id %u not in flight", d->round,
+					vname(v->idx), id);
 			struct df_chain *c = &v->rxc[id];
 
 			if (len > c->cap || len > want - got || len == 0)
-				fz_fail("round %u variant %u: RX used length %u (buffer %u, %u bytes "
-					"left of the packet)", d->round, v->idx, len, c->cap,
+				fz_fail("round %u, %s: RX used length %u (buffer %u, %u bytes "
+					"left of the packet)", d->round, vname(v->idx), len, c->cap,
 					want - got);
 			log32(&v->all, "rx used id", id);
 			log32(&v->all, "rx used len", len);
-			if (model)
+			if (record)
 				read_rx(d, v, c, len, asm_buf + got);
 			else if (nbufs == 0)
 				peek_rx(v, c, len < 12 ? len : 12, asm_buf); /* num_buffers */
@@ -663,52 +719,60 @@ static void phase_rx_harvest(struct df *d, struct df_var *v, bool model)
 			nbufs++;
 			if (nbufs == 1 && d->hdr_len == 12 && d->mergeable) {
 				if (got < 12)
-					fz_fail("round %u variant %u: first RX buffer holds %u bytes",
-						d->round, v->idx, got);
+					fz_fail("round %u, %s: first RX buffer holds %u bytes",
+						d->round, vname(v->idx), got);
 				expect_bufs = get16(asm_buf + 10);
 			}
 			release_chain(v, c);
 		} while (nbufs < expect_bufs);
 		if (got != want)
-			fz_fail("round %u variant %u: RX packet %u: %u bytes in %u buffers, sent %u",
-				d->round, v->idx, i, got, nbufs, want);
-		if (!model)
+			fz_fail("round %u, %s: RX packet %u: %u bytes in %u buffers, sent %u",
+				d->round, vname(v->idx), i, got, nbufs, want);
+		if (!record)
 			continue; /* compared with variant 0 through guest RAM */
 		const uint8_t *h = asm_buf;
 
 		if (h[0] != p->ol.flags || h[1] != p->ol.gso_type || get16(h + 2) != p->ol.hdr_len ||
 		    get16(h + 4) != p->ol.gso_size || get16(h + 6) != p->ol.csum_start ||
 		    get16(h + 8) != p->ol.csum_offset)
-			fz_fail("round %u variant %u: RX packet %u header fields differ from the "
-				"packet's offloads", d->round, v->idx, i);
+			fz_fail("round %u, %s: RX packet %u header fields differ from the "
+				"packet's offloads", d->round, vname(v->idx), i);
 		if (d->hdr_len == 12 && get16(h + 10) != (d->mergeable ? nbufs : 1u))
-			fz_fail("round %u variant %u: RX packet %u num_buffers %u, used %u buffers",
-				d->round, v->idx, i, get16(h + 10), nbufs);
+			fz_fail("round %u, %s: RX packet %u num_buffers %u, used %u buffers",
+				d->round, vname(v->idx), i, get16(h + 10), nbufs);
 		vl_pkt_read(p, 0, df_buf[1], p->pkt_len);
 		if (memcmp(asm_buf + d->hdr_len, df_buf[1], p->pkt_len))
-			fz_fail("round %u variant %u: RX packet %u payload differs from what the "
-				"host sent", d->round, v->idx, i);
+			fz_fail("round %u, %s: RX packet %u payload differs from what the "
+				"host sent", d->round, vname(v->idx), i);
 	}
 	rc = lab_ring_pop_used(&v->rx, &id, &len);
 	if (rc != 0)
-		fz_fail("round %u variant %u: an RX used entry (id %u len %u) no delivered packet "
-			"explains", d->round, v->idx, id, len);
+		fz_fail("round %u, %s: an RX used entry (id %u len %u) no delivered packet "
+			"explains", d->round, vname(v->idx), id, len);
+}
+
+/* The counters every participant keeps, the model included: guest-visible outcomes. */
+static void log_counters(struct df_log *l, uint64_t packets, uint64_t bytes, uint64_t chains,
+			 uint64_t rx_no_room, const uint64_t *drops)
+{
+	log32(l, "stats packets", (uint32_t)packets);
+	log32(l, "stats bytes", (uint32_t)bytes);
+	log32(l, "stats chains", (uint32_t)chains);
+	log32(l, "stats rx_no_room", (uint32_t)rx_no_room);
+	for (unsigned k = 0; k < VL_DROP__COUNT; k++)
+		log32(l, "stats drops", (uint32_t)drops[k]);
 }
 
 static void log_stats(struct df_var *v, const struct vl_vq *q)
 {
 	const struct vl_vq_stats *s = vl_vq_stats(q);
 
-	log32(&v->all, "stats packets", (uint32_t)s->packets);
-	log32(&v->all, "stats bytes", (uint32_t)s->bytes);
-	log32(&v->all, "stats chains", (uint32_t)s->chains);
-	log32(&v->all, "stats bursts", (uint32_t)s->bursts);
-	log32(&v->all, "stats empty bursts", (uint32_t)s->empty_bursts);
-	log32(&v->all, "stats rx_no_room", (uint32_t)s->rx_no_room);
-	for (unsigned k = 0; k < VL_DROP__COUNT; k++)
-		log32(&v->all, "stats drops", (uint32_t)s->drops[k]);
+	log_counters(&v->all, s->packets, s->bytes, s->chains, s->rx_no_room, s->drops);
+	/* How the core got there: the same for every core variant, not a model matter. */
+	log32(&v->core, "stats bursts", (uint32_t)s->bursts);
+	log32(&v->core, "stats empty bursts", (uint32_t)s->empty_bursts);
 	for (unsigned k = 0; k < VL_SIZE_BINS; k++)
-		log32(&v->all, "stats size bins", (uint32_t)s->size_bins[k]);
+		log32(&v->core, "stats size bins", (uint32_t)s->size_bins[k]);
 	log32(&v->grp, "stats used entries", (uint32_t)s->used_entries);
 	log32(&v->grp, "stats calls needed", (uint32_t)s->calls_needed);
 	log32(&v->grp, "stats calls suppressed", (uint32_t)s->calls_suppressed);
@@ -719,6 +783,52 @@ static void log_stats(struct df_var *v, const struct vl_vq *q)
 		log32(&v->grp, "stats zc fallbacks", (uint32_t)s->zc_fallbacks[k]);
 	log32(&v->grp, "stats rx bufs wasted", (uint32_t)s->rx_bufs_wasted);
 	log32(&v->grp, "stats log out of range", (uint32_t)s->log_out_of_range);
+}
+
+static void log_model_stats(struct df_var *v, const struct lab_model *m)
+{
+	const struct lab_model_stats *s = lab_model_stats(m);
+
+	log_counters(&v->all, s->packets, s->bytes, s->chains, s->rx_no_room, s->drops);
+}
+
+/* Well-formed traffic: a packet no buffer could hold is the one legitimate drop, and no
+ * queue breaks. */
+static void check_queue(struct df *d, unsigned k, bool rx, const uint64_t *drops, bool broken)
+{
+	for (unsigned r = 1; r < VL_DROP__COUNT; r++)
+		if (drops[r] && r != VL_DROP_RX_TOO_BIG)
+			fz_fail("round %u, %s: %s queue dropped %llu well-formed chains/packets as %s",
+				d->round, vname(k), rx ? "RX" : "TX", (unsigned long long)drops[r],
+				vl_drop_name((enum vl_drop)r));
+	if (broken)
+		fz_fail("round %u, %s: %s queue broken", d->round, vname(k), rx ? "RX" : "TX");
+}
+
+static void check_stats(struct df *d, unsigned k)
+{
+	struct df_var *v = &d->v[k];
+
+	if (v->model) {
+		log_model_stats(v, v->mtx);
+		log_model_stats(v, v->mrx);
+		check_queue(d, k, false, lab_model_stats(v->mtx)->drops,
+			    lab_model_broken(v->mtx) != VL_DROP_NONE);
+		check_queue(d, k, true, lab_model_stats(v->mrx)->drops,
+			    lab_model_broken(v->mrx) != VL_DROP_NONE);
+		return;
+	}
+	log_stats(v, v->txq);
+	log_stats(v, v->rxq);
+	for (unsigned s = 0; s < 2; s++) {
+		const struct vl_vq *q = s ? v->rxq : v->txq;
+		const struct vl_vq_stats *st = vl_vq_stats(q);
+
+		check_queue(d, k, s != 0, st->drops, vl_vq_broken(q));
+		if (st->alloc_failures)
+			fz_fail("round %u, %s: %llu allocation failures", d->round, vname(k),
+				(unsigned long long)st->alloc_failures);
+	}
 }
 
 /* memcmp first: a byte loop would cost a coverage callback per byte in fuzzing builds. */
@@ -742,41 +852,23 @@ static void compare_round(struct df *d)
 	uint64_t rx_ring_len = lab_ring_area_bytes(d->L, d->size);
 	size_t at;
 
-	for (unsigned k = 0; k < DF_VARIANTS; k++) {
-		struct df_var *v = &d->v[k];
-
-		log_stats(v, v->txq);
-		log_stats(v, v->rxq);
-		for (unsigned s = 0; s < 2; s++) {
-			const struct vl_vq_stats *st = vl_vq_stats(s ? v->rxq : v->txq);
-
-			/* A packet no buffer could hold is the one legitimate drop. */
-			for (unsigned r = 1; r < VL_DROP__COUNT; r++)
-				if (st->drops[r] && r != VL_DROP_RX_TOO_BIG)
-					fz_fail("round %u variant %u: %s queue dropped %llu well-formed "
-						"chains/packets as %s", d->round, k, s ? "RX" : "TX",
-						(unsigned long long)st->drops[r],
-						vl_drop_name((enum vl_drop)r));
-			if (st->alloc_failures)
-				fz_fail("round %u variant %u: %llu allocation failures", d->round, k,
-					(unsigned long long)st->alloc_failures);
-			if (vl_vq_broken(s ? v->rxq : v->txq))
-				fz_fail("round %u variant %u: %s queue broken", d->round, k,
-					s ? "RX" : "TX");
-		}
-	}
-	for (unsigned k = 1; k < DF_VARIANTS; k++) {
+	for (unsigned k = 0; k < DF_PARTS; k++)
+		check_stats(d, k);
+	for (unsigned k = 1; k < DF_PARTS; k++) {
 		struct df_var *v = &d->v[k];
 		unsigned lead = k < 3 ? 0 : 3;
 
 		log_compare(d, &d->v[0].all, &v->all, 0, k, "guest-visible");
-		if (k != lead)
-			log_compare(d, &d->v[lead].grp, &v->grp, lead, k, "exact");
 		first_diff(d->v[0].ram, v->ram, DF_RAM, &at);
 		if (at != DF_RAM)
-			fz_fail("round %u: guest RAM differs between variant 0 and %u at gpa 0x%llx "
-				"(0x%02x vs 0x%02x)", d->round, k,
+			fz_fail("round %u: guest RAM differs between variant 0 and %s at gpa 0x%llx "
+				"(0x%02x vs 0x%02x)", d->round, vname(k),
 				(unsigned long long)(v->ram_gpa + at), d->v[0].ram[at], v->ram[at]);
+		if (v->model)
+			continue; /* the rest is how the core does it, not what the guest sees */
+		log_compare(d, &d->v[0].core, &v->core, 0, k, "core");
+		if (k != lead)
+			log_compare(d, &d->v[lead].grp, &v->grp, lead, k, "exact");
 		first_diff(d->v[0].ring + v->rx_ring_off, v->ring + v->rx_ring_off, rx_ring_len,
 			   &at);
 		if (at != rx_ring_len)
@@ -792,8 +884,9 @@ static void compare_round(struct df *d)
 					d->round, lead, k);
 		}
 	}
-	for (unsigned k = 0; k < DF_VARIANTS; k++) {
+	for (unsigned k = 0; k < DF_PARTS; k++) {
 		log_reset(&d->v[k].all);
+		log_reset(&d->v[k].core);
 		log_reset(&d->v[k].grp);
 	}
 }
@@ -821,15 +914,15 @@ static void build_host_packets(struct df *d, const struct fz_df_round *rd)
 
 static void run_round(struct df *d, const struct fz_df_round *rd)
 {
-	for (unsigned k = 0; k < DF_VARIANTS; k++)
+	for (unsigned k = 0; k < DF_PARTS; k++)
 		phase_tx_post(d, &d->v[k], rd);
-	for (unsigned k = 0; k < DF_VARIANTS; k++)
+	for (unsigned k = 0; k < DF_PARTS; k++)
 		phase_dequeue(d, &d->v[k], rd);
 	compare_packets(d);
-	for (unsigned k = 0; k < DF_VARIANTS; k++)
+	for (unsigned k = 0; k < DF_PARTS; k++)
 		phase_tx_return(d, &d->v[k]);
 	build_host_packets(d, rd);
-	for (unsigned k = 0; k < DF_VARIANTS; k++) {
+	for (unsigned k = 0; k < DF_PARTS; k++) {
 		phase_rx_post(d, &d->v[k], rd);
 		phase_enqueue(d, &d->v[k], rd->npkts);
 		phase_rx_harvest(d, &d->v[k], k == 0);
@@ -840,6 +933,22 @@ static void run_round(struct df *d, const struct fz_df_round *rd)
 
 /* ---- setup --------------------------------------------------------------------------- */
 
+/* The reference model's two queues over participant v's guest, configured as a device
+ * queue is (addresses and resume position from the driver's rings). */
+static void model_setup(struct df *d, struct df_var *v)
+{
+	struct lab_model_config mc = {.gmem = v->g};
+
+	vl_vq_config_init(&mc.vq, d->L, d->size);
+	mc.vq.features = d->features;
+	lab_ring_device_config(&v->tx, &mc.vq);
+	v->mtx = lab_model_create(&mc);
+	lab_ring_device_config(&v->rx, &mc.vq);
+	v->mrx = lab_model_create(&mc);
+	if (!v->mtx || !v->mrx)
+		fz_fail("lab_model_create (size %u) failed", d->size);
+}
+
 static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran, bool dlog)
 {
 	static struct vl_pool *pools[DF_VARIANTS];
@@ -848,20 +957,15 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 	uint32_t n;
 
 	v->idx = k;
-	v->batch = df_batch[k];
-	v->zc = k >= 3;
-	v->burst_policy = k == 2 || k == 5;
+	v->model = k == DF_MODEL;
+	/* Guest memory slots 1..7 (fz_gmem_get keeps FZ_GMEM_SLOTS shapes: 7 per granularity
+	 * here, plus the datapath targets' slot 0). */
 	v->g = fz_gmem_get(1 + k, DF_RING_AREA, DF_RAM, gran);
 	v->ram_gpa = lab_gmem_ram_gpa(v->g);
 	v->ring_gpa = lab_gmem_ring_gpa(v->g);
 	v->ram = lab_gmem_guest_ptr(v->g, v->ram_gpa, DF_RAM);
 	v->ring = lab_gmem_guest_ptr(v->g, v->ring_gpa, DF_RING_AREA);
 	v->rx_ring_off = lab_ring_area_bytes(d->L, d->size);
-	const struct vl_mem_region *regs = lab_gmem_regions(v->g, &n);
-
-	v->mem = vl_mem_create(regs, n, &err);
-	if (!v->mem)
-		fz_fail("vl_mem_create: %s", vl_strerror(err));
 	if (lab_ring_init(&v->tx, d->L, v->g, v->ring_gpa, d->size, d->start, d->in_order,
 			  (d->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0) != 0)
 		fz_fail("lab_ring_init TX");
@@ -870,6 +974,18 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 			  d->in_order, (d->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0) != 0)
 		fz_fail("lab_ring_init RX");
 	v->rx_ready = true;
+	if (v->model) {
+		model_setup(d, v);
+		return;
+	}
+	v->batch = df_batch[k];
+	v->zc = k >= 3;
+	v->burst_policy = k == 2 || k == 5;
+	const struct vl_mem_region *regs = lab_gmem_regions(v->g, &n);
+
+	v->mem = vl_mem_create(regs, n, &err);
+	if (!v->mem)
+		fz_fail("vl_mem_create: %s", vl_strerror(err));
 	vl_vq_config_init(&qc, d->L, d->size);
 	qc.features = d->features;
 	qc.batch_threshold = v->batch;
@@ -899,12 +1015,13 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 
 static void var_teardown(struct df_var *v)
 {
-	vl_pkt_free_bulk(v->pkts, v->npkts);
+	if (!v->model)
+		vl_pkt_free_bulk(v->pkts, v->npkts);
 	v->npkts = 0;
 	if (v->txq)
 		vl_vq_complete(v->txq);
 	if (v->pool && vl_pool_free_count(v->pool) != vl_pool_capacity(v->pool))
-		fz_fail("variant %u: pool accounting: %u of %u buffers free at the end", v->idx,
+		fz_fail("%s: pool accounting: %u of %u buffers free at the end", vname(v->idx),
 			vl_pool_free_count(v->pool), vl_pool_capacity(v->pool));
 	vl_vq_destroy(v->txq);
 	vl_vq_destroy(v->rxq);
@@ -912,9 +1029,12 @@ static void var_teardown(struct df_var *v)
 		lab_ring_fini(&v->tx);
 	if (v->rx_ready)
 		lab_ring_fini(&v->rx);
+	lab_model_destroy(v->mtx);
+	lab_model_destroy(v->mrx);
 	vl_mem_destroy(v->mem);
 	free(v->log);
 	fz_out_free(&v->all.b);
+	fz_out_free(&v->core.b);
 	fz_out_free(&v->grp.b);
 }
 
@@ -963,7 +1083,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d->in_order = (f & FZ_DF_F_IN_ORDER) != 0;
 	if (!d->hpool && !(d->hpool = vl_pool_create(DF_HOST_BUFS, DF_POOL_BUF)))
 		fz_fail("vl_pool_create");
-	for (unsigned k = 0; k < DF_VARIANTS; k++)
+	for (unsigned k = 0; k < DF_PARTS; k++)
 		var_setup(d, &d->v[k], k, (f & FZ_DF_F_GRAN_4K) ? LAB_PAGE_SIZE : 0,
 			  (f & FZ_DF_F_DIRTY_LOG) != 0);
 	for (d->round = 0; d->round < FZ_DF_MAX_ROUNDS && fz_more(&in); d->round++) {
@@ -981,7 +1101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(unsigned long long)r->drops[VL_DROP_RX_TOO_BIG],
 			(unsigned long long)z->zc_packets);
 	}
-	for (unsigned k = 0; k < DF_VARIANTS; k++)
+	for (unsigned k = 0; k < DF_PARTS; k++)
 		var_teardown(&d->v[k]);
 	if (vl_pool_free_count(d->hpool) != vl_pool_capacity(d->hpool))
 		fz_fail("host pool: %u of %u buffers free", vl_pool_free_count(d->hpool),
