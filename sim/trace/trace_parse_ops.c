@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* Trace text, the statements after the setup (docs/trace-format.md, "Guest actions" and
+ * "Host actions"), and the dispatch that also sends `expect` lines to trace_parse_expect.c.
+ * Each reader fills one struct lab_trace_op the way trace.h documents per kind. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_lex.h"
+#include "trace_names.h"
+
+/* Indirect table entries the format can name: a table is at most 2^32 bytes. */
+#define MAX_TABLE_INDEX 0x0fffffffu
+
+/* ---- guest actions ------------------------------------------------------------------ */
+
+static bool st_write(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	return tl_stmt(p, 1, "write", "write GPA HEXBYTES", keys, 2, 2, false) &&
+	       tl_u64(p, tl_pos(p, 0), &op->addr) && tl_hex(p, tl_pos(p, 1), &op->pat) &&
+	       tl_in_mem(p, tl_pos(p, 0), op->addr, op->pat.nbytes, "the bytes");
+}
+
+static bool st_fill(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	return tl_stmt(p, 1, "fill", "fill GPA LEN PATTERN", keys, 3, 3, false) &&
+	       tl_u64(p, tl_pos(p, 0), &op->addr) &&
+	       tl_range(p, tl_pos(p, 1), 1, LAB_TRACE_MAX_MEM, &op->len) &&
+	       tl_pattern(p, tl_pos(p, 2), false, &op->pat) &&
+	       tl_pat_len(p, tl_pos(p, 2), &op->pat, op->len) &&
+	       tl_in_mem(p, tl_pos(p, 0), op->addr, op->len, "the bytes");
+}
+
+/* addr= len= [flags=] [next=] of desc and idesc (keys in that order). */
+static bool desc_fields(struct tl *p, struct lab_trace_op *op, bool packed)
+{
+	uint64_t v;
+
+	if (!tl_need(p, 0) || !tl_need(p, 1) || !tl_u64(p, p->arg[0], &op->addr) ||
+	    !tl_range(p, p->arg[1], 0, UINT32_MAX, &op->len))
+		return false;
+	if (p->arg[2]) {
+		if (!tl_flags(p, p->arg[2], packed, &op->flags))
+			return false;
+		op->given |= LAB_TA_FLAGS;
+	}
+	if (p->arg[3]) {
+		if (!tl_range(p, p->arg[3], 0, 0xffff, &v))
+			return false;
+		op->next = (uint16_t)v;
+		op->given |= LAB_TA_NEXT;
+	}
+	return true;
+}
+
+static bool st_desc(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"addr", "len", "flags", "next", NULL};
+
+	return tl_layout(p, false) &&
+	       tl_stmt(p, 1, "desc", "desc QUEUE INDEX addr=GPA len=N [flags=FLAGS] "
+		       "[next=INDEX]", keys, 2, 2, false) &&
+	       tl_queue(p, tl_pos(p, 0), &op->queue) &&
+	       tl_range(p, tl_pos(p, 1), 0, p->t->queues[op->queue].size - 1, &op->index) &&
+	       desc_fields(p, op, false);
+}
+
+static bool st_pdesc(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"addr", "len", "id", "flags", NULL};
+	uint64_t id;
+
+	if (!tl_layout(p, true) ||
+	    !tl_stmt(p, 1, "pdesc", "pdesc QUEUE POS addr=GPA len=N id=ID flags=FLAGS", keys,
+		     2, 2, false) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue) ||
+	    !tl_range(p, tl_pos(p, 1), 0, p->t->queues[op->queue].size - 1, &op->index) ||
+	    !tl_need(p, 0) || !tl_need(p, 1) || !tl_need(p, 2) || !tl_need(p, 3) ||
+	    !tl_u64(p, p->arg[0], &op->addr) || !tl_range(p, p->arg[1], 0, UINT32_MAX, &op->len) ||
+	    !tl_range(p, p->arg[2], 0, 0xffff, &id))
+		return false;
+	op->id = (uint16_t)id;
+	return tl_flags(p, p->arg[3], true, &op->flags);
+}
+
+static bool st_idesc(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"addr", "len", "flags", "next", NULL};
+	bool packed = lab_trace_packed(p->t);
+
+	if (!tl_stmt(p, 1, "idesc", packed ? "idesc TABLE_GPA INDEX addr=GPA len=N [flags=FLAGS]"
+		     : "idesc TABLE_GPA INDEX addr=GPA len=N [flags=FLAGS] [next=INDEX]", keys,
+		     2, 2, false) ||
+	    !tl_u64(p, tl_pos(p, 0), &op->addr2) ||
+	    !tl_range(p, tl_pos(p, 1), 0, MAX_TABLE_INDEX, &op->index))
+		return false;
+	/* A packed table entry has no next field: saying one would be a trace that lies. */
+	if (packed && p->arg[3])
+		return tl_error(p, p->arg[3], "split rings only (packed table entries have no "
+				"next; this trace negotiates ring_packed)");
+	if (16 * op->index > UINT64_MAX - op->addr2)
+		return tl_error(p, tl_pos(p, 1), "the entry lies past the end of the 64-bit "
+				"address space");
+	return tl_in_mem(p, tl_pos(p, 1), op->addr2 + 16 * op->index, 16, "the table entry") &&
+	       desc_fields(p, op, packed);
+}
+
+static bool st_avail(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	return tl_layout(p, false) &&
+	       tl_stmt(p, 1, "avail", "avail QUEUE HEAD", keys, 2, 2, false) &&
+	       tl_queue(p, tl_pos(p, 0), &op->queue) &&
+	       tl_range(p, tl_pos(p, 1), 0, 0xffff, &op->index);
+}
+
+static bool st_kick(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"idx", NULL};
+
+	if (!tl_stmt(p, 1, "kick", "kick QUEUE [idx=N]", keys, 1, 1, false) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue))
+		return false;
+	if (!p->arg[0])
+		return true;
+	if (lab_trace_packed(p->t))
+		return tl_error(p, p->arg[0], "split rings only (a packed kick only notifies; "
+				"this trace negotiates ring_packed)");
+	op->given |= LAB_TA_IDX;
+	return tl_range(p, p->arg[0], 0, 0xffff, &op->value);
+}
+
+/* GPA+LEN or GPA+LEN:w. */
+static bool post_buf(struct tl *p, const struct tl_tok *tk, struct lab_trace_buf *b)
+{
+	const char *plus = memchr(tk->s, '+', tk->len), *end = tk->s + tk->len;
+	struct tl_tok gpa = *tk, len = *tk;
+	uint64_t v;
+
+	if (!plus)
+		return tl_error(p, tk, "a buffer is GPA+LEN, or GPA+LEN:w when device-writable");
+	if (end - plus >= 3 && end[-2] == ':') {
+		if (end[-1] != 'w')
+			return tl_error(p, tk, "a buffer is GPA+LEN, or GPA+LEN:w when "
+					"device-writable");
+		b->write = true;
+		end -= 2;
+	}
+	gpa.vlen = (uint32_t)(plus - tk->s);
+	len.v = plus + 1;
+	len.vlen = (uint32_t)(end - len.v);
+	if (!tl_u64(p, &gpa, &b->gpa) || !tl_range(p, &len, 0, UINT32_MAX, &v))
+		return false;
+	b->len = (uint32_t)v;
+	return true;
+}
+
+static bool st_post(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"indirect", NULL};
+
+	if (!tl_stmt(p, 1, "post", "post QUEUE [indirect=GPA] BUFFER... (BUFFER: GPA+LEN or "
+		     "GPA+LEN:w)", keys, 2, TL_MAX_TOKENS, false) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue))
+		return false;
+	if (p->npos - 1 > LAB_TRACE_MAX_ITEMS)
+		return tl_error(p, tl_pos(p, 1 + LAB_TRACE_MAX_ITEMS), "more than %u buffers",
+				LAB_TRACE_MAX_ITEMS);
+	op->nitems = p->npos - 1;
+	op->bufs = calloc(op->nitems, sizeof(*op->bufs));
+	if (!op->bufs)
+		return tl_error_stmt(p, "out of memory");
+	for (uint32_t i = 0; i < op->nitems; i++)
+		if (!post_buf(p, tl_pos(p, 1 + i), &op->bufs[i]))
+			return false;
+	if (!p->arg[0])
+		return true;
+	op->given |= LAB_TA_INDIRECT;
+	return tl_u64(p, p->arg[0], &op->addr2) &&
+	       tl_in_mem(p, p->arg[0], op->addr2, 16ull * op->nitems, "the indirect table");
+}
+
+static bool st_mutate(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"on-read", NULL};
+
+	if (!tl_stmt(p, 1, "mutate", "mutate GPA HEXBYTES [on-read=N]", keys, 2, 2, false) ||
+	    !tl_u64(p, tl_pos(p, 0), &op->addr) || !tl_hex(p, tl_pos(p, 1), &op->pat) ||
+	    !tl_in_mem(p, tl_pos(p, 0), op->addr, op->pat.nbytes, "the bytes"))
+		return false;
+	op->value = 1;
+	if (!p->arg[0])
+		return true;
+	op->given |= LAB_TA_ON_READ;
+	return tl_range(p, p->arg[0], 1, UINT64_MAX, &op->value);
+}
+
+static bool st_double_fetch(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"seed", NULL};
+	unsigned mode;
+
+	if (!tl_stmt(p, 1, "double-fetch", "double-fetch off|detect|adversarial [seed=N]", keys,
+		     1, 1, false) ||
+	    !tl_word(p, tl_pos(p, 0), lab_tn_df_modes, 3, &mode))
+		return false;
+	op->value = mode;
+	if (!p->arg[0])
+		return true;
+	/* The seed drives the bytes the adversarial mode writes; nothing else reads it. */
+	if (mode != LAB_TRACE_DF_ADVERSARIAL)
+		return tl_error(p, p->arg[0], "only with adversarial");
+	op->given |= LAB_TA_SEED;
+	return tl_u64(p, p->arg[0], &op->seed);
+}
+
+static bool st_fault(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"fail-after", NULL};
+	static const char *const words[] = {"pool", "alloc", "off"};
+	unsigned k;
+
+	if (!tl_stmt(p, 1, "fault", "fault pool|alloc fail-after=N, or fault off", keys, 1, 1,
+		     false) ||
+	    !tl_word(p, tl_pos(p, 0), words, 3, &k))
+		return false;
+	if (k == 2) {
+		op->given |= LAB_TA_OFF;
+		return !p->arg[0] || tl_error(p, p->arg[0], "not with off");
+	}
+	op->value = k == 0 ? LAB_TRACE_FAULT_POOL : LAB_TRACE_FAULT_ALLOC;
+	return tl_need(p, 0) && tl_u64(p, p->arg[0], &op->count);
+}
+
+/* ---- host actions ------------------------------------------------------------------- */
+
+static bool st_dequeue(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+	static const char *const hold[] = {"hold"};
+	unsigned k;
+
+	if (!tl_stmt(p, 1, "dequeue", "dequeue QUEUE MAX [hold]", keys, 2, 3, false) ||
+	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue) ||
+	    !tl_range(p, tl_pos(p, 1), 1, LAB_TRACE_MAX_ITEMS, &op->count))
+		return false;
+	if (p->npos == 3) {
+		if (!tl_word(p, tl_pos(p, 2), hold, 1, &k))
+			return false;
+		op->given |= LAB_TA_HOLD;
+	}
+	return true;
+}
+
+static bool st_free(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	if (!tl_stmt(p, 1, "free", "free QUEUE PACKET...", keys, 2, TL_MAX_TOKENS, false) ||
+	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue))
+		return false;
+	if (p->npos - 1 > LAB_TRACE_MAX_ITEMS)
+		return tl_error(p, tl_pos(p, 1 + LAB_TRACE_MAX_ITEMS), "more than %u packets",
+				LAB_TRACE_MAX_ITEMS);
+	op->nitems = p->npos - 1;
+	op->nums = calloc(op->nitems, sizeof(*op->nums));
+	if (!op->nums)
+		return tl_error_stmt(p, "out of memory");
+	for (uint32_t i = 0; i < op->nitems; i++)
+		if (!tl_u64(p, tl_pos(p, 1 + i), &op->nums[i]))
+			return false;
+	return true;
+}
+
+static bool st_complete(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	return tl_stmt(p, 1, "complete", "complete QUEUE", keys, 1, 1, false) &&
+	       tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue);
+}
+
+/* One enqueue packet: comma-separated fields len=N,data=PATTERN[,OFFLOAD=N]... Each field
+ * is reported as a token of its own, at its own column. */
+static bool enqueue_pkt(struct tl *p, const struct tl_tok *tk, struct lab_trace_pkt *pk)
+{
+	static const char *const names[2 + LAB_TN_NOL] = {
+		"len", "data", "flags", "gso_type", "hdr_len", "gso_size", "csum_start",
+		"csum_offset",
+	};
+	const char *s = tk->s, *end = tk->s + tk->len;
+	struct tl_tok len_tok, data_tok;
+	unsigned seen = 0;
+	uint64_t v;
+
+	for (;;) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *fend = comma ? comma : end;
+		const char *eq = memchr(s, '=', (size_t)(fend - s));
+		struct tl_tok f = {s, (uint32_t)(fend - s), tk->col + (uint32_t)(s - tk->s),
+				   eq ? eq + 1 : s, eq ? (uint32_t)(fend - eq - 1) : 0};
+		size_t klen = eq ? (size_t)(eq - s) : 0;
+		unsigned k = 0;
+
+		while (eq && k < 2 + LAB_TN_NOL &&
+		       !(klen == strlen(names[k]) && memcmp(s, names[k], klen) == 0))
+			k++;
+		if (!eq || k == 2 + LAB_TN_NOL)
+			return tl_error(p, &f, "not a packet field; expected len=N,data=PATTERN, then "
+					"any of flags= gso_type= hdr_len= gso_size= csum_start= "
+					"csum_offset=");
+		if (seen & (1u << k))
+			return tl_error(p, &f, "%s= given twice", names[k]);
+		seen |= 1u << k;
+		if (k == 0)
+			len_tok = f;
+		else if (k == 1)
+			data_tok = f;
+		else if (!tl_offload(p, &f, k - 2, &pk->ol))
+			return false;
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	if ((seen & 3u) != 3u)
+		return tl_error(p, tk, "a packet needs len=N and data=PATTERN");
+	if (!tl_range(p, &len_tok, 0, LAB_TRACE_MAX_PKT_LEN, &v) ||
+	    !tl_pattern(p, &data_tok, false, &pk->data) ||
+	    !tl_pat_len(p, &data_tok, &pk->data, v))
+		return false;
+	pk->len = (uint32_t)v;
+	return true;
+}
+
+static bool st_enqueue(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	if (!tl_stmt(p, 1, "enqueue", "enqueue QUEUE PACKET... (PACKET: len=N,data=PATTERN"
+		     "[,flags=N][,gso_type=N][,hdr_len=N][,gso_size=N][,csum_start=N]"
+		     "[,csum_offset=N])", keys, 2, TL_MAX_TOKENS, true) ||
+	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_RX, &op->queue))
+		return false;
+	if (p->npos - 1 > LAB_TRACE_MAX_ITEMS)
+		return tl_error(p, tl_pos(p, 1 + LAB_TRACE_MAX_ITEMS), "more than %u packets",
+				LAB_TRACE_MAX_ITEMS);
+	op->nitems = p->npos - 1;
+	op->pkts = calloc(op->nitems, sizeof(*op->pkts));
+	if (!op->pkts)
+		return tl_error_stmt(p, "out of memory");
+	for (uint32_t i = 0; i < op->nitems; i++)
+		if (!enqueue_pkt(p, tl_pos(p, 1 + i), &op->pkts[i]))
+			return false;
+	return true;
+}
+
+/* ---- dispatch ----------------------------------------------------------------------- */
+
+static const struct {
+	const char *word;
+	enum lab_trace_kind kind;
+	bool (*read)(struct tl *p, struct lab_trace_op *op);
+} actions[] = {
+	{"write", LAB_T_WRITE, st_write},
+	{"fill", LAB_T_FILL, st_fill},
+	{"desc", LAB_T_DESC, st_desc},
+	{"pdesc", LAB_T_PDESC, st_pdesc},
+	{"idesc", LAB_T_IDESC, st_idesc},
+	{"avail", LAB_T_AVAIL, st_avail},
+	{"kick", LAB_T_KICK, st_kick},
+	{"post", LAB_T_POST, st_post},
+	{"mutate", LAB_T_MUTATE, st_mutate},
+	{"double-fetch", LAB_T_DOUBLE_FETCH, st_double_fetch},
+	{"fault", LAB_T_FAULT, st_fault},
+	{"dequeue", LAB_T_DEQUEUE, st_dequeue},
+	{"free", LAB_T_FREE, st_free},
+	{"complete", LAB_T_COMPLETE, st_complete},
+	{"enqueue", LAB_T_ENQUEUE, st_enqueue},
+};
+
+/* What a failed statement allocated; the op never reached the trace. */
+static void discard(struct lab_trace_op *op)
+{
+	free(op->pat.bytes);
+	free(op->bufs);
+	if (op->pkts)
+		for (uint32_t i = 0; i < op->nitems; i++)
+			free(op->pkts[i].data.bytes);
+	free(op->pkts);
+	free(op->nums);
+}
+
+bool tl_action(struct tl *p)
+{
+	const struct tl_tok *kw = &p->tok[0];
+	struct lab_trace_op op;
+	bool ok = false;
+	size_t i;
+
+	memset(&op, 0, sizeof(op));
+	op.line = p->line;
+	if (p->t->nops == LAB_TRACE_MAX_OPS)
+		return tl_error(p, kw, "more than %u statements", LAB_TRACE_MAX_OPS);
+	if (tl_is(kw, "expect")) {
+		ok = tl_expect(p, &op);
+	} else {
+		for (i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+			if (tl_is(kw, actions[i].word))
+				break;
+		if (i == sizeof(actions) / sizeof(actions[0]))
+			return tl_error(p, kw, "unknown statement; expected write, fill, desc, pdesc, "
+					"idesc, avail, kick, post, mutate, double-fetch, fault, "
+					"dequeue, free, complete, enqueue or expect");
+		op.kind = actions[i].kind;
+		p->what = actions[i].word;
+		ok = actions[i].read(p, &op);
+	}
+	if (ok && !lab_trace_append(p->t, &op))
+		ok = tl_error_stmt(p, "out of memory");
+	if (!ok)
+		discard(&op);
+	return ok;
+}
