@@ -19,17 +19,19 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${WORK:-$ROOT/build}/vhostlab-fuzz-objs"
 
 TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_enqueue
-         fuzz_scenario fuzz_differential)
+         fuzz_scenario fuzz_differential fuzz_trace_parse)
 
 rm -rf "$BUILD_DIR"
 mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
 
 # The core is every .c under core/ except lab_hooks.c, which belongs to lab builds with the
-# guest-load hooks on only (core/CMakeLists.txt, VL_LAB_HOOKS); the simulated guest is sim/*.c.
+# guest-load hooks on only (core/CMakeLists.txt, VL_LAB_HOOKS); the simulated guest is sim/*.c
+# and sim/trace/*.c (the trace format, replay and recording).
 mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' ! -name lab_hooks.c | sort)
-mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 1 -name '*.c' | sort)
+mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 2 -name '*.c' | sort)
 CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -I"$ROOT/core" -I"$ROOT/core/include")
-LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -I"$ROOT/sim" -I"$ROOT/core/include" -I"$ROOT/fuzz")
+LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -I"$ROOT/sim" -I"$ROOT/sim/trace" -I"$ROOT/core/include"
+           -I"$ROOT/fuzz")
 
 # compile DIR CC_AND_FLAGS... -- SOURCES...: one object per source in DIR.
 compile() {
@@ -63,8 +65,8 @@ done
 
 # ---- seed corpora: gen_corpus, built for the build machine without fuzzing flags ------
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
-compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}" \
-    "$ROOT/fuzz/fuzz_common.c" "$ROOT/fuzz/gen_corpus.c"
+compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
+    "${SIM_SRCS[@]}" "$ROOT/fuzz/fuzz_common.c" "$ROOT/fuzz/gen_corpus.c"
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 

@@ -8,7 +8,7 @@
 # Set in every directory that includes this file; the targets and the test below once.
 set(VL_FUZZ_SRC ${CMAKE_CURRENT_LIST_DIR})
 set(VL_FUZZ_TARGETS fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue
-    fuzz_packed_enqueue fuzz_scenario fuzz_differential)
+    fuzz_packed_enqueue fuzz_scenario fuzz_differential fuzz_trace_parse)
 # Everything fuzz-related lands in <build>/fuzz, where fuzz/run.sh looks for it.
 set(VL_FUZZ_BIN ${CMAKE_BINARY_DIR}/fuzz)
 include_guard(GLOBAL)
@@ -17,6 +17,8 @@ add_executable(vl_gen_corpus ${VL_FUZZ_SRC}/gen_corpus.c ${VL_FUZZ_SRC}/fuzz_com
 target_compile_options(vl_gen_corpus PRIVATE ${VL_WARNINGS})
 target_compile_definitions(vl_gen_corpus PRIVATE _GNU_SOURCE)
 target_link_libraries(vl_gen_corpus PRIVATE vl_sim vhostlab_core)
+# fuzz_trace_parse's seeds are text files of the source tree.
+target_compile_definitions(vl_gen_corpus PRIVATE "VL_SOURCE_DIR=\"${PROJECT_SOURCE_DIR}\"")
 set_target_properties(vl_gen_corpus PROPERTIES OUTPUT_NAME gen_corpus
   RUNTIME_OUTPUT_DIRECTORY ${VL_FUZZ_BIN})
 

@@ -10,7 +10,10 @@
  * zero-length descriptors, length overflow, wrong direction, bad offload; packed lies:
  * incomplete chain, id out of range, used-looking head). Seeds are built with the encoders
  * of fuzz_common.h, so they follow the input formats as those evolve; a ctest test runs this
- * program and replays every seed through every target. */
+ * program and replays every seed through every target. The trace parser's seeds are text:
+ * copied from fuzz/seeds/fuzz_trace_parse/ (each checked to parse, or for bad-* to fail)
+ * and tests/traces/. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,12 @@
 #include <sys/stat.h>
 
 #include "fuzz_common.h"
+#include "trace/trace.h"
+
+/* The source tree (fuzz/corpus.cmake, fuzz/build.sh): where hand-written seeds live. */
+#ifndef VL_SOURCE_DIR
+#error "build gen_corpus with -DVL_SOURCE_DIR=\"<the source tree>\""
+#endif
 
 /* ---- output -------------------------------------------------------------------------- */
 
@@ -711,11 +720,84 @@ static void gen_differential(void)
 	}
 }
 
+/* ---- trace parser seeds --------------------------------------------------------------- */
+
+/* Copy every regular file of dir (not hidden; with `suffix` when given) into the target's
+ * corpus as prefix-NAME. With `check`, a seed must parse as a trace -- or, named bad-*,
+ * must not -- so a seed that rots with the format fails the corpus test instead of
+ * quietly seeding nothing. */
+static void copy_seeds(const char *target, const char *dir, const char *prefix,
+		       const char *suffix, bool check)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+
+	if (n < 0) {
+		if (check) {
+			fprintf(stderr, "gen_corpus: cannot list %s\n", dir);
+			failures++;
+		}
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		size_t len = strlen(name), slen = suffix ? strlen(suffix) : 0;
+		char path[4096], out[512], err[512];
+		struct lab_trace t;
+		struct stat st;
+		struct fz_out o;
+		FILE *f;
+
+		if (name[0] == '.' || len < slen || (suffix && strcmp(name + len - slen, suffix)) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+		    stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    (size_t)snprintf(out, sizeof(out), "%s-%s", prefix, name) >= sizeof(out)) {
+			free(names[i]);
+			continue;
+		}
+		if (check) {
+			bool bad = strncmp(name, "bad-", 4) == 0;
+
+			if (lab_trace_load(&t, path, err, sizeof(err)) == bad) {
+				fprintf(stderr, "gen_corpus: %s\n", bad ? "a bad-* seed parses" : err);
+				failures++;
+			}
+			lab_trace_free(&t);
+		}
+		fz_out_init(&o);
+		f = fopen(path, "rb");
+		if (f) {
+			uint8_t buf[4096];
+			size_t k;
+
+			while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+				fz_put_bytes(&o, buf, k);
+			fclose(f);
+			save(target, out, &o);
+		} else {
+			fprintf(stderr, "gen_corpus: cannot read %s\n", path);
+			fz_out_free(&o);
+			failures++;
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* fuzz_trace_parse: hand-written traces (fuzz/seeds/fuzz_trace_parse/) and the lab's trace
+ * tests (the .trace files of tests/traces/), from the source tree it was built from. */
+static void gen_trace_parse(void)
+{
+	copy_seeds("fuzz_trace_parse", VL_SOURCE_DIR "/fuzz/seeds/fuzz_trace_parse", "seed", NULL,
+		   true);
+	copy_seeds("fuzz_trace_parse", VL_SOURCE_DIR "/tests/traces", "traces", ".trace", false);
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 static const char *const targets[] = {
 	"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue", "fuzz_packed_enqueue",
-	"fuzz_scenario", "fuzz_differential",
+	"fuzz_scenario", "fuzz_differential", "fuzz_trace_parse",
 };
 
 static void gen_target(const char *t)
@@ -732,6 +814,8 @@ static void gen_target(const char *t)
 		gen_scenario();
 	else if (!strcmp(t, "fuzz_differential"))
 		gen_differential();
+	else if (!strcmp(t, "fuzz_trace_parse"))
+		gen_trace_parse();
 	else {
 		fprintf(stderr, "gen_corpus: unknown target %s\n", t);
 		failures++;
