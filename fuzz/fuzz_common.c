@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_sink.h"
+
 /* ---- failing ------------------------------------------------------------------------- */
 
 static const char *fz_target = "fuzz";
@@ -29,14 +31,17 @@ bool fz_verbose(void)
 
 void fz_fail(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "fuzz: %s: ", fz_target);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "fuzz: %s: %s\n", fz_target, msg);
 	fflush(stderr);
+	/* A recorded run: the trace names the check that failed. */
+	if (fz_sink)
+		fz_sink->failed(fz_sink->ctx, msg);
 	abort();
 }
 
@@ -609,11 +614,19 @@ struct dp {
 	uint16_t next_id;
 	/* host */
 	struct vl_pkt *held[FZ_DP_MAX_HELD];
+	uint32_t held_no[FZ_DP_MAX_HELD];  /* packet number of held[i]: dequeue order */
 	uint32_t nheld;
+	uint32_t dequeued;                 /* packets so far: the next one's number */
 	uint64_t rng;
 	uint8_t *log;
 	uint64_t log_bytes;
 	uint32_t bursts, posts;
+	/* recording (fz_sink only): the operation running, the trace's queue, and whether a
+	 * statement was recorded (the setup is final from then on) */
+	uint32_t op_no;
+	size_t op_at;
+	int rq;
+	bool rec_started;
 };
 
 static uint8_t fz_scratch[FZ_PKT_BYTES_MAX];
@@ -899,11 +912,250 @@ static void check_after_flush(struct dp *d, const struct burst_mark *m, uint64_t
 	}
 }
 
+/* ---- recording (fz_sink: vhostlab trace from-fuzz) ------------------------------------- */
+
+/* The engine reports what it does to the sink in trace terms: the setup once, then before
+ * every core call that reads guest memory a sync (the guest's writes so far) and the
+ * statement, after it an absorb (the device's writes). Packets are numbered per queue in
+ * dequeue order, as the trace numbers them. What the format cannot express is reported as
+ * lossy, naming the operation. */
+
+const struct lab_trace_sink *fz_sink;
+
+static const char *const fz_op_names[FZ_OP__COUNT] = {
+	"WRITE", "FILL", "DESC", "TABLE", "POST", "AVAIL", "PUBLISH", "FORCE", "EVENT",
+	"BURST", "FREE", "COMPLETE", "POOLFAIL", "KICKS", "BATCH", "POLICY", "ZC", "SETMEM",
+};
+
+static void rec_stmt(struct dp *d, const struct lab_trace_op *op)
+{
+	d->rec_started = true;
+	fz_sink->sync(fz_sink->ctx);
+	fz_sink->op(fz_sink->ctx, op);
+}
+
+__attribute__((format(printf, 3, 4))) static void rec_lossy(struct dp *d, enum fz_op op,
+							     const char *fmt, ...)
+{
+	char what[400], msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(msg, sizeof(msg), "operation %u (%s at input offset %zu): %s", d->op_no,
+		 fz_op_names[op], d->op_at, what);
+	fz_sink->lossy(fz_sink->ctx, msg);
+}
+
+static struct lab_trace_queue *rec_queue(struct dp *d)
+{
+	return fz_sink->queue_ref(fz_sink->ctx, d->rq);
+}
+
+struct dp_zc {
+	bool on;
+	uint32_t min, max;
+};
+
+/* The core's zero-copy setting after vl_vq_set_zero_copy(on, min, max) (it clamps max). */
+static struct dp_zc zc_setting(const struct dp *d, bool on, uint32_t min, uint32_t max)
+{
+	struct dp_zc z = {on, min, max ? max : 1};
+
+	if (z.max > d->size)
+		z.max = d->size;
+	return z;
+}
+
+/* What the trace's queue gives the replayed core: its options, or the core's defaults. */
+static struct dp_zc zc_of_trace(const struct dp *d, const struct lab_trace_queue *q)
+{
+	if (q->zero_copy)
+		return zc_setting(d, true, q->zc_min, q->zc_max);
+	return (struct dp_zc){false, 0, d->size / 2 ? d->size / 2 : 1};
+}
+
+static void zc_to_trace(struct lab_trace_queue *q, struct dp_zc z)
+{
+	q->zero_copy = z.on;
+	q->zc_min = z.on ? z.min : 0;
+	q->zc_max = z.on ? z.max : 0;
+}
+
+static void rec_setup(struct dp *d, const struct vl_vq_config *qc, uint32_t pool_bufs,
+		      uint32_t pool_size)
+{
+	const struct lab_trace_sink *k = fz_sink;
+
+	k->begin(k->ctx, d->g, d->features);
+	d->rq = k->queue(k->ctx, d->rx ? "rx" : "tx", d->rx ? LAB_TRACE_RX : LAB_TRACE_TX, qc);
+	/* Zero-copy and the allocation policy are dequeue options: nothing on RX. */
+	if (!d->rx) {
+		if (d->s.zc & 1)
+			zc_to_trace(rec_queue(d),
+				    zc_setting(d, true, fz_zc_min_len((uint8_t)(d->s.zc >> 1)),
+					       1u + (d->s.zc >> 3)));
+		if (d->s.features & FZ_DPF_ALLOC_BURST)
+			rec_queue(d)->alloc = LAB_TRACE_ALLOC_BURST;
+	}
+	k->pool(k->ctx, pool_bufs, pool_size);
+	if (d->log)
+		k->dirty_log(k->ctx, d->log_bytes * 8);
+}
+
+static void rec_batch(struct dp *d, uint32_t threshold)
+{
+	struct lab_trace_queue *q = rec_queue(d);
+
+	if (!d->rec_started)
+		q->batch = threshold;
+	else if (q->batch != threshold)
+		rec_lossy(d, FZ_OP_BATCH, "the copy batching threshold changes from %u to %u at "
+			  "run time (vl_vq_set_batch_threshold); a trace sets it once, in its "
+			  "queue statement", q->batch, threshold);
+}
+
+static void rec_policy(struct dp *d, bool burst)
+{
+	struct lab_trace_queue *q = rec_queue(d);
+	enum lab_trace_alloc a = burst ? LAB_TRACE_ALLOC_BURST : LAB_TRACE_ALLOC_AVAILABLE;
+
+	if (d->rx)
+		return;
+	if (!d->rec_started)
+		q->alloc = a;
+	else if (q->alloc != a)
+		rec_lossy(d, FZ_OP_POLICY, "the allocation policy changes to %s at run time "
+			  "(vl_vq_set_alloc_policy); a trace sets it once, in its queue statement",
+			  burst ? "burst" : "available");
+}
+
+static void rec_zc(struct dp *d, bool on, uint32_t min, uint32_t max)
+{
+	struct lab_trace_queue *q = rec_queue(d);
+	struct dp_zc z = zc_setting(d, on, min, max), t = zc_of_trace(d, q);
+	bool same;
+
+	if (d->rx)
+		return;
+	if (!d->rec_started) {
+		zc_to_trace(q, z);
+		return;
+	}
+	/* Off, the bound still stops in-order bursts behind leases already taken; with none
+	 * taken (and none can be while off) two off settings behave alike. */
+	if (z.on || t.on)
+		same = z.on == t.on && z.min == t.min && z.max == t.max;
+	else
+		same = z.max == t.max || vl_vq_zero_copy_held(d->vq) == 0;
+	if (!same)
+		rec_lossy(d, FZ_OP_ZC, "zero-copy changes at run time to %s min_len %u max %u "
+			  "(vl_vq_set_zero_copy; the trace has %s min_len %u max %u); a trace sets "
+			  "it once, in its queue statement", z.on ? "on" : "off", z.min, z.max,
+			  t.on ? "on" : "off", t.min, t.max);
+}
+
+static void rec_fault(struct dp *d, uint8_t after)
+{
+	struct lab_trace_op op = {.kind = LAB_T_FAULT, .queue = 0};
+
+	op.value = LAB_TRACE_FAULT_POOL;
+	if (after == 255)
+		op.given = LAB_TA_OFF;
+	else
+		op.count = after;
+	rec_stmt(d, &op);
+}
+
+/* `dequeue ... hold` whenever the input may hold packets, each packet it does not hold
+ * freed right after the burst: the replay frees them at the same point, in the same
+ * order. Without holding nothing is ever held, and freeing at the next host action on the
+ * queue (the replay's rule) is the same as freeing at once. */
+static void rec_dequeue(struct dp *d, uint16_t count)
+{
+	struct lab_trace_op op = {.kind = LAB_T_DEQUEUE, .queue = (uint32_t)d->rq};
+
+	if (count == 0) {
+		/* Run as `complete`, the device's writes not absorbed (the next sync writes
+		 * them as the guest): the returned chains and the kick wish match. */
+		rec_lossy(d, FZ_OP_BURST, "a dequeue of 0 packets still reads avail->idx (a jump "
+			  "breaks the queue), returns the chains of freed zero-copy packets and "
+			  "republishes the kick wish; a trace's dequeue asks for 1 to %u packets, so "
+			  "this trace has `complete` here", LAB_TRACE_MAX_ITEMS);
+		op.kind = LAB_T_COMPLETE;
+	}
+	op.count = count;
+	if (count && (d->s.hold & 3))
+		op.given = LAB_TA_HOLD;
+	rec_stmt(d, &op);
+}
+
+static void rec_free(struct dp *d, uint64_t *nums, uint32_t n)
+{
+	struct lab_trace_op op = {.kind = LAB_T_FREE, .queue = (uint32_t)d->rq};
+
+	if (n == 0 || !(d->s.hold & 3))
+		return;
+	op.nitems = n;
+	op.nums = nums;
+	rec_stmt(d, &op);
+}
+
+/* The host's packets with their exact bytes and offloads (only those that are not 0: the
+ * replay zeroes the others). */
+static void rec_enqueue(struct dp *d, struct vl_pkt *const *pkts, uint32_t n)
+{
+	struct lab_trace_pkt tp[FZ_DP_MAX_RX_PKTS];
+	struct lab_trace_op op = {.kind = LAB_T_ENQUEUE, .queue = (uint32_t)d->rq};
+
+	memset(tp, 0, sizeof(tp));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vl_offload *ol = &pkts[i]->ol;
+		struct lab_trace_ol *t = &tp[i].ol;
+
+		tp[i].len = pkts[i]->pkt_len;
+		tp[i].data.kind = LAB_PAT_ZERO;
+		if (tp[i].len) {
+			tp[i].data.kind = LAB_PAT_HEX;
+			tp[i].data.nbytes = tp[i].len;
+			tp[i].data.bytes = malloc(tp[i].len);
+			if (!tp[i].data.bytes)
+				fz_fail("out of memory recording a %u-byte packet", tp[i].len);
+			vl_pkt_read(pkts[i], 0, tp[i].data.bytes, tp[i].len);
+		}
+		*t = (struct lab_trace_ol){0, ol->flags, ol->gso_type, ol->hdr_len, ol->gso_size,
+					   ol->csum_start, ol->csum_offset};
+		t->given = (uint8_t)((t->flags ? LAB_OL_FLAGS : 0) |
+				     (t->gso_type ? LAB_OL_GSO_TYPE : 0) |
+				     (t->hdr_len ? LAB_OL_HDR_LEN : 0) |
+				     (t->gso_size ? LAB_OL_GSO_SIZE : 0) |
+				     (t->csum_start ? LAB_OL_CSUM_START : 0) |
+				     (t->csum_offset ? LAB_OL_CSUM_OFFSET : 0));
+	}
+	op.nitems = n;
+	op.pkts = tp;
+	rec_stmt(d, &op);
+	for (uint32_t i = 0; i < n; i++)
+		free(tp[i].data.bytes);
+}
+
+/* The end of the operations: the guest's last writes (the teardown's complete reads them)
+ * and what the run observed. */
+static void rec_finish(struct dp *d)
+{
+	struct vl_vq *vq = d->vq;
+
+	fz_sink->sync(fz_sink->ctx);
+	fz_sink->observe(fz_sink->ctx, &vq, 1, d->log, d->log_bytes);
+}
+
 /* ---- host actions -------------------------------------------------------------------- */
 
 static void free_held(struct dp *d, uint8_t mode)
 {
-	uint32_t keep = 0;
+	uint64_t freed[FZ_DP_MAX_HELD];
+	uint32_t keep = 0, nfreed = 0;
 
 	for (uint32_t i = 0; i < d->nheld; i++) {
 		bool go;
@@ -922,12 +1174,17 @@ static void free_held(struct dp *d, uint8_t mode)
 			go = i + 1 == d->nheld;
 			break;
 		}
-		if (go)
+		if (go) {
 			vl_pkt_free(d->held[i]);
-		else
+			freed[nfreed++] = d->held_no[i];
+		} else {
+			d->held_no[keep] = d->held_no[i];
 			d->held[keep++] = d->held[i];
+		}
 	}
 	d->nheld = keep;
+	if (fz_sink)
+		rec_free(d, freed, nfreed);
 }
 
 static bool hold_this(struct dp *d)
@@ -944,25 +1201,38 @@ static bool hold_this(struct dp *d)
 	}
 }
 
-static void hold(struct dp *d, struct vl_pkt *p)
+/* Hold packet number `no`; when the host holds all it can, the oldest is freed (its number
+ * goes to freed[]). */
+static void hold(struct dp *d, struct vl_pkt *p, uint32_t no, uint64_t *freed,
+		 uint32_t *nfreed)
 {
 	if (d->nheld == FZ_DP_MAX_HELD) {
 		vl_pkt_free(d->held[0]);
+		freed[(*nfreed)++] = d->held_no[0];
 		memmove(d->held, d->held + 1, (FZ_DP_MAX_HELD - 1) * sizeof(d->held[0]));
+		memmove(d->held_no, d->held_no + 1, (FZ_DP_MAX_HELD - 1) * sizeof(d->held_no[0]));
 		d->nheld--;
 	}
+	d->held_no[d->nheld] = no;
 	d->held[d->nheld++] = p;
 }
 
 static void do_dequeue(struct dp *d, uint16_t count)
 {
 	struct vl_pkt *pkts[256];
+	uint64_t freed[256];
+	uint32_t nfreed = 0;
 	struct burst_mark m;
 	uint64_t packets = vl_vq_stats(d->vq)->packets;
 	bool was_broken = vl_vq_broken(d->vq);
 
 	mark_before(d, &m);
+	if (fz_sink)
+		rec_dequeue(d, count);
 	uint16_t n = vl_net_dequeue(d->vq, d->pool, pkts, count);
+
+	if (fz_sink && count)
+		fz_sink->absorb(fz_sink->ctx);
 
 	if (n > count)
 		fz_fail("dequeue returned %u packets, asked for %u", n, count);
@@ -974,11 +1244,16 @@ static void do_dequeue(struct dp *d, uint16_t count)
 	check_after_flush(d, &m, 0);
 	for (uint16_t i = 0; i < n; i++) {
 		check_tx_pkt(d, pkts[i]);
-		if (hold_this(d))
-			hold(d, pkts[i]);
-		else
+		if (hold_this(d)) {
+			hold(d, pkts[i], d->dequeued + i, freed, &nfreed);
+		} else {
 			vl_pkt_free(pkts[i]);
+			freed[nfreed++] = d->dequeued + i;
+		}
 	}
+	d->dequeued += n;
+	if (fz_sink)
+		rec_free(d, freed, nfreed);
 }
 
 static void set_rx_offload(struct dp *d, struct vl_offload *ol, uint8_t preset)
@@ -1048,7 +1323,12 @@ static void do_enqueue(struct dp *d, struct fz_in *in)
 	struct burst_mark m;
 
 	mark_before(d, &m);
+	if (fz_sink)
+		rec_enqueue(d, pkts, built);
 	uint16_t h = vl_net_enqueue(d->vq, pkts, (uint16_t)built, st);
+
+	if (fz_sink)
+		fz_sink->absorb(fz_sink->ctx);
 	uint64_t delivered = 0, dbytes = 0, rx_sum = 0;
 
 	if (h > built)
@@ -1080,9 +1360,19 @@ static void do_enqueue(struct dp *d, struct fz_in *in)
 static void do_complete(struct dp *d)
 {
 	struct burst_mark m;
+	/* An RX queue never holds chains: vl_vq_complete does nothing there, and a trace's
+	 * complete is for tx queues. */
+	bool rec = fz_sink && !d->rx;
 
 	mark_before(d, &m);
+	if (rec) {
+		struct lab_trace_op op = {.kind = LAB_T_COMPLETE, .queue = (uint32_t)d->rq};
+
+		rec_stmt(d, &op);
+	}
 	vl_vq_complete(d->vq);
+	if (rec)
+		fz_sink->absorb(fz_sink->ctx);
 	check_after_flush(d, &m, 0);
 }
 
@@ -1249,11 +1539,6 @@ static void do_setmem(struct dp *d)
 	d->mem = m;
 }
 
-static const char *const fz_op_names[FZ_OP__COUNT] = {
-	"WRITE", "FILL", "DESC", "TABLE", "POST", "AVAIL", "PUBLISH", "FORCE", "EVENT",
-	"BURST", "FREE", "COMPLETE", "POOLFAIL", "KICKS", "BATCH", "POLICY", "ZC", "SETMEM",
-};
-
 static bool fz_trace(void)
 {
 	static int t = -1;
@@ -1288,7 +1573,9 @@ static void do_op(struct dp *d, struct fz_in *in)
 	size_t at = in->off;
 	enum fz_op op = (enum fz_op)(fz_u8(in) % FZ_OP__COUNT);
 
+	d->op_at = at;
 	do_op1(d, in, op);
+	d->op_no++;
 	if (fz_trace())
 		trace_op(d, op, in, at);
 }
@@ -1430,25 +1717,53 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 	case FZ_OP_POOLFAIL: {
 		uint8_t a = fz_u8(in);
 
+		if (fz_sink)
+			rec_fault(d, a);
 		vl_pool_fail_after(d->pool, a == 255 ? UINT64_MAX : a);
 		break;
 	}
-	case FZ_OP_KICKS:
-		vl_vq_set_kicks(d->vq, fz_u8(in) & 1);
+	case FZ_OP_KICKS: {
+		bool want = fz_u8(in) & 1;
+
+		/* The core writes the kick wish (and logs it) at once: a host statement. */
+		if (fz_sink)
+			rec_stmt(d, &(struct lab_trace_op){.kind = LAB_T_KICKS,
+							   .queue = (uint32_t)d->rq, .value = want});
+		vl_vq_set_kicks(d->vq, want);
+		if (fz_sink)
+			fz_sink->absorb(fz_sink->ctx);
 		break;
-	case FZ_OP_BATCH:
-		vl_vq_set_batch_threshold(d->vq, fz_batch_threshold(fz_u8(in)));
+	}
+	case FZ_OP_BATCH: {
+		uint32_t t = fz_batch_threshold(fz_u8(in));
+
+		if (fz_sink)
+			rec_batch(d, t);
+		vl_vq_set_batch_threshold(d->vq, t);
 		break;
-	case FZ_OP_POLICY:
-		vl_vq_set_alloc_policy(d->vq, (fz_u8(in) & 1) ? VL_ALLOC_BURST : VL_ALLOC_AVAILABLE);
+	}
+	case FZ_OP_POLICY: {
+		bool burst = fz_u8(in) & 1;
+
+		if (fz_sink)
+			rec_policy(d, burst);
+		vl_vq_set_alloc_policy(d->vq, burst ? VL_ALLOC_BURST : VL_ALLOC_AVAILABLE);
 		break;
+	}
 	case FZ_OP_ZC: {
 		uint8_t z = fz_u8(in);
+		uint32_t min = fz_zc_min_len((uint8_t)(z >> 1)), max = 1u + (z >> 3);
 
-		vl_vq_set_zero_copy(d->vq, z & 1, fz_zc_min_len((uint8_t)(z >> 1)), 1u + (z >> 3));
+		if (fz_sink)
+			rec_zc(d, z & 1, min, max);
+		vl_vq_set_zero_copy(d->vq, z & 1, min, max);
 		break;
 	}
 	case FZ_OP_SETMEM:
+		if (fz_sink)
+			rec_lossy(d, FZ_OP_SETMEM, "the memory table is replaced (vl_vq_set_mem "
+				  "over the same regions); the trace format has no statement for a "
+				  "new memory table, so the replayed core keeps its first one");
 		do_setmem(d);
 		break;
 	default:
@@ -1547,7 +1862,10 @@ static void dp_setup(struct dp *d, const struct fz_dp_setup *s)
 	d->vq = vl_vq_create(d->mem, &qc, &err);
 	if (!d->vq)
 		fz_fail("vl_vq_create (size %u): %s", d->size, vl_strerror(err));
-	d->pool = dp_pool(1u + (s->pool & 63u) * 8u, fz_pool_buf_size((uint8_t)(s->pool >> 6)));
+	uint32_t pool_bufs = 1u + (s->pool & 63u) * 8u, pool_size = fz_pool_buf_size(
+		(uint8_t)(s->pool >> 6));
+
+	d->pool = dp_pool(pool_bufs, pool_size);
 	d->hpool = dp_pool(FZ_HOST_POOL_BUFS, FZ_HOST_BUF_SIZE);
 	if (s->zc & 1)
 		vl_vq_set_zero_copy(d->vq, true, fz_zc_min_len((uint8_t)(s->zc >> 1)),
@@ -1562,6 +1880,8 @@ static void dp_setup(struct dp *d, const struct fz_dp_setup *s)
 		vl_vq_set_dirty_log(d->vq, d->log, d->log_bytes);
 	}
 	d->rng = 0x1234567ull ^ s->start;
+	if (fz_sink)
+		rec_setup(d, &qc, pool_bufs, pool_size);
 }
 
 static void dp_teardown(struct dp *d)
@@ -1585,6 +1905,10 @@ static void dp_teardown(struct dp *d)
 	free_held(d, 0);
 	do_complete(d);
 	check_queue(d);
+	/* The one check here a trace can state exactly: nothing held at the end. */
+	if (fz_sink && !d->rx && !vl_vq_broken(d->vq))
+		rec_stmt(d, &(struct lab_trace_op){.kind = LAB_T_EXPECT_HELD,
+						   .queue = (uint32_t)d->rq});
 	if (!vl_vq_broken(d->vq) && vl_vq_zero_copy_held(d->vq) != 0)
 		fz_fail("%u chains still held after every packet was freed",
 			vl_vq_zero_copy_held(d->vq));
@@ -1625,6 +1949,8 @@ int fz_dp_run(const uint8_t *data, size_t size, enum vl_layout layout, bool rx)
 		do_op(&d, &in);
 		check_queue(&d);
 	}
+	if (fz_sink)
+		rec_finish(&d);
 	dp_teardown(&d);
 	return 0;
 }

@@ -358,4 +358,14 @@ void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r);
 /* Run one datapath input: layout and direction fixed by the target. */
 int fz_dp_run(const uint8_t *data, size_t size, enum vl_layout layout, bool rx);
 
+/* ---- recording ----------------------------------------------------------------------- */
+
+/* Where the run is recorded as a trace (sim/trace/trace_sink.h): set by `vhostlab trace
+ * from-fuzz` before it runs an input, NULL while fuzzing. The datapath engine records its
+ * setup, every host action and the guest's writes before it; fuzz_scenario has the scenario
+ * record itself (lab_scenario_config.record) and hands the trace over; fz_fail reports its
+ * message. */
+struct lab_trace_sink;
+extern const struct lab_trace_sink *fz_sink;
+
 #endif

@@ -13,6 +13,8 @@
 
 #include "fuzz_common.h"
 #include "scenario.h"
+#include "trace_record.h"
+#include "trace_sink.h"
 
 /* Guest RAM a run may ask for (the lab sizes it from queue size, burst and packet sizes);
  * beyond it the queue, then the burst, then the sizes are scaled down so every input stays
@@ -110,16 +112,66 @@ static const struct known_issue *known(const struct lab_scenario_config *c, cons
 	return NULL;
 }
 
+/* `vhostlab trace from-fuzz` (fz_sink): the scenario recorded itself with the lab's oracles as
+ * expectations; after a run that passed them, this target's own checks below join them where
+ * the format has words for them (the counts come from the configuration, never from the
+ * core), and the trace goes to the sink. */
+static void expect_stat(struct lab_recorder *rec, const char *q, const char *name, uint64_t v)
+{
+	const struct lab_trace *t = lab_rec_trace(rec);
+	struct lab_trace_op op = {.kind = LAB_T_EXPECT_STAT, .count = v};
+
+	while (op.queue < t->nqueues && strcmp(t->queues[op.queue].name, q))
+		op.queue++;
+	snprintf(op.name, sizeof(op.name), "%s", name);
+	lab_rec_op(rec, &op);
+}
+
+static void hand_over(const struct lab_scenario_config *c, struct lab_scenario_result *res,
+		      bool passed)
+{
+	struct lab_recorder *rec = res->recorder;
+
+	if (!rec)
+		return;
+	if (passed) {
+		expect_stat(rec, "tx", "packets", c->packets);
+		expect_stat(rec, "rx", "packets", c->packets);
+		expect_stat(rec, "tx", "bytes", res->tx_bytes);
+		expect_stat(rec, "rx", "bytes", res->rx_bytes);
+		if (c->batch_threshold == 0) {
+			expect_stat(rec, "tx", "copies_batched", 0);
+			expect_stat(rec, "rx", "copies_batched", 0);
+		}
+		if (!c->zero_copy)
+			expect_stat(rec, "tx", "zc_packets", 0);
+		if (c->faults == LAB_FAULTS_NONE)
+			expect_stat(rec, "tx", "alloc_failures", 0);
+		if (!c->dirty_log) {
+			expect_stat(rec, "tx", "log_pages", 0);
+			expect_stat(rec, "rx", "log_pages", 0);
+		}
+	}
+	fz_sink->recorded(fz_sink->ctx, lab_rec_trace(rec));
+	lab_rec_destroy(rec);
+	res->recorder = NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct lab_scenario_config cfg;
 	static struct lab_scenario_result res;
 	char desc[512];
+	int rc;
 
 	fz_set_target("fuzz_scenario");
 	decode(data, size, &cfg);
+	cfg.record = fz_sink != NULL;
 	lab_scenario_describe(&cfg, desc, sizeof(desc));
-	if (lab_scenario_run(&cfg, &res) != 0 || !res.ok) {
+	rc = lab_scenario_run(&cfg, &res);
+	if (fz_sink)
+		hand_over(&cfg, &res, rc == 0 && res.ok);
+	if (rc != 0 || !res.ok) {
 		const struct known_issue *k = known(&cfg, res.error);
 
 		if (!k)
