@@ -11,6 +11,10 @@
 #define REC_MERGE_GAP 16u
 /* Longest literal `write` statement the recorder emits. */
 #define REC_MAX_WRITE 1024u
+/* A stretch of one value at least this long inside a changed run is a `fill`. */
+#define REC_MIN_FILL 32u
+/* Guest bytes the replay's setup writes, per queue (see lab_rec_queue). */
+#define REC_MAX_FORCED (3u * LAB_TRACE_MAX_QUEUES)
 
 struct rec_area {
 	uint64_t gpa, size;
@@ -21,6 +25,12 @@ struct rec_area {
 struct lab_recorder {
 	struct lab_trace t;
 	struct rec_area area[2];  /* ring area, RAM */
+	/* Ranges the next sync writes whatever the shadow says: the replay's setup wrote
+	 * them, so replay memory there is not what the shadow assumes. */
+	struct {
+		uint64_t gpa, len;
+	} forced[REC_MAX_FORCED];
+	uint32_t nforced;
 };
 
 /* Consecutive host pieces of equal size form one region with pieces=; the last piece of a
@@ -44,6 +54,7 @@ static void add_regions(struct lab_trace *t, const struct vl_mem_region *p, uint
 struct lab_recorder *lab_rec_create(struct lab_gmem *g, uint64_t features, uint64_t seed)
 {
 	struct lab_recorder *r = calloc(1, sizeof(*r));
+	const struct vl_mem_region *regs;
 	uint32_t n;
 
 	if (!r)
@@ -51,7 +62,10 @@ struct lab_recorder *lab_rec_create(struct lab_gmem *g, uint64_t features, uint6
 	lab_trace_init(&r->t);
 	r->t.features = features;
 	r->t.seed = seed;
-	add_regions(&r->t, lab_gmem_regions(g, &n), n);
+	/* Not in one call: the order arguments are evaluated in is unspecified, and n must be
+	 * read after lab_gmem_regions wrote it. */
+	regs = lab_gmem_regions(g, &n);
+	add_regions(&r->t, regs, n);
 	r->area[0].gpa = lab_gmem_ring_gpa(g);
 	r->area[0].size = lab_gmem_ring_size(g);
 	r->area[1].gpa = lab_gmem_ram_gpa(g);
@@ -77,6 +91,14 @@ void lab_rec_destroy(struct lab_recorder *r)
 	free(r);
 }
 
+static void force(struct lab_recorder *r, uint64_t gpa, uint64_t len)
+{
+	if (r->nforced < REC_MAX_FORCED) {
+		r->forced[r->nforced].gpa = gpa;
+		r->forced[r->nforced++].len = len;
+	}
+}
+
 int lab_rec_queue(struct lab_recorder *r, const char *name, enum lab_trace_dir dir,
 		  const struct vl_vq_config *cfg)
 {
@@ -93,12 +115,24 @@ int lab_rec_queue(struct lab_recorder *r, const char *name, enum lab_trace_dir d
 	q->driver = cfg->driver_gpa;
 	q->device = cfg->device_gpa;
 	q->batch = cfg->batch_threshold;
+	/* The shadow starts zeroed like replay memory, but the replay's setup writes some
+	 * guest bytes before the first statement: split avail->idx and used->idx (`start`),
+	 * the packed descriptors' flags (a ring resumed at `start`), and the kick wish
+	 * vl_vq_create publishes (split used->flags or avail_event, the packed device event
+	 * area). A guest byte there equal to the shadow's 0 would never be written, and the
+	 * replayed core would read the setup's value instead: the next sync writes these
+	 * ranges whatever they hold. */
 	if (cfg->layout == VL_LAYOUT_PACKED) {
 		q->start = cfg->last_avail_idx & (uint16_t)~VL_PACKED_WRAP_BIT;
 		q->wrap = (cfg->last_avail_idx & VL_PACKED_WRAP_BIT) != 0;
+		force(r, q->desc, 16ull * q->size);
+		force(r, q->device, 4);
 	} else {
 		q->start = cfg->last_avail_idx;
 		q->wrap = true;
+		force(r, q->driver + 2, 2);
+		force(r, q->device, 4);
+		force(r, q->device + 4 + 8ull * q->size, 2);
 	}
 	return (int)r->t.nqueues++;
 }
@@ -119,20 +153,17 @@ void lab_rec_set_dirty_log(struct lab_recorder *r, uint64_t pages)
 	r->t.dirty_pages = pages;
 }
 
-static void emit_run(struct lab_recorder *r, uint64_t gpa, const uint8_t *p, uint64_t len)
+static void emit_fill(struct lab_recorder *r, uint64_t gpa, uint8_t v, uint64_t len)
 {
-	bool same = true;
+	struct lab_trace_op op = {.kind = LAB_T_FILL, .addr = gpa, .len = len};
 
-	for (uint64_t i = 1; i < len && same; i++)
-		same = p[i] == p[0];
-	if (same) {
-		struct lab_trace_op op = {.kind = LAB_T_FILL, .addr = gpa, .len = len};
+	op.pat.kind = v ? LAB_PAT_BYTE : LAB_PAT_ZERO;
+	op.pat.value = v;
+	lab_rec_op(r, &op);
+}
 
-		op.pat.kind = p[0] ? LAB_PAT_BYTE : LAB_PAT_ZERO;
-		op.pat.value = p[0];
-		lab_rec_op(r, &op);
-		return;
-	}
+static void emit_literal(struct lab_recorder *r, uint64_t gpa, const uint8_t *p, uint64_t len)
+{
 	for (uint64_t off = 0; off < len; off += REC_MAX_WRITE) {
 		uint64_t n = len - off < REC_MAX_WRITE ? len - off : REC_MAX_WRITE;
 		struct lab_trace_op op = {.kind = LAB_T_WRITE, .addr = gpa + off};
@@ -144,8 +175,47 @@ static void emit_run(struct lab_recorder *r, uint64_t gpa, const uint8_t *p, uin
 	}
 }
 
+/* A changed run: a run of one value is one `fill`; inside a mixed run, stretches of one
+ * value of REC_MIN_FILL bytes or more are fills too (a guest that memsets a buffer must not
+ * cost a kilobyte of hex per kilobyte), the rest literal writes. */
+static void emit_run(struct lab_recorder *r, uint64_t gpa, const uint8_t *p, uint64_t len)
+{
+	uint64_t lit = 0;   /* first byte not yet emitted */
+
+	for (uint64_t i = 0; i < len;) {
+		uint64_t j = i + 1;
+
+		while (j < len && p[j] == p[i])
+			j++;
+		if (j - i >= REC_MIN_FILL || (i == 0 && j == len)) {
+			emit_literal(r, gpa + lit, p + lit, i - lit);
+			emit_fill(r, gpa + i, p[i], j - i);
+			lit = j;
+		}
+		i = j;
+	}
+	emit_literal(r, gpa + lit, p + lit, len - lit);
+}
+
+/* The forced ranges (see lab_rec_queue), where they lie inside the recorded areas. */
+static void sync_forced(struct lab_recorder *r)
+{
+	for (uint32_t f = 0; f < r->nforced; f++)
+		for (unsigned a = 0; a < 2; a++) {
+			struct rec_area *ar = &r->area[a];
+			uint64_t gpa = r->forced[f].gpa, len = r->forced[f].len;
+
+			if (gpa < ar->gpa || gpa - ar->gpa > ar->size || len > ar->size - (gpa - ar->gpa))
+				continue;
+			emit_run(r, gpa, ar->guest + (gpa - ar->gpa), len);
+			memcpy(ar->shadow + (gpa - ar->gpa), ar->guest + (gpa - ar->gpa), len);
+		}
+	r->nforced = 0;
+}
+
 void lab_rec_sync(struct lab_recorder *r)
 {
+	sync_forced(r);
 	for (unsigned a = 0; a < 2; a++) {
 		struct rec_area *ar = &r->area[a];
 		uint64_t i = 0;
