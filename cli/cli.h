@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes every subcommand uses. */
 #define CLI_EXIT_OK 0
@@ -12,6 +13,9 @@
 #define CLI_EXIT_USAGE 2  /* bad command line */
 
 int cmd_run(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_minimize(int argc, char **argv);
 
 /* Parse an unsigned decimal in [min, max]; on error print "vhostlab CMD: OPT: ..." naming
  * the value and return false. */
@@ -20,5 +24,8 @@ bool cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t 
 
 /* Print "vhostlab CMD: message" to stderr. */
 void cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A JSON string literal of s (quotes and escapes included). */
+void cli_json_string(FILE *out, const char *s);
 
 #endif

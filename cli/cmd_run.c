@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `vhostlab run`: the simulated-guest lab over a scenario matrix. */
 #include <getopt.h>
+#include <sys/stat.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,11 @@ static void run_usage(FILE *out)
 		"                            (default 64,128,256,257,1500,9000)\n"
 		"  --seed N                  seed of every random choice (default 1)\n"
 		"  --burst N                 packets per host burst, 1..256 (default 32)\n"
+		"  --record-failures DIR     write a trace of every failing configuration to DIR\n"
+		"                            (run again with the recorder up to the failure) and\n"
+		"                            replay it: `vhostlab replay DIR/FILE` reproduces it\n"
+		"  --record DIR              the same for every configuration (use few --packets:\n"
+		"                            a trace holds every byte the guest wrote)\n"
 		"  --json                    print the result as JSON on stdout\n"
 		"  --quiet                   no progress on stderr\n"
 		"  -h, --help                this text\n"
@@ -94,7 +101,26 @@ struct run_opts {
 	uint32_t nqsize;
 	struct lab_scenario_config base;
 	bool json, quiet;
+	const char *record_dir;     /* --record / --record-failures */
+	bool record_all;
 };
+
+/* The trace directory must exist and be writable (created if missing, one level). */
+static bool record_dir_ok(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0 && mkdir(dir, 0777) != 0) {
+		cli_usage_error("run", "cannot create the trace directory '%s': %s", dir,
+				strerror(errno));
+		return false;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+		cli_usage_error("run", "'%s' is not a writable directory", dir);
+		return false;
+	}
+	return true;
+}
 
 static bool parse_onoff(const char *opt, const char *v, struct choice *c)
 {
@@ -258,7 +284,8 @@ static bool check_qsizes(const struct run_opts *o)
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_RING = 256, O_MERGE, O_IND, O_ORDER, O_EVT, O_BATCH, O_GRAN, O_PKTS, O_SIZES,
-	       O_SEED, O_QSIZE, O_BURST, O_JSON, O_QUIET, O_ZC, O_LOG, O_FAULTS, O_STATS };
+	       O_SEED, O_QSIZE, O_BURST, O_JSON, O_QUIET, O_ZC, O_LOG, O_FAULTS, O_STATS,
+	       O_RECF, O_REC };
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, O_RING},
 		{"mergeable", required_argument, NULL, O_MERGE},
@@ -276,6 +303,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"dirty-log", required_argument, NULL, O_LOG},
 		{"faults", required_argument, NULL, O_FAULTS},
 		{"stats", no_argument, NULL, O_STATS},
+		{"record-failures", required_argument, NULL, O_RECF},
+		{"record", required_argument, NULL, O_REC},
 		{"json", no_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},
@@ -368,6 +397,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case O_STATS:
 			o->stats = true;
+			break;
+		case O_RECF:
+		case O_REC:
+			o->record_dir = optarg;
+			o->record_all = c == O_REC;
+			ok = record_dir_ok(optarg);
 			break;
 		case O_JSON:
 			o->json = true;
@@ -515,6 +550,23 @@ int cmd_run(int argc, char **argv)
 		lab_scenario_run(c, &results[k].res);
 		c->progress = NULL;
 		all_ok &= results[k].res.ok;
+		if (o.record_dir && (o.record_all || !results[k].res.ok)) {
+			struct run_recording *rec = &results[k].rec;
+
+			if (!o.quiet)
+				fprintf(stderr, "%s[%u/%u] %s: recording a trace...", pc.tty ? "\r" : "",
+					k + 1, total, name);
+			run_record(o.record_dir, k, c, name, rec);
+			if (!o.quiet)
+				fprintf(stderr, " done\n");
+			if (rec->error[0])
+				fprintf(stderr, "vhostlab run: recording %s failed: %s\n", name,
+					rec->error);
+			else if (!o.quiet || !results[k].res.ok)
+				fprintf(stderr, "vhostlab run: trace %s (%u statements): replay %s%s%s\n",
+					rec->path, rec->statements, rec->replay,
+					rec->signature[0] ? ", " : "", rec->signature);
+		}
 		if (!o.quiet)
 			fprintf(stderr, "%s[%u/%u] %s: %s in %.2f s\n", pc.tty ? "\r" : "", k + 1,
 				total, name, results[k].res.ok ? "ok" : "FAIL",

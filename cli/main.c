@@ -19,6 +19,10 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  run      run the simulated-guest lab over a scenario matrix and verify every\n"
 		"           packet both ways (default: 16 configurations x 100000 packets)\n"
+		"  replay   replay trace files against the core and check their expectations\n"
+		"  minimize shrink a failing trace while it fails the same way\n"
+		"  trace    trace file tools: fmt (canonical form), from-fuzz (a fuzz input as a\n"
+		"           trace)\n"
 		"  help     show this text, or `vhostlab help COMMAND` for a command's options\n"
 		"\n"
 		"exit status: 0 success, 1 a check failed, 2 usage error.\n"
@@ -61,6 +65,22 @@ bool cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t 
 	return true;
 }
 
+void cli_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -83,6 +103,12 @@ int main(int argc, char **argv)
 
 			if (!strcmp(argv[2], "run"))
 				return cmd_run(2, help_argv);
+			if (!strcmp(argv[2], "replay"))
+				return cmd_replay(2, help_argv);
+			if (!strcmp(argv[2], "minimize"))
+				return cmd_minimize(2, help_argv);
+			if (!strcmp(argv[2], "trace"))
+				return cmd_trace(2, help_argv);
 			cli_usage_error("help", "unknown command '%s'", argv[2]);
 			return CLI_EXIT_USAGE;
 		}
@@ -91,6 +117,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "replay"))
+		return cmd_replay(argc - 1, argv + 1);
+	if (!strcmp(cmd, "minimize"))
+		return cmd_minimize(argc - 1, argv + 1);
+	if (!strcmp(cmd, "trace"))
+		return cmd_trace(argc - 1, argv + 1);
 	fprintf(stderr, "vhostlab: unknown command '%s' (try `vhostlab --help`)\n", cmd);
 	return CLI_EXIT_USAGE;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "run_report.h"
+#include "cli.h"
 
 #include <inttypes.h>
 
@@ -141,23 +142,6 @@ static void stats_json(FILE *out, const struct vl_vq_stats *st)
 		st->log_pages, st->log_out_of_range);
 }
 
-/* JSON strings: our error texts are ASCII, but escape what JSON requires anyway. */
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
-}
-
 void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uint32_t n, bool ok,
 		    double wall, bool with_stats)
 {
@@ -204,12 +188,22 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 			s->kicks_skipped, s->seconds, pps(s),
 			s->tx_stats.copies_batched + s->rx_stats.copies_batched,
 			s->tx_stats.copies_direct + s->rx_stats.copies_direct, tf(s->ok));
-		if (s->ok) {
-			fprintf(out, "null}");
-		} else {
-			json_string(out, s->error);
+		if (s->ok)
+			fprintf(out, "null");
+		else
+			cli_json_string(out, s->error);
+		if (r[i].rec.path[0] || r[i].rec.error[0]) {
+			fprintf(out, ", \"trace\": {\"path\": ");
+			cli_json_string(out, r[i].rec.path);
+			fprintf(out, ", \"statements\": %u, \"replay\": \"%s\", \"replay_line\": %u, "
+				"\"signature\": ", r[i].rec.statements, r[i].rec.replay,
+				r[i].rec.replay_line);
+			cli_json_string(out, r[i].rec.signature);
+			fprintf(out, ", \"error\": ");
+			cli_json_string(out, r[i].rec.error);
 			fputc('}', out);
 		}
+		fputc('}', out);
 	}
 	fprintf(out, "\n]}\n");
 }

@@ -7,11 +7,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "run_record.h"
 #include "scenario.h"
 
 struct config_result {
 	struct lab_scenario_config cfg;
 	struct lab_scenario_result res;
+	struct run_recording rec;   /* --record / --record-failures */
 };
 
 /* "packed mrg=on  ind=off ord=on  evt=off batch=256  gran=4096   q=256" */

@@ -158,6 +158,7 @@ void lab_drv_fini(struct lab_net_driver *d)
 	free(d->grant);
 	free(d->tx_expect.e);
 	free(d->rx_expect.e);
+	free(d->landing);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -633,6 +634,20 @@ static int rx_pop(struct lab_net_driver *d, uint32_t *id, uint32_t *len)
 	return 0;
 }
 
+/* For the observer: the first `len` bytes of a used buffer, as guest ranges. */
+static void note_landing(struct lab_net_driver *d, const struct lab_chain_rec *rec, uint32_t len)
+{
+	if (!d->rx_observer || !d->landing)
+		return;
+	for (uint32_t i = 0; i < rec->nsegs && len; i++) {
+		uint32_t n = rec->segs[i].len < len ? rec->segs[i].len : len;
+
+		if (n && d->nlanding < d->rx.size * LAB_MAX_SEGS)
+			d->landing[d->nlanding++] = (struct lab_seg){rec->segs[i].gpa, n};
+		len -= n;
+	}
+}
+
 static int rx_check_packet(struct lab_net_driver *d, uint32_t got, const uint8_t *hdr,
 			   uint16_t nbufs)
 {
@@ -661,6 +676,11 @@ static int rx_check_packet(struct lab_net_driver *d, uint32_t got, const uint8_t
 				"0x%02x, host sent 0x%02x", e.key, e.pkt_len, nbufs, at,
 				d->scratch2[at], d->scratch[at]);
 	d->checks++;
+	if (d->rx_observer && d->landing) {
+		struct lab_rx_landing l = {&e, nbufs, d->nlanding, d->landing};
+
+		d->rx_observer(d->rx_observer_ctx, &l);
+	}
 	return 0;
 }
 
@@ -679,6 +699,10 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 			return drv_fail(d, "RX buffer %u: used length %u is shorter than the "
 					"%u-byte header", id, len, d->hdr_len);
 		/* The first buffer: header, then data. */
+		if (d->rx_observer && !d->landing)
+			d->landing = calloc((size_t)d->rx.size * LAB_MAX_SEGS, sizeof(*d->landing));
+		d->nlanding = 0;
+		note_landing(d, rec, len);
 		gather_segs(d, rec, d->scratch2, len);
 		memcpy(hdr, d->scratch2, d->hdr_len);
 		memmove(d->scratch2, d->scratch2 + d->hdr_len, len - d->hdr_len);
@@ -704,6 +728,7 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 			if (got + len > VL_PKT_MAX_LEN)
 				return drv_fail(d, "RX: merged packet exceeds %u bytes",
 						VL_PKT_MAX_LEN);
+			note_landing(d, rec, len);
 			gather_segs(d, rec, d->scratch2 + got, len);
 			got += len;
 			release_chain(d, rec, true);

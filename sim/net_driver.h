@@ -59,6 +59,15 @@ struct lab_net_driver_config {
 	uint16_t start_idx;        /* split: first avail/used index; packed: first position */
 };
 
+/* Where a delivered RX packet landed, in stream order (header, then payload): filled by the
+ * harvest for an observer (the trace recorder turns it into expectations). */
+struct lab_rx_landing {
+	const struct lab_expect *e;    /* what the host sent */
+	uint16_t nbufs;                /* buffers it took */
+	uint32_t nranges;
+	struct lab_seg *ranges;        /* guest bytes, header first */
+};
+
 struct lab_net_driver {
 	struct lab_gmem *g;
 	struct lab_net_driver_config cfg;
@@ -80,6 +89,11 @@ struct lab_net_driver {
 	uint64_t checks;
 	char *err;                    /* first failure, written once */
 	size_t errlen;
+	/* Optional: told where each delivered RX packet landed, after it passed its checks. */
+	void (*rx_observer)(void *ctx, const struct lab_rx_landing *l);
+	void *rx_observer_ctx;
+	struct lab_seg *landing;      /* [queue_size * LAB_MAX_SEGS], allocated on first use */
+	uint32_t nlanding;
 };
 
 int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "scenario.h"
+#include "scenario_record.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -91,6 +92,14 @@ struct run {
 	uint64_t host_bursts;
 	uint64_t rx_key;
 	char drv_err[400];
+	/* Recording (cfg->record): the helpers, and per burst the pool's call count and its
+	 * first refusal, so the trace can refuse the same call. */
+	struct sc_rec *rec;
+	struct sc_rec rec_state;
+	uint64_t burst_calls;
+	uint64_t burst_fails[SC_MAX_FAILS];   /* pool calls refused in this burst */
+	uint32_t nburst_fails;
+	uint64_t held_num[HOLD_MAX];
 };
 
 __attribute__((format(printf, 2, 3))) static int run_fail(struct run *r, const char *fmt, ...)
@@ -217,10 +226,48 @@ static bool pool_fault(void *ctx)
 {
 	struct run *r = ctx;
 
+	bool fail;
+
 	r->fault_calls++;
 	if (r->cfg->faults == LAB_FAULTS_NTH)
-		return r->fault_calls % 7 == 0;
-	return lab_rng_chance(&r->fault_rng, 1, 10);
+		fail = r->fault_calls % 7 == 0;
+	else
+		fail = lab_rng_chance(&r->fault_rng, 1, 10);
+	if (fail && r->nburst_fails < SC_MAX_FAILS)
+		r->burst_fails[r->nburst_fails++] = r->burst_calls;
+	r->burst_calls++;
+	return fail;
+}
+
+/* Recording: the trace's setup block from the run's guest and queues. */
+static int record_setup(struct run *r, uint64_t features, const struct vl_vq_config *txc,
+			const struct vl_vq_config *rxc, uint32_t pool_bufs)
+{
+	struct sc_rec *s = &r->rec_state;
+
+	s->rec = lab_rec_create(r->gmem, features, r->cfg->seed);
+	if (!s->rec)
+		return run_fail(r, "out of memory for the recorder");
+	s->seed = r->cfg->seed;
+	s->hdr_len = vl_net_hdr_len(features);
+	s->mergeable = r->cfg->mergeable;
+	lab_rec_queue(s->rec, "tx", LAB_TRACE_TX, txc);
+	lab_rec_queue(s->rec, "rx", LAB_TRACE_RX, rxc);
+	if (r->cfg->zero_copy) {
+		struct lab_trace_queue *q = lab_rec_queue_ref(s->rec, SC_TX);
+
+		q->zero_copy = true;
+		q->zc_min = ZC_MIN_LEN;
+		q->zc_max = HOLD_MAX / 2;
+	}
+	lab_rec_set_pool(s->rec, pool_bufs, POOL_BUF_SIZE);
+	if (r->log_bytes)
+		lab_rec_set_dirty_log(s->rec, r->log_bytes * 8);
+	r->drv.rx_observer = sc_rec_rx_landing;
+	r->drv.rx_observer_ctx = s;
+	r->rec = s;
+	r->res->recorder = s->rec;
+	return 0;
 }
 
 /* ---- setup and teardown ------------------------------------------------------------ */
@@ -334,6 +381,17 @@ static int setup(struct run *r)
 	if (!r->pool || !r->burst || !r->pending || !r->pending_key || !r->status)
 		return run_fail(r, "out of memory");
 	r->rx_key = RX_KEY_BASE;
+	if (cfg->record) {
+		struct vl_vq_config txc, rxc;
+
+		vl_vq_config_init(&txc, cfg->layout, cfg->queue_size);
+		txc.features = features;
+		txc.batch_threshold = cfg->batch_threshold;
+		rxc = txc;
+		lab_ring_device_config(&r->drv.tx, &txc);
+		lab_ring_device_config(&r->drv.rx, &rxc);
+		return record_setup(r, features, &txc, &rxc, tx_bufs);
+	}
 	return 0;
 }
 
@@ -396,6 +454,8 @@ static int check_call(struct run *r, struct lab_ring *ring, const struct vl_vq *
 {
 	bool due = lab_ring_call_due(ring), signalled = vl_vq_needs_call(vq);
 
+	if (r->rec && due)
+		sc_rec_expect_call(r->rec, ring == &r->drv.tx ? SC_TX : SC_RX);
 	r->res->calls_due += due;
 	if (due && !signalled)
 		return run_fail(r, "notifications: %s used buffers passed the guest's event "
@@ -439,12 +499,14 @@ static int check_kick(struct run *r, struct lab_ring *ring, const struct vl_vq *
 
 /* Zero-copy runs: the host keeps some packets (zero-copied or not) for a while, as an
  * application queueing them would, and frees them later in random order. */
-static bool hold_maybe(struct run *r, struct vl_pkt *pkt, const struct lab_expect *e)
+static bool hold_maybe(struct run *r, struct vl_pkt *pkt, const struct lab_expect *e,
+		       uint64_t num)
 {
 	if (!r->cfg->zero_copy || r->nheld == HOLD_MAX || !lab_rng_chance(&r->drv.rng, 1, 4))
 		return false;
 	r->held[r->nheld] = pkt;
 	r->held_e[r->nheld] = *e;
+	r->held_num[r->nheld] = num;
 	r->held_until[r->nheld] = r->drv.round + 1 + lab_rng_below(&r->drv.rng, HOLD_ROUNDS);
 	r->nheld++;
 	if (r->nheld > r->res->held_max)
@@ -469,8 +531,11 @@ static int release_held(struct run *r, bool all)
 		if (lab_drv_recheck(&r->drv, r->held[k], &r->held_e[k]) != 0)
 			return driver_failed(r);
 		vl_pkt_free(r->held[k]);
+		if (r->rec)
+			sc_rec_free(r->rec, r->held_num[k]);
 		r->held[k] = r->held[r->nheld - 1];
 		r->held_e[k] = r->held_e[r->nheld - 1];
+		r->held_num[k] = r->held_num[r->nheld - 1];
 		r->held_until[k] = r->held_until[r->nheld - 1];
 		r->nheld--;
 	}
@@ -505,7 +570,13 @@ static int tx_round(struct run *r, uint64_t *posted)
 	struct lab_scenario_result *res = r->res;
 	struct lab_ring *ring = &r->drv.tx;
 
+	if (r->rec) {
+		sc_rec_before(r->rec);
+		sc_rec_kicks(r->rec, SC_TX, kicks_wanted(r->drv.round));
+	}
 	vl_vq_set_kicks(r->txq, kicks_wanted(r->drv.round));
+	if (r->rec)
+		sc_rec_after(r->rec);
 	lab_ring_mark_avail(ring);
 	bool drained = vl_vq_last_avail(r->txq) == lab_ring_marked_avail(ring);
 	/* Now and then a single packet: a kick wish off by one only shows then. */
@@ -529,8 +600,18 @@ static int tx_round(struct run *r, uint64_t *posted)
 
 	if (scan)
 		scan_begin(r);
+	if (r->rec)
+		sc_rec_before(r->rec);
+	r->burst_calls = 0;
+	r->nburst_fails = 0;
 	uint16_t n = vl_net_dequeue(r->txq, r->pool, r->burst, (uint16_t)cfg->burst);
+	uint64_t first_num = 0;
 
+	if (r->rec) {
+		first_num = sc_rec_dequeue(r->rec, cfg->burst, r->burst_fails, r->nburst_fails);
+		r->rec->dequeued += n;
+		sc_rec_after(r->rec);
+	}
 	r->host_bursts++;
 	if (scan && containment_check(r, "dequeue") != 0)
 		return -1;
@@ -539,12 +620,20 @@ static int tx_round(struct run *r, uint64_t *posted)
 	for (uint16_t i = 0; i < n; i++) {
 		struct lab_expect e;
 
-		if (rc == 0 && lab_drv_check_dequeued(&r->drv, r->burst[i], &e) != 0)
+		bool checked = rc == 0;
+
+		e.key = UINT64_MAX;  /* stays when the guest posted nothing for this packet */
+		if (checked && lab_drv_check_dequeued(&r->drv, r->burst[i], &e) != 0)
 			rc = driver_failed(r);
+		/* The guest's record of this packet, whether or not the core's matched it. */
+		if (r->rec && checked && e.key != UINT64_MAX)
+			sc_rec_expect_packet(r->rec, first_num + i, &e);
 		res->tx_bytes += r->burst[i]->pkt_len;
-		if (rc == 0 && hold_maybe(r, r->burst[i], &e))
+		if (rc == 0 && hold_maybe(r, r->burst[i], &e, first_num + i))
 			continue;
 		vl_pkt_free(r->burst[i]);
+		if (r->rec)
+			sc_rec_free(r->rec, first_num + i);
 	}
 	res->tx_packets += n;
 	if (rc != 0)
@@ -578,7 +667,13 @@ static int rx_round(struct run *r, uint64_t *generated)
 
 	if (lab_drv_harvest_rx(&r->drv) != 0)
 		return driver_failed(r);
+	if (r->rec) {
+		sc_rec_before(r->rec);
+		sc_rec_kicks(r->rec, SC_RX, kicks_wanted(r->drv.round));
+	}
 	vl_vq_set_kicks(r->rxq, kicks_wanted(r->drv.round));
+	if (r->rec)
+		sc_rec_after(r->rec);
 	lab_ring_mark_avail(ring);
 	bool drained = vl_vq_last_avail(r->rxq) == lab_ring_marked_avail(ring);
 	/* Usually top the ring up; now and then post a single buffer. */
@@ -618,8 +713,17 @@ static int rx_round(struct run *r, uint64_t *generated)
 
 	if (scan)
 		scan_begin(r);
+	if (r->rec) {
+		sc_rec_before(r->rec);
+		sc_rec_enqueue(r->rec, r->pending, r->pending_key, r->npending);
+	}
 	uint16_t h = vl_net_enqueue(r->rxq, r->pending, (uint16_t)r->npending, r->status);
 
+	if (r->rec) {
+		sc_rec_after(r->rec);
+		for (uint16_t i = 0; i < h; i++)
+			sc_rec_expect_delivered(r->rec, i);
+	}
 	r->host_bursts++;
 	if (scan && containment_check(r, "enqueue") != 0)
 		return -1;
@@ -654,7 +758,13 @@ static int final_checks(struct run *r)
 	/* Let go of every held packet; their chains go back without another burst. */
 	if (release_held(r, true) != 0)
 		return -1;
+	if (r->rec) {
+		sc_rec_before(r->rec);
+		sc_rec_complete(r->rec);
+	}
 	vl_vq_complete(r->txq);
+	if (r->rec)
+		sc_rec_after(r->rec);
 	if (vl_vq_zero_copy_held(r->txq) != 0)
 		return run_fail(r, "zero-copy: %u chains still held after every packet was freed",
 				vl_vq_zero_copy_held(r->txq));

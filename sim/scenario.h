@@ -11,6 +11,8 @@
 
 #include "vhostlab/vl_vq.h"
 
+struct lab_recorder;
+
 #define LAB_MAX_SIZES 32u
 
 /* Allocation faults the lab injects into the pool dequeue allocates from. */
@@ -45,6 +47,8 @@ struct lab_scenario_config {
 				    * to 20 rounds and frees them in random order */
 	bool dirty_log;            /* dirty-page log on both queues, checked on every scan */
 	enum lab_faults faults;
+	/* Record the run as a trace (scenario_record.h); the result's `recorder` holds it. */
+	bool record;
 	/* Called now and then with progress; may be NULL. */
 	void (*progress)(void *ctx, uint64_t tx_done, uint64_t rx_done, uint64_t total);
 	void *progress_ctx;
@@ -67,6 +71,9 @@ struct lab_scenario_result {
 	uint64_t held_max;         /* most zero-copy packets the host held at once */
 	double seconds;
 	struct vl_vq_stats tx_stats, rx_stats;
+	/* With cfg->record: the recording (lab_rec_trace), owned by the caller, who frees it
+	 * with lab_rec_destroy. NULL when recording could not start. */
+	struct lab_recorder *recorder;
 };
 
 /* Fill cfg with the default workload for one configuration. */

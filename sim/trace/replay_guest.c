@@ -63,6 +63,15 @@ bool rp_queue_driver_init(struct rp *r, struct rp_queue *q)
 	if (q->packed) {
 		q->next_avail = q->next_used = q->scan_pos = tq->start;
 		q->avail_wrap = q->used_wrap = q->scan_wrap = tq->wrap;
+		/* A ring resumed at (start, wrap) looks as a driver left it: positions before
+		 * start were used in this lap (AVAIL = USED = wrap), the rest in the previous one
+		 * (AVAIL = USED = !wrap), so none reads as available or as newly used. */
+		for (uint32_t i = 0; i < n; i++) {
+			bool w = i < tq->start ? tq->wrap : !tq->wrap;
+
+			store16_release(q->desc + 16 * i + 14,
+					(uint16_t)(w ? LAB_TRACE_DESC_AVAIL | LAB_TRACE_DESC_USED : 0));
+		}
 	} else {
 		/* Both indices start at `start`: the avail index is the driver's, the used index
 		 * is where a device that consumed everything before it left it. */
@@ -386,14 +395,35 @@ static bool op_double_fetch(struct rp *r, const struct lab_trace_op *op)
 	return true;
 }
 
+/* fail-at: the pool asks before every allocation call; refuse the listed ones. */
+static bool fail_at_hook(void *ctx)
+{
+	struct rp *r = ctx;
+	const struct lab_trace_op *f = r->fail_at;
+	bool fail = r->fail_next < f->nitems && f->nums[r->fail_next] == r->fail_calls;
+
+	r->fail_next += fail;
+	r->fail_calls++;
+	return fail;
+}
+
+/* `fault off` ends both kinds of injection. */
 static bool op_fault(struct rp *r, const struct lab_trace_op *op)
 {
-	uint64_t after = (op->given & LAB_TA_OFF) ? UINT64_MAX : op->count;
-
-	if (op->value == LAB_TRACE_FAULT_POOL)
-		vl_pool_fail_after(r->pool, after);
-	else
-		vl_alloc_fail_after(after);
+	vl_pool_set_fault_hook(r->pool, NULL, NULL);
+	if (op->given & LAB_TA_OFF) {
+		vl_pool_fail_after(r->pool, UINT64_MAX);
+		vl_alloc_fail_after(UINT64_MAX);
+	} else if (op->given & LAB_TA_FAIL_AT) {
+		r->fail_at = op;
+		r->fail_calls = 0;
+		r->fail_next = 0;
+		vl_pool_set_fault_hook(r->pool, fail_at_hook, r);
+	} else if (op->value == LAB_TRACE_FAULT_POOL) {
+		vl_pool_fail_after(r->pool, op->count);
+	} else {
+		vl_alloc_fail_after(op->count);
+	}
 	return true;
 }
 

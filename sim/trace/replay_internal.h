@@ -72,6 +72,9 @@ struct rp {
 	struct rp_mutation *muts;
 	uint32_t nmuts, cap_muts;
 	uint64_t df_violations;          /* seen so far */
+	const struct lab_trace_op *fail_at;  /* fault pool fail-at: the list, calls so far */
+	uint64_t fail_calls;
+	uint32_t fail_next;
 	bool df_on;
 };
 

@@ -33,6 +33,7 @@ enum lab_trace_pat_kind {
 	LAB_PAT_BYTE,      /* byte:V -- value */
 	LAB_PAT_ZERO,      /* zero */
 	LAB_PAT_SEQ,       /* seq:SEED -- value */
+	LAB_PAT_STREAM,    /* stream:STATE -- value */
 	LAB_PAT_FNV1A,     /* fnv1a:HEX16 -- value (a digest, only where expectations allow) */
 };
 
@@ -108,12 +109,14 @@ enum lab_trace_kind {
 	LAB_T_POST,         /* queue, addr2 (indirect table, opt: LAB_TA_INDIRECT), bufs */
 	LAB_T_MUTATE,       /* addr, pat (HEX), value (on-read N, default 1) */
 	LAB_T_DOUBLE_FETCH, /* value (enum lab_trace_df), seed (opt: LAB_TA_SEED) */
-	LAB_T_FAULT,        /* value (enum lab_trace_fault), count (fail-after; off: LAB_TA_OFF) */
+	LAB_T_FAULT,        /* value (enum lab_trace_fault), count (fail-after; off: LAB_TA_OFF)
+			     * or nums (fail-at: LAB_TA_FAIL_AT, pool only) */
 	/* host */
 	LAB_T_DEQUEUE,      /* queue, count (max), hold */
 	LAB_T_FREE,         /* queue, nums */
 	LAB_T_COMPLETE,     /* queue */
 	LAB_T_ENQUEUE,      /* queue, pkts */
+	LAB_T_KICKS,        /* queue, value (1: the device wants kicks, 0: it polls) */
 	/* expectations */
 	LAB_T_EXPECT_DEQUEUED,  /* queue, count */
 	LAB_T_EXPECT_PACKET,    /* queue, index (K), len, pat (opt, may be FNV1A), ol */
@@ -147,6 +150,7 @@ enum {
 	LAB_TA_NONE = 1u << 6,
 	LAB_TA_HOLD = 1u << 7,
 	LAB_TA_ON_READ = 1u << 8,
+	LAB_TA_FAIL_AT = 1u << 9,
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */
@@ -179,7 +183,7 @@ struct lab_trace_op {
 	uint32_t nitems;
 	struct lab_trace_buf *bufs;   /* POST */
 	struct lab_trace_pkt *pkts;   /* ENQUEUE */
-	uint64_t *nums;               /* FREE */
+	uint64_t *nums;               /* FREE; FAULT fail-at (ascending call numbers) */
 };
 
 struct lab_trace {

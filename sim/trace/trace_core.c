@@ -117,6 +117,7 @@ static bool pat_equal(const struct lab_trace_pat *a, const struct lab_trace_pat 
 		       (a->nbytes == 0 || memcmp(a->bytes, b->bytes, a->nbytes) == 0);
 	case LAB_PAT_BYTE:
 	case LAB_PAT_SEQ:
+	case LAB_PAT_STREAM:
 	case LAB_PAT_FNV1A:
 		return a->value == b->value;
 	default:
@@ -187,7 +188,7 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 	case LAB_T_DOUBLE_FETCH:
 		return F_VALUE | (g & LAB_TA_SEED ? F_SEED : 0);
 	case LAB_T_FAULT:
-		return g & LAB_TA_OFF ? 0 : F_VALUE | F_COUNT;
+		return g & LAB_TA_OFF ? 0 : g & LAB_TA_FAIL_AT ? F_VALUE | F_NUMS : F_VALUE | F_COUNT;
 	case LAB_T_DEQUEUE:
 	case LAB_T_EXPECT_DEQUEUED:
 	case LAB_T_EXPECT_ENQUEUED:
@@ -197,6 +198,8 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 		return F_QUEUE | F_NUMS;
 	case LAB_T_COMPLETE:
 		return F_QUEUE;
+	case LAB_T_KICKS:
+		return F_QUEUE | F_VALUE;
 	case LAB_T_ENQUEUE:
 		return F_QUEUE | F_PKTS;
 	case LAB_T_EXPECT_PACKET:

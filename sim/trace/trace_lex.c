@@ -303,15 +303,15 @@ bool tl_pattern(struct tl *p, const struct tl_tok *tk, bool digest_ok,
 	}
 	if (has_prefix(s, n, "hex:"))
 		return hex_bytes(p, tk, s + 4, n - 4, pat);
-	if (has_prefix(s, n, "byte:") || has_prefix(s, n, "seq:")) {
-		bool seq = s[0] == 's';
+	if (has_prefix(s, n, "byte:") || has_prefix(s, n, "seq:") || has_prefix(s, n, "stream:")) {
+		uint32_t skip = s[0] == 'b' ? 5 : s[1] == 'e' ? 4 : 7;
 		struct tl_tok num = *tk;
 
-		num.v = s + (seq ? 4 : 5);
-		num.vlen = n - (seq ? 4 : 5);
-		if (!tl_range(p, &num, 0, seq ? UINT64_MAX : 0xff, &pat->value))
+		num.v = s + skip;
+		num.vlen = n - skip;
+		if (!tl_range(p, &num, 0, skip == 5 ? 0xff : UINT64_MAX, &pat->value))
 			return false;
-		pat->kind = seq ? LAB_PAT_SEQ : LAB_PAT_BYTE;
+		pat->kind = skip == 5 ? LAB_PAT_BYTE : skip == 4 ? LAB_PAT_SEQ : LAB_PAT_STREAM;
 		return true;
 	}
 	if (has_prefix(s, n, "fnv1a:")) {
@@ -322,7 +322,8 @@ bool tl_pattern(struct tl *p, const struct tl_tok *tk, bool digest_ok,
 		pat->kind = LAB_PAT_FNV1A;
 		return true;
 	}
-	return tl_error(p, tk, "not a pattern; expected hex:BYTES, byte:V, zero or seq:SEED%s",
+	return tl_error(p, tk, "not a pattern; expected hex:BYTES, byte:V, zero, seq:SEED or "
+			"stream:STATE%s",
 			digest_ok ? " (or fnv1a:HEX16)" : "");
 }
 

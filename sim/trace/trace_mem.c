@@ -16,16 +16,23 @@
 /* Host pieces: a region cut at `pieces=`; enough for 1 GiB at 4 KiB. */
 #define TMEM_MAX_PIECES (LAB_TRACE_MAX_MEM / TMEM_PAGE)
 
+/* The guest view reserves the whole span from the lowest region to the end of the highest
+ * (holes stay inaccessible); more than this is refused. */
+#define TMEM_MAX_SPAN (1ull << 40)
+
 struct tmem_region {
 	uint64_t gpa, size, off;   /* off: memfd offset */
-	uint8_t *guest;            /* guest view of the region */
 };
 
 struct lab_tmem {
 	int fd;
 	uint64_t total;
 	uint32_t nregions;
-	struct tmem_region regions[LAB_TRACE_MAX_REGIONS];
+	struct tmem_region regions[LAB_TRACE_MAX_REGIONS];  /* gpa order */
+	/* Guest view: regions at their gpa offsets from `lo`, so adjacent regions are
+	 * contiguous for the driver, as in a guest. */
+	uint8_t *gview;
+	uint64_t lo, span;
 	uint8_t *host_base;
 	uint64_t host_len;
 	struct vl_mem_region *pieces;  /* gpa order */
@@ -88,6 +95,13 @@ static bool check_regions(const struct lab_trace_region *r, uint32_t n, uint64_t
 		}
 	}
 	return true;
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct lab_trace_region *x = a, *y = b;
+
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
 }
 
 static int cmp_piece(const void *a, const void *b)
@@ -176,23 +190,38 @@ struct lab_tmem *lab_tmem_create(const struct lab_trace_region *regions, uint32_
 		goto fail;
 	}
 	m->total = total;
+	struct lab_trace_region sorted[LAB_TRACE_MAX_REGIONS];
+
+	memcpy(sorted, regions, n * sizeof(*regions));
+	qsort(sorted, n, sizeof(*sorted), cmp_region);
+	m->lo = sorted[0].gpa;
+	m->span = sorted[n - 1].gpa + sorted[n - 1].size - m->lo;
+	if (m->span > TMEM_MAX_SPAN) {
+		set_err(err, errlen, "regions span 0x%" PRIx64 " bytes of guest addresses (at most "
+			"0x%llx)", m->span, (unsigned long long)TMEM_MAX_SPAN);
+		goto fail;
+	}
+	void *gv = mmap(NULL, m->span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			0);
+
+	if (gv == MAP_FAILED) {
+		set_err(err, errlen, "reserve the guest view: %s", strerror(errno));
+		goto fail;
+	}
+	m->gview = gv;
 	for (uint64_t i = 0, off = 0; i < n; i++) {
 		struct tmem_region *r = &m->regions[m->nregions++];
-		uint64_t psz = regions[i].pieces ? regions[i].pieces : regions[i].size;
+		uint64_t psz = sorted[i].pieces ? sorted[i].pieces : sorted[i].size;
 
-		r->gpa = regions[i].gpa;
-		r->size = regions[i].size;
+		r->gpa = sorted[i].gpa;
+		r->size = sorted[i].size;
 		r->off = off;
-		void *g = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd,
-			       (off_t)off);
-
-		if (g == MAP_FAILED) {
+		if (mmap(m->gview + (r->gpa - m->lo), r->size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, m->fd, (off_t)off) == MAP_FAILED) {
 			set_err(err, errlen, "map guest view of region %" PRIu64 ": %s", i,
 				strerror(errno));
-			m->nregions--;
 			goto fail;
 		}
-		r->guest = g;
 		for (uint64_t at = 0; at < r->size; at += psz) {
 			struct vl_mem_region *p = &m->pieces[m->npieces++];
 
@@ -218,8 +247,8 @@ void lab_tmem_destroy(struct lab_tmem *m)
 		return;
 	if (m->host_base)
 		munmap(m->host_base, m->host_len);
-	for (uint32_t i = 0; i < m->nregions; i++)
-		munmap(m->regions[i].guest, m->regions[i].size);
+	if (m->gview)
+		munmap(m->gview, m->span);
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->pieces);
@@ -232,13 +261,22 @@ const struct vl_mem_region *lab_tmem_regions(const struct lab_tmem *m, uint32_t 
 	return m->pieces;
 }
 
+/* Every byte of [gpa, gpa+len) must lie in a region; adjacent regions join. */
 void *lab_tmem_ptr(const struct lab_tmem *m, uint64_t gpa, uint64_t len)
 {
+	uint64_t at = gpa, left = len;
+
 	for (uint32_t i = 0; i < m->nregions; i++) {
 		const struct tmem_region *r = &m->regions[i];
 
-		if (gpa >= r->gpa && gpa - r->gpa <= r->size && len <= r->size - (gpa - r->gpa))
-			return r->guest + (gpa - r->gpa);
+		if (at < r->gpa || at - r->gpa > r->size)
+			continue;
+		uint64_t room = r->size - (at - r->gpa);
+
+		if (left <= room)
+			return m->gview + (gpa - m->lo);
+		at += room;
+		left -= room;
 	}
 	return NULL;
 }

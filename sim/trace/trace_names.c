@@ -59,6 +59,7 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_FREE] = "free",
 	[LAB_T_COMPLETE] = "complete",
 	[LAB_T_ENQUEUE] = "enqueue",
+	[LAB_T_KICKS] = "kicks",
 	[LAB_T_EXPECT_DEQUEUED] = "expect dequeued",
 	[LAB_T_EXPECT_PACKET] = "expect packet",
 	[LAB_T_EXPECT_ENQUEUED] = "expect enqueued",

@@ -219,21 +219,59 @@ static bool st_double_fetch(struct tl *p, struct lab_trace_op *op)
 	return tl_u64(p, p->arg[0], &op->seed);
 }
 
+/* fail-at=N[,N...]: call numbers (from this statement on, 0-based, ascending) that fail. */
+static bool fail_at_list(struct tl *p, const struct tl_tok *tk, struct lab_trace_op *op)
+{
+	const char *s = tk->v, *end = tk->v + tk->vlen;
+	uint64_t prev = 0;
+
+	op->nums = calloc(LAB_TRACE_MAX_ITEMS, sizeof(*op->nums));
+	if (!op->nums)
+		return tl_error(p, tk, "out of memory");
+	for (;;) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		uint32_t flen = (uint32_t)((comma ? comma : end) - s);
+		struct tl_tok f = {s, flen, tk->col + (uint32_t)(s - tk->s), s, flen};
+		uint64_t v;
+
+		if (op->nitems == LAB_TRACE_MAX_ITEMS)
+			return tl_error(p, &f, "more than %u call numbers", LAB_TRACE_MAX_ITEMS);
+		if (!tl_u64(p, &f, &v))
+			return false;
+		if (op->nitems && v <= prev)
+			return tl_error(p, &f, "call numbers must ascend");
+		op->nums[op->nitems++] = prev = v;
+		if (!comma)
+			return true;
+		s = comma + 1;
+	}
+}
+
 static bool st_fault(struct tl *p, struct lab_trace_op *op)
 {
-	static const char *const keys[] = {"fail-after", NULL};
+	static const char *const keys[] = {"fail-after", "fail-at", NULL};
 	static const char *const words[] = {"pool", "alloc", "off"};
 	unsigned k;
 
-	if (!tl_stmt(p, 1, "fault", "fault pool|alloc fail-after=N, or fault off", keys, 1, 1,
-		     false) ||
+	if (!tl_stmt(p, 1, "fault", "fault pool|alloc fail-after=N, fault pool fail-at=N[,N...], "
+		     "or fault off", keys, 1, 1, false) ||
 	    !tl_word(p, tl_pos(p, 0), words, 3, &k))
 		return false;
 	if (k == 2) {
 		op->given |= LAB_TA_OFF;
-		return !p->arg[0] || tl_error(p, p->arg[0], "not with off");
+		if (p->arg[0] || p->arg[1])
+			return tl_error(p, p->arg[0] ? p->arg[0] : p->arg[1], "not with off");
+		return true;
 	}
 	op->value = k == 0 ? LAB_TRACE_FAULT_POOL : LAB_TRACE_FAULT_ALLOC;
+	if (p->arg[1]) {
+		if (p->arg[0])
+			return tl_error(p, p->arg[1], "fail-after or fail-at, not both");
+		if (k != 0)
+			return tl_error(p, p->arg[1], "fail-at is for the pool only");
+		op->given |= LAB_TA_FAIL_AT;
+		return fail_at_list(p, p->arg[1], op);
+	}
 	return tl_need(p, 0) && tl_u64(p, p->arg[0], &op->count);
 }
 
@@ -283,6 +321,20 @@ static bool st_complete(struct tl *p, struct lab_trace_op *op)
 
 	return tl_stmt(p, 1, "complete", "complete QUEUE", keys, 1, 1, false) &&
 	       tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue);
+}
+
+/* The device's wish for kicks (vl_vq_set_kicks): it writes the ring's suppression field. */
+static bool st_kicks(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+	static const char *const words[] = {"off", "on"};
+	unsigned k;
+
+	if (!tl_stmt(p, 1, "kicks", "kicks QUEUE on|off", keys, 2, 2, false) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue) || !tl_word(p, tl_pos(p, 1), words, 2, &k))
+		return false;
+	op->value = k;
+	return true;
 }
 
 /* One enqueue packet: comma-separated fields len=N,data=PATTERN[,OFFLOAD=N]... Each field
@@ -343,13 +395,16 @@ static bool st_enqueue(struct tl *p, struct lab_trace_op *op)
 
 	if (!tl_stmt(p, 1, "enqueue", "enqueue QUEUE PACKET... (PACKET: len=N,data=PATTERN"
 		     "[,flags=N][,gso_type=N][,hdr_len=N][,gso_size=N][,csum_start=N]"
-		     "[,csum_offset=N])", keys, 2, TL_MAX_TOKENS, true) ||
+		     "[,csum_offset=N])", keys, 1, TL_MAX_TOKENS, true) ||
 	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_RX, &op->queue))
 		return false;
 	if (p->npos - 1 > LAB_TRACE_MAX_ITEMS)
 		return tl_error(p, tl_pos(p, 1 + LAB_TRACE_MAX_ITEMS), "more than %u packets",
 				LAB_TRACE_MAX_ITEMS);
+	/* A burst with nothing to send still runs (and counts as an empty burst). */
 	op->nitems = p->npos - 1;
+	if (op->nitems == 0)
+		return true;
 	op->pkts = calloc(op->nitems, sizeof(*op->pkts));
 	if (!op->pkts)
 		return tl_error_stmt(p, "out of memory");
@@ -381,6 +436,7 @@ static const struct {
 	{"free", LAB_T_FREE, st_free},
 	{"complete", LAB_T_COMPLETE, st_complete},
 	{"enqueue", LAB_T_ENQUEUE, st_enqueue},
+	{"kicks", LAB_T_KICKS, st_kicks},
 };
 
 /* What a failed statement allocated; the op never reached the trace. */

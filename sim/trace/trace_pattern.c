@@ -31,6 +31,24 @@ static void seq_fill(uint64_t seed, uint64_t off, uint8_t *dst, size_t n)
 	}
 }
 
+/* stream: the output of the splitmix64 generator whose state starts at `state`: word k is
+ * mix(state + (k + 1) * 0x9e3779b97f4a7c15), i.e. splitmix64(state + k * gamma). It is how
+ * the lab's own packet payloads are made (sim/rng.h), so a recorded run names each payload
+ * in one token. */
+static void stream_fill(uint64_t state, uint64_t off, uint8_t *dst, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		uint64_t i = off + done;
+		uint64_t w = splitmix64(state + (i / 8) * 0x9e3779b97f4a7c15ull);
+		unsigned b = (unsigned)(i % 8);
+
+		for (; b < 8 && done < n; b++, done++)
+			dst[done] = (uint8_t)(w >> (8 * b));
+	}
+}
+
 void lab_trace_pat_fill(const struct lab_trace_pat *p, uint64_t off, uint8_t *dst, size_t n)
 {
 	switch (p->kind) {
@@ -49,6 +67,9 @@ void lab_trace_pat_fill(const struct lab_trace_pat *p, uint64_t off, uint8_t *ds
 		break;
 	case LAB_PAT_SEQ:
 		seq_fill(p->value, off, dst, n);
+		break;
+	case LAB_PAT_STREAM:
+		stream_fill(p->value, off, dst, n);
 		break;
 	default:   /* ZERO; NONE and FNV1A have no bytes of their own */
 		memset(dst, 0, n);

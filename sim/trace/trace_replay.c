@@ -231,7 +231,7 @@ static bool op_enqueue(struct rp *r, const struct lab_trace_op *op, struct rp_qu
 		return rp_error(r, "error:direction", "enqueue on tx queue %s", q->tq->name);
 	for (uint32_t i = 0; i < op->nitems; i++)
 		bufs += op->pkts[i].len / 2048 + 1;
-	hp = vl_pool_create((uint32_t)bufs, 2048);
+	hp = vl_pool_create((uint32_t)bufs + 1, 2048);  /* a pool may not be empty */
 	pk = calloc(op->nitems ? op->nitems : 1, sizeof(*pk));
 	free(q->status);
 	q->status = calloc(op->nitems ? op->nitems : 1, 1);
@@ -286,7 +286,7 @@ static bool host_op(struct rp *r, const struct lab_trace_op *op)
 {
 	struct rp_queue *q = &r->q[op->queue];
 
-	if (op->kind != LAB_T_FREE)
+	if (op->kind != LAB_T_FREE && op->kind != LAB_T_KICKS)
 		release_unheld(q, op->line);
 	switch (op->kind) {
 	case LAB_T_DEQUEUE:
@@ -295,6 +295,9 @@ static bool host_op(struct rp *r, const struct lab_trace_op *op)
 		return op_free(r, op, q);
 	case LAB_T_COMPLETE:
 		vl_vq_complete(q->vq);
+		return true;
+	case LAB_T_KICKS:
+		vl_vq_set_kicks(q->vq, op->value != 0);
 		return true;
 	case LAB_T_ENQUEUE:
 		return op_enqueue(r, op, q);

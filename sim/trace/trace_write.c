@@ -102,6 +102,9 @@ static void put_pat(struct out *o, const struct lab_trace_pat *p)
 	case LAB_PAT_SEQ:
 		putf(o, "seq:%" PRIu64, p->value);
 		break;
+	case LAB_PAT_STREAM:
+		putf(o, "stream:0x%016" PRIx64, p->value);
+		break;
 	case LAB_PAT_FNV1A:
 		putf(o, "fnv1a:%016" PRIx64, p->value);
 		break;
@@ -249,9 +252,13 @@ static void put_guest_op(struct out *o, const struct lab_trace *t, const struct 
 			putf(o, " seed=%" PRIu64, op->seed);
 		break;
 	default:   /* FAULT */
-		if (op->given & LAB_TA_OFF)
+		if (op->given & LAB_TA_OFF) {
 			puts_(o, " off");
-		else
+		} else if (op->given & LAB_TA_FAIL_AT) {
+			puts_(o, " pool fail-at=");
+			for (uint32_t i = 0; i < op->nitems; i++)
+				putf(o, "%s%" PRIu64, i ? "," : "", op->nums[i]);
+		} else
 			putf(o, " %s fail-after=%" PRIu64, word(lab_tn_faults, 2, op->value),
 			     op->count);
 		break;
@@ -266,6 +273,9 @@ static void put_host_op(struct out *o, const struct lab_trace *t, const struct l
 		putf(o, " %" PRIu64 "%s", op->count, op->given & LAB_TA_HOLD ? " hold" : "");
 		break;
 	case LAB_T_COMPLETE:
+		break;
+	case LAB_T_KICKS:
+		putf(o, " %s", op->value ? "on" : "off");
 		break;
 	default:   /* FREE, ENQUEUE */
 		put_items(o, op);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rng.h"
 #include "trace/trace.h"
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -134,6 +135,32 @@ static void test_seq_pattern(void **state)
 	lab_trace_pat_fill(&p, 8, got, 8);
 	for (unsigned i = 0; i < 8; i++)
 		assert_int_equal(got[i], (uint8_t)(ref_splitmix64(0) >> (8 * i)));
+}
+
+/* stream: is the lab's payload generator (sim/rng.h lab_fill_pattern), whatever the offset
+ * a window starts at. */
+static void test_pattern_stream(void **state)
+{
+	uint8_t want[777], got[777];
+
+	(void)state;
+	for (uint64_t key = 0; key < 50; key++) {
+		struct lab_rng r = lab_rng_make(12345, key * 7919);
+		struct lab_trace_pat p = {.kind = LAB_PAT_STREAM, .value = r.s};
+		uint32_t len = 1 + (uint32_t)(key * 37 % 776);
+
+		lab_fill_pattern(want, len, 12345, key * 7919);
+		lab_trace_pat_fill(&p, 0, got, len);
+		assert_memory_equal(got, want, len);
+		for (uint32_t off = 0; off < len; off += 13)
+			lab_trace_pat_fill(&p, off, got + off, len - off < 13 ? len - off : 13);
+		assert_memory_equal(got, want, len);
+		assert_true(lab_trace_pat_match(&p, want, len));
+		want[len / 2] ^= 1;
+		assert_false(lab_trace_pat_match(&p, want, len));
+	}
+	parse_ok(SPLIT_SETUP "fill 0x1000 10 stream:0x00000000000000ff\n");
+	assert_true(last_op()->pat.kind == LAB_PAT_STREAM && last_op()->pat.value == 255);
 }
 
 static void test_pattern_fill_and_match(void **state)
@@ -449,8 +476,12 @@ static void test_host_actions(void **state)
 		 "dequeue tx 4096 hold\n"
 		 "free tx 0 5 0x10\n"
 		 "complete tx\n"
+		 "kicks rx on\n"
 		 "enqueue rx len=60,data=seq:3 len=2,data=hex:0a0b,flags=1,gso_type=255,hdr_len=3,"
-		 "gso_size=65535,csum_start=34,csum_offset=16 len=0,data=zero,csum_offset=1\n");
+		 "gso_size=65535,csum_start=34,csum_offset=16 len=0,data=zero,csum_offset=1\n"
+		 "enqueue rx\n");
+	op = &T.ops[6];
+	assert_true(op->kind == LAB_T_ENQUEUE && op->nitems == 0 && op->pkts == NULL);
 	op = &T.ops[0];
 	assert_int_equal(op->kind, LAB_T_DEQUEUE);
 	assert_true(op->queue == 0 && op->count == 32 && op->given == 0);
@@ -463,6 +494,8 @@ static void test_host_actions(void **state)
 	op = &T.ops[3];
 	assert_true(op->kind == LAB_T_COMPLETE && op->queue == 0);
 	op = &T.ops[4];
+	assert_true(op->kind == LAB_T_KICKS && op->queue == 1 && op->value == 1);
+	op = &T.ops[5];
 	assert_int_equal(op->kind, LAB_T_ENQUEUE);
 	assert_int_equal(op->queue, 1);
 	assert_int_equal(op->nitems, 3);
@@ -614,6 +647,7 @@ static const char rich_split[] =
 	"fill 0x10020 64 byte:0x7f\n"
 	"fill 0x10100 1500 seq:42\n"
 	"fill 0x10800 2048 zero\n"
+	"fill 0x11000 9 stream:0x9e3779b97f4a7c15\n"
 	"desc tx 0 addr=0x10000 len=12 flags=next next=1\n"
 	"desc tx 1 addr=0x10100 len=1500\n"
 	"desc tx 2 addr=0xffffffffffffffff len=4294967295 flags=0x8\n"
@@ -633,11 +667,14 @@ static const char rich_split[] =
 	"double-fetch off\n"
 	"fault pool fail-after=0\n"
 	"fault alloc fail-after=18446744073709551615\n"
+	"fault pool fail-at=0,3,16\n"
 	"fault off\n"
 	"dequeue tx 32\n"
 	"dequeue zc 1 hold\n"
 	"free zc 0 1 2\n"
 	"complete zc\n"
+	"kicks zc on\n"
+	"kicks rx off\n"
 	"enqueue rx len=60,data=seq:1 len=3,data=hex:010203,flags=1,gso_type=4,hdr_len=54,"
 	"gso_size=1448,csum_start=34,csum_offset=16 len=70000,data=byte:0x00\n"
 	"expect dequeued tx 1\n"
@@ -851,10 +888,10 @@ static void test_equal(void **state)
 	u.ops[T.nops - 1].value = 1;
 	assert_false(lab_trace_equal(&T, &u));
 	u.ops[T.nops - 1].value = 0;
-	u.ops[29].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
-	assert_int_equal(u.ops[29].kind, LAB_T_ENQUEUE);
+	u.ops[33].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
+	assert_int_equal(u.ops[33].kind, LAB_T_ENQUEUE);
 	assert_false(lab_trace_equal(&T, &u));
-	u.ops[29].pkts[1].ol.gso_size--;
+	u.ops[33].pkts[1].ol.gso_size--;
 	u.regions[1].pieces = 0;
 	assert_false(lab_trace_equal(&T, &u));
 	u.regions[1].pieces = 4096;
@@ -1082,7 +1119,7 @@ static void test_errors_lexical(void **state)
 	parse_err(SPLIT_SETUP "enqueue rx data=zero,len=1,data=zero\n", 7, 28,
 		  "data= given twice");
 	parse_err(SPLIT_SETUP "enqueue rx len=1048577,data=zero\n", 7, 12, "must be 0 to 1048576");
-	parse_err(SPLIT_SETUP "enqueue rx\n", 7, 1, "missing argument");
+	parse_err(SPLIT_SETUP "enqueue\n", 7, 1, "missing argument");
 	parse_err(SPLIT_SETUP "post tx 0x10000\n", 7, 9, "a buffer is GPA+LEN");
 	parse_err(SPLIT_SETUP "post tx 0x10000+4:r\n", 7, 9, "a buffer is GPA+LEN");
 	parse_err(SPLIT_SETUP "post tx 0x10000+\n", 7, 9, "not a number");
@@ -1208,6 +1245,11 @@ static void test_errors_statements(void **state)
 		  "a tx queue; enqueue needs an rx queue");
 	parse_err(SPLIT_SETUP "free rx 0\n", 7, 6, "needs a tx queue");
 	parse_err(SPLIT_SETUP "complete rx\n", 7, 10, "needs a tx queue");
+	parse_err(SPLIT_SETUP "kicks rx maybe\n", 7, 10, "maybe");
+	parse_err(SPLIT_SETUP "fault pool fail-at=1,3,3\n", 7, 24, "ascend");
+	parse_err(SPLIT_SETUP "fault pool fail-at=1,x\n", 7, 22, "not a number");
+	parse_err(SPLIT_SETUP "fault alloc fail-at=1\n", 7, 13, "pool only");
+	parse_err(SPLIT_SETUP "fault pool fail-at=1 fail-after=2\n", 7, 12, "not both");
 	parse_err(SPLIT_SETUP "expect packet rx 0 len=1\n", 7, 15, "needs a tx queue");
 	parse_err(SPLIT_SETUP "expect dequeued rx 0\n", 7, 17, "needs a tx queue");
 	parse_err(SPLIT_SETUP "expect enqueued tx 0\n", 7, 17, "needs an rx queue");
@@ -1292,6 +1334,7 @@ int main(void)
 		cmocka_unit_test(test_fnv1a_vectors),
 		cmocka_unit_test(test_seq_pattern),
 		cmocka_unit_test(test_pattern_fill_and_match),
+		cmocka_unit_test_teardown(test_pattern_stream, teardown),
 		cmocka_unit_test_teardown(test_setup_defaults, teardown),
 		cmocka_unit_test_teardown(test_setup_split, teardown),
 		cmocka_unit_test_teardown(test_setup_packed, teardown),

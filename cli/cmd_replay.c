@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* vhostlab replay: run trace files against the core in the simulated guest and report, for
+ * each, whether every expectation held (docs/cli.md, docs/trace-format.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pcap.h"
+#include "trace.h"
+#include "trace_replay.h"
+#include "vhostlab/vhostlab.h"
+
+static void replay_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vhostlab replay [OPTIONS] FILE...\n"
+		"\n"
+		"Replay trace files (docs/trace-format.md) against the core in a fresh simulated\n"
+		"guest each, and check every expectation in file order. Deterministic: the same\n"
+		"trace gives the same result on any machine.\n"
+		"\n"
+		"options:\n"
+		"  --json      one JSON document on stdout: per trace its status, the statement\n"
+		"              where it stopped, what was expected and what happened\n"
+		"  --verbose   narrate every statement and what it did (stderr)\n"
+		"  --quiet     print only failures\n"
+		"  --pcap FILE write every packet the host dequeued or delivered, of every trace,\n"
+		"              to FILE (pcap, Ethernet; opens in Wireshark/tshark)\n"
+		"  -h, --help  this text\n"
+		"\n"
+		"exit status: 0 every trace passed; 1 a trace diverged (an expectation failed) or\n"
+		"could not run; 2 usage error or a trace that does not parse.\n");
+}
+
+static const char *status_name(enum lab_replay_status s)
+{
+	return s == LAB_REPLAY_PASS ? "pass" : s == LAB_REPLAY_DIVERGED ? "diverged" : "error";
+}
+
+struct replay_item {
+	const char *file;
+	bool parsed;
+	char parse_error[512];
+	struct lab_replay_result res;
+};
+
+static void print_text(const struct replay_item *it, bool quiet)
+{
+	const struct lab_replay_result *r = &it->res;
+
+	if (!it->parsed) {
+		fprintf(stderr, "%s\n", it->parse_error);
+		return;
+	}
+	if (r->status == LAB_REPLAY_PASS) {
+		if (!quiet)
+			printf("PASS %s: %u statements, %u expectations, %llu packets dequeued, "
+			       "%llu delivered\n", it->file, r->ops_run, r->expectations,
+			       (unsigned long long)r->packets_dequeued,
+			       (unsigned long long)r->packets_enqueued);
+		return;
+	}
+	printf("FAIL %s:%u: %s\n", it->file, r->line, r->statement);
+	if (r->status == LAB_REPLAY_DIVERGED)
+		printf("  expected: %s\n  observed: %s\n", r->expected, r->observed);
+	else
+		printf("  error: %s\n", r->observed);
+	printf("  signature: %s\n", r->signature);
+}
+
+static void print_json(const struct replay_item *items, int n, int passed)
+{
+	printf("{\"traces\": [");
+	for (int i = 0; i < n; i++) {
+		const struct replay_item *it = &items[i];
+		const struct lab_replay_result *r = &it->res;
+
+		printf("%s\n  {\"file\": ", i ? "," : "");
+		cli_json_string(stdout, it->file);
+		if (!it->parsed) {
+			printf(", \"status\": \"parse-error\", \"error\": ");
+			cli_json_string(stdout, it->parse_error);
+			printf("}");
+			continue;
+		}
+		printf(", \"status\": \"%s\", \"statements\": %u, \"expectations\": %u, "
+		       "\"packets_dequeued\": %llu, \"packets_delivered\": %llu",
+		       status_name(r->status), r->ops_run, r->expectations,
+		       (unsigned long long)r->packets_dequeued,
+		       (unsigned long long)r->packets_enqueued);
+		if (r->status != LAB_REPLAY_PASS) {
+			printf(", \"line\": %u, \"statement\": ", r->line);
+			cli_json_string(stdout, r->statement);
+			printf(", \"expected\": ");
+			cli_json_string(stdout, r->expected);
+			printf(", \"observed\": ");
+			cli_json_string(stdout, r->observed);
+			printf(", \"signature\": ");
+			cli_json_string(stdout, r->signature);
+		}
+		printf("}");
+	}
+	printf("\n], \"passed\": %d, \"failed\": %d}\n", passed, n - passed);
+}
+
+/* Packets to the pcap file: the frame is the packet without its virtio-net header. */
+static void pcap_packet(void *ctx, const struct lab_trace_queue *q, const struct vl_pkt *pkt)
+{
+	static uint8_t frame[VL_PKT_MAX_LEN];
+	uint32_t n = vl_pkt_read(pkt, 0, frame, pkt->pkt_len);
+
+	(void)q;
+	lab_pcap_write(ctx, frame, n);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"pcap", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false, verbose = false, quiet = false, parse_failed = false;
+	int passed = 0;
+	const char *pcap_path = NULL;
+	struct lab_pcap pcap = {0};
+
+	optind = 1;
+	for (;;) {
+		int c = getopt_long(argc, argv, "hvq", longopts, NULL);
+
+		if (c == -1)
+			break;
+		switch (c) {
+		case 'j': json = true; break;
+		case 'v': verbose = true; break;
+		case 'q': quiet = true; break;
+		case 'p': pcap_path = optarg; break;
+		case 'h': replay_usage(stdout); return CLI_EXIT_OK;
+		default: replay_usage(stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_usage_error("replay", "no trace file given (try --help)");
+		return CLI_EXIT_USAGE;
+	}
+	if (pcap_path && !lab_pcap_open(&pcap, pcap_path)) {
+		cli_usage_error("replay", "--pcap: cannot create '%s'", pcap_path);
+		return CLI_EXIT_USAGE;
+	}
+	int n = argc - optind;
+	struct replay_item *items = calloc((size_t)n, sizeof(*items));
+
+	if (!items) {
+		cli_usage_error("replay", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	for (int i = 0; i < n; i++) {
+		struct replay_item *it = &items[i];
+		struct lab_trace t;
+		struct lab_replay_opts o = {.narrate = verbose ? stderr : NULL, .hooks = true};
+
+		if (pcap_path) {
+			o.on_packet = pcap_packet;
+			o.packet_ctx = &pcap;
+		}
+
+		it->file = argv[optind + i];
+		lab_trace_init(&t);
+		it->parsed = lab_trace_load(&t, it->file, it->parse_error, sizeof(it->parse_error));
+		if (it->parsed) {
+			if (verbose)
+				fprintf(stderr, "== %s\n", it->file);
+			passed += lab_replay_run(&t, &o, &it->res) == LAB_REPLAY_PASS;
+		} else {
+			parse_failed = true;
+		}
+		lab_trace_free(&t);
+		if (!json)
+			print_text(it, quiet);
+	}
+	if (json)
+		print_json(items, n, passed);
+	else if (!quiet || passed != n)
+		printf("%d of %d traces passed\n", passed, n);
+	free(items);
+	if (pcap_path && !lab_pcap_close(&pcap)) {
+		fprintf(stderr, "vhostlab replay: --pcap: writing '%s' failed\n", pcap_path);
+		return CLI_EXIT_FAIL;
+	}
+	if (parse_failed)
+		return CLI_EXIT_USAGE;
+	return passed == n ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
