@@ -16,6 +16,17 @@ static const char *const vl_err_text[VL_ERR__COUNT] = {
 	[VL_ERR_RING_MISALIGNED] = "ring area misaligned",
 	[VL_ERR_LAYOUT] = "unsupported ring layout",
 	[VL_ERR_RING_BASE] = "ring position outside the ring",
+	[VL_ERR_VU_CLOSED] = "vhost-user peer closed the connection",
+	[VL_ERR_VU_IO] = "vhost-user connection unusable",
+	[VL_ERR_VU_AGAIN] = "no vhost-user message waiting",
+	[VL_ERR_VU_MSG] = "malformed vhost-user message",
+	[VL_ERR_VU_FDS] = "wrong number of file descriptors in a vhost-user message",
+	[VL_ERR_VU_REQUEST] = "vhost-user request not supported",
+	[VL_ERR_VU_QUEUE_INDEX] = "vhost-user ring index out of range",
+	[VL_ERR_VU_STATE] = "vhost-user request not valid in this state",
+	[VL_ERR_VU_FEATURES] = "vhost-user features not offered",
+	[VL_ERR_VU_VALUE] = "vhost-user value out of range",
+	[VL_ERR_VU_MAP] = "cannot map vhost-user shared memory",
 };
 
 const char *vl_strerror(int err)

@@ -8,6 +8,7 @@
 #include "vl_mem.h"
 #include "vl_net.h"
 #include "vl_pkt.h"
+#include "vl_vhost_user.h"
 #include "vl_virtio.h"
 #include "vl_vq.h"
 

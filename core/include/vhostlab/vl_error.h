@@ -21,7 +21,22 @@ enum vl_err {
 	VL_ERR_RING_UNMAPPED,    /* a ring area is not entirely inside one host mapping */
 	VL_ERR_RING_MISALIGNED,  /* a ring area violates the alignment the spec requires */
 	VL_ERR_LAYOUT,           /* the requested ring layout is not supported */
-	VL_ERR_RING_BASE,        /* packed resume position outside the ring */
+	VL_ERR_RING_BASE,        /* packed resume position outside the ring (or inconsistent) */
+	/* vhost-user (vl_vhost_user.h). The first two mean the connection is gone. */
+	VL_ERR_VU_CLOSED,        /* the peer closed the connection */
+	VL_ERR_VU_IO,            /* connection unusable: socket error, message cut short or
+				  * larger than any request, reply not taken */
+	VL_ERR_VU_AGAIN,         /* non-blocking socket, no message waiting */
+	VL_ERR_VU_MSG,           /* malformed message: version, flags or payload size */
+	VL_ERR_VU_FDS,           /* wrong number of file descriptors for the request */
+	VL_ERR_VU_REQUEST,       /* request unknown or not offered */
+	VL_ERR_VU_QUEUE_INDEX,   /* ring index beyond the device's rings */
+	VL_ERR_VU_STATE,         /* not valid now (no memory table yet, ring running, feature
+				  * not negotiated) */
+	VL_ERR_VU_FEATURES,      /* features that were not offered */
+	VL_ERR_VU_VALUE,         /* a value out of range (MTU, status, flags, enable) */
+	VL_ERR_VU_MAP,           /* a region or log cannot be mapped (not a regular file,
+				  * shorter than claimed, mmap failed) */
 	VL_ERR__COUNT
 };
 

@@ -13,7 +13,10 @@ extern "C" {
 /* Feature bits (bit numbers). */
 #define VL_F_NET_CSUM          0
 #define VL_F_NET_GUEST_CSUM    1
+#define VL_F_NET_MTU           3
 #define VL_F_NET_MRG_RXBUF     15
+#define VL_F_NET_CTRL_VQ       17
+#define VL_F_NET_MQ            22
 #define VL_F_RING_INDIRECT_DESC 28
 #define VL_F_RING_EVENT_IDX    29
 #define VL_F_VERSION_1         32
