@@ -684,6 +684,57 @@ static void df_round_mix(struct fz_df_round *r, unsigned k)
 	}
 }
 
+/* RX policy edges where the core and the reference model must agree exactly (each caught a
+ * deliberately broken core that the mixed seeds let through):
+ *  - non-mergeable buffers that hold a packet exactly, and one byte too few (delivered vs
+ *    dropped too big, the buffer staying for the next packet);
+ *  - mergeable buffers of four descriptors on a small ring, for a packet no full ring of
+ *    them can hold: dropped as too big, never a stalled queue. */
+static void gen_differential_rx_edges(void)
+{
+	static const struct {
+		const char *name;
+		uint8_t flags, qsize;
+	} cfgs[] = {
+		{"split-rx-exact-fit", FZ_DF_F_VERSION_1, 3},
+		{"packed-rx-exact-fit", FZ_DF_F_PACKED, 6},
+		{"split-rx-full-ring-multidesc", FZ_DF_F_MERGEABLE, 1},
+		{"packed-rx-full-ring-multidesc", FZ_DF_F_PACKED | FZ_DF_F_MERGEABLE, 6},
+	};
+
+	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		bool fit = i < 2;
+		struct fz_out o;
+		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, 0, 0};
+		struct fz_df_round r;
+
+		fz_out_init(&o);
+		fz_enc_df_header(&o, &h);
+		for (unsigned k = 0; k < 3; k++) {
+			memset(&r, 0, sizeof(r));
+			r.count = 16;
+			r.nrx = fit ? 4 : FZ_DF_MAX_RX;
+			for (uint8_t b = 0; b < r.nrx; b++) {
+				/* Room for header + 1 + cap bytes; a packet of 1 + len bytes fits
+				 * exactly when len == cap (fuzz_common.h). */
+				r.rx[b].cap = (uint16_t)(fit ? 700 + 100 * k + 50 * b : 20);
+				r.rx[b].shape = (uint8_t)(fit ? 0 : 3);   /* 1 or 4 data descriptors */
+				r.rx[b].place = (uint8_t)(b * 7);
+			}
+			r.npkts = fit ? 4 : 2;
+			for (uint8_t p = 0; p < r.npkts; p++) {
+				/* Odd packets are one byte too big for the buffer they meet (dropped,
+				 * the buffer stays); the next, even one fits that buffer exactly. */
+				r.pk[p].len = (uint16_t)(fit ? 700 + 100 * k + 50 * ((p + 1) / 2) + (p & 1)
+							     : 11000);
+				r.pk[p].ol = (uint8_t)(p * 3 + k);
+			}
+			fz_enc_df_round(&o, &r);
+		}
+		save("fuzz_differential", cfgs[i].name, &o);
+	}
+}
+
 static void gen_differential(void)
 {
 	static const struct {
@@ -718,6 +769,7 @@ static void gen_differential(void)
 		}
 		save("fuzz_differential", cfgs[i].name, &o);
 	}
+	gen_differential_rx_edges();
 }
 
 /* ---- trace parser seeds --------------------------------------------------------------- */
