@@ -166,6 +166,481 @@ static void test_dpdk_split_without_in_order_or_event_idx(void **state)
 			 DPDK_FEATURES & ~(F(VL_F_IN_ORDER) | F(VL_F_RING_EVENT_IDX)), 64);
 }
 
+
+/* ---- ring start, enable and stop -------------------------------------------------------- */
+
+/* A front end that does not negotiate VHOST_USER_F_PROTOCOL_FEATURES has no
+ * SET_VRING_ENABLE: its rings are enabled from the start, so a ring is ready at its kick. */
+static void test_rings_enabled_at_kick_without_protocol_features(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct vuf_region r;
+
+	vuf_init(&f, NULL);
+	r = vuf_region(&f, 0, VUF_MEM_SIZE);
+	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, F(VL_F_VERSION_1)), VL_OK);
+	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
+	for (uint32_t q = 0; q < 2; q++) {
+		vuf_ring_init(&f, q, VL_LAYOUT_SPLIT, 128, false);
+		vuf_ring_setup(&f, q);
+		assert_non_null(vl_vu_dev_queue(f.dev, q));
+		assert_true(f.ready[q]);
+	}
+	uint32_t seed = 1;
+
+	assert_true(vuf_post_tx(&f, 1, 64, 1) >= 0);
+	assert_int_equal(vuf_host_tx(&f, 1, 64, &seed), 1);
+	/* SET_VRING_ENABLE still works if sent anyway. */
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 0), VL_OK);
+	assert_null(vl_vu_dev_queue(f.dev, 1));
+	assert_false(f.ready[1]);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 2), VL_ERR_VU_VALUE);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 1), VL_OK);
+	assert_true(f.ready[1]);
+	vuf_fini(&f);
+}
+
+/* With protocol features, a ring waits for SET_VRING_ENABLE 1; enabling before the ring
+ * starts is remembered. SET_FEATURES never disables a ring. */
+static void test_rings_wait_for_enable_with_protocol_features(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct vuf_region r;
+
+	vuf_init(&f, NULL);
+	r = vuf_region(&f, 0, VUF_MEM_SIZE);
+	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, DPDK_FEATURES), VL_OK);
+	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 0, 1), VL_OK);
+	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 64, true);
+	vuf_ring_init(&f, 1, VL_LAYOUT_SPLIT, 64, true);
+	vuf_ring_setup(&f, 0);
+	vuf_ring_setup(&f, 1);
+	assert_true(f.ready[0]);
+	assert_false(f.ready[1]);
+	assert_null(vl_vu_dev_queue(f.dev, 1));
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 1), VL_OK);
+	assert_true(f.ready[1]);
+	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, DPDK_FEATURES), VL_OK);
+	assert_true(f.ready[0] && f.ready[1]);
+	assert_int_equal(f.ready_events, 2);
+	vuf_fini(&f);
+}
+
+/* GET_VRING_BASE stops a ring; started again without a new SET_VRING_BASE it resumes where it
+ * stopped (the base the device returned), and traffic continues with no buffer lost. */
+static void scn_stop_and_resume(enum vl_layout layout)
+{
+	struct vuf f;
+	uint32_t tx_seq = 1, rx_seq = 1, id, len;
+	uint64_t feats = DPDK_FEATURES | (layout == VL_LAYOUT_PACKED ? F(VL_F_RING_PACKED) : 0);
+
+	vuf_init(&f, NULL);
+	vuf_dpdk_start(&f, feats, layout, 32, 2);
+	for (int cycle = 0; cycle < 5; cycle++) {
+		tx_round(&f, 20, 100 + (uint32_t)cycle, &tx_seq);
+		rx_round(&f, 13, 300, &rx_seq);
+		/* Posted before the stop, moved after the restart. */
+		assert_true(vuf_post_tx(&f, 1, 77, tx_seq) >= 0);
+		for (uint32_t q = 0; q < 2; q++) {
+			assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, q, 0), VL_OK);
+			assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, q, 0), VL_OK);
+			(void)vuf_reply(&f, VUF_GET_VRING_BASE, NULL);
+			assert_false(f.ready[q]);
+		}
+		for (uint32_t q = 0; q < 2; q++) {
+			uint64_t d, a, u;
+
+			vuf_ring_uaddrs(&f, q, &d, &a, &u);
+			assert_int_equal(vuf_addr(&f, q, 0, d, u, a, 0), VL_OK);
+			close(f.kick[q]);
+			f.kick[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, q, f.kick[q]), VL_OK);
+			close(f.call[q]);
+			f.call[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_CALL, q, f.call[q]), VL_OK);
+			assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, q, 1), VL_OK);
+			assert_true(f.ready[q]);
+		}
+		uint32_t seed = tx_seq;
+
+		assert_int_equal(vuf_host_tx(&f, 1, 77, &seed), 1);
+		assert_true(vuf_pop_used(&f, 1, &id, &len));
+		tx_seq++;
+	}
+	vuf_fini(&f);
+}
+
+static void test_stop_and_resume_split(void **state)
+{
+	(void)state;
+	scn_stop_and_resume(VL_LAYOUT_SPLIT);
+}
+
+static void test_stop_and_resume_packed(void **state)
+{
+	(void)state;
+	scn_stop_and_resume(VL_LAYOUT_PACKED);
+}
+
+/* RESET_OWNER (deprecated) stops and disables every ring and keeps the rest. */
+static void test_reset_owner_stops_and_disables_rings(void **state)
+{
+	(void)state;
+	struct vuf f;
+
+	vuf_init(&f, NULL);
+	vuf_dpdk_start(&f, DPDK_FEATURES, VL_LAYOUT_SPLIT, 64, 2);
+	int fds0 = vuf_count_fds();
+
+	assert_int_equal(vuf_none(&f, VUF_RESET_OWNER), VL_OK);
+	assert_false(f.ready[0] || f.ready[1]);
+	assert_int_equal(vuf_count_fds(), fds0 - 4);
+	assert_non_null(vl_vu_dev_mem(f.dev));
+	assert_int_equal(vl_vu_dev_features(f.dev), DPDK_FEATURES);
+	vuf_ring_setup(&f, 1);
+	assert_null(vl_vu_dev_queue(f.dev, 1));
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 1), VL_OK);
+	assert_non_null(vl_vu_dev_queue(f.dev, 1));
+	vuf_fini(&f);
+}
+
+/* ---- negotiation and replies ------------------------------------------------------------ */
+
+static void test_reply_ack_answers_need_reply(void **state)
+{
+	(void)state;
+	struct vuf f;
+	uint32_t st[2] = {0, 64}, size;
+
+	vuf_init(&f, NULL);
+	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES,
+				 VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK)), VL_OK);
+	vuf_no_reply(&f);
+	assert_int_equal(vuf_msg(&f, VUF_SET_VRING_NUM, VUF_F_VERSION | VUF_F_NEED_REPLY, st, 8,
+				 NULL, 0), VL_OK);
+	assert_int_equal(vuf_reply(&f, VUF_SET_VRING_NUM, &size), 0);
+	assert_int_equal(size, 8);
+	st[1] = 3;
+	assert_int_equal(vuf_msg(&f, VUF_SET_VRING_NUM, VUF_F_VERSION | VUF_F_NEED_REPLY, st, 8,
+				 NULL, 0), VL_ERR_QUEUE_SIZE);
+	assert_int_equal(vuf_reply(&f, VUF_SET_VRING_NUM, NULL), 1);
+	/* A request with a reply of its own gets that reply only. */
+	assert_int_equal(vuf_msg(&f, VUF_GET_FEATURES, VUF_F_VERSION | VUF_F_NEED_REPLY, NULL, 0,
+				 NULL, 0), VL_OK);
+	assert_int_equal(vuf_reply(&f, VUF_GET_FEATURES, NULL), f.cfg.features);
+	vuf_no_reply(&f);
+	/* A message refused before its handler ran is acknowledged with failure too. */
+	assert_int_equal(vuf_msg(&f, 999, VUF_F_VERSION | VUF_F_NEED_REPLY, NULL, 0, NULL, 0),
+			 VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_reply(&f, 999, NULL), 1);
+	vuf_fini(&f);
+}
+
+static void test_status_mtu_and_queue_count(void **state)
+{
+	(void)state;
+	struct vuf f;
+
+	vuf_init(&f, NULL);
+	/* Not negotiated yet. */
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0xf), VL_ERR_VU_STATE);
+	assert_int_equal(vuf_u64(&f, VUF_NET_SET_MTU, 1500), VL_ERR_VU_STATE);
+	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES,
+				 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) |
+					 VL_FEATURE(VL_VU_PROTOCOL_F_MTU)), VL_OK);
+	assert_int_equal(vl_vu_dev_protocol_features(f.dev),
+			 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) | VL_FEATURE(VL_VU_PROTOCOL_F_MTU));
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0x100), VL_ERR_VU_VALUE);
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, UINT64_MAX), VL_ERR_VU_VALUE);
+	assert_int_equal(f.status_events, 0);
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0x7), VL_OK);
+	assert_int_equal(f.last_status, 7);
+	assert_int_equal(vl_vu_dev_status(f.dev), 7);
+	assert_int_equal(vuf_get(&f, VUF_GET_STATUS), 7);
+	assert_int_equal(vuf_u64(&f, VUF_NET_SET_MTU, 67), VL_ERR_VU_VALUE);
+	assert_int_equal(vuf_u64(&f, VUF_NET_SET_MTU, 65536), VL_ERR_VU_VALUE);
+	assert_int_equal(vl_vu_dev_mtu(f.dev), 0);
+	assert_int_equal(vuf_u64(&f, VUF_NET_SET_MTU, 9000), VL_OK);
+	assert_int_equal(vl_vu_dev_mtu(f.dev), 9000);
+	assert_int_equal(vuf_get(&f, VUF_GET_QUEUE_NUM), 1);
+	assert_int_equal(vuf_get(&f, VUF_GET_MAX_MEM_SLOTS), VL_VU_MAX_MEM_SLOTS);
+	assert_int_equal(vuf_none(&f, VUF_SET_OWNER), VL_OK);
+	assert_int_equal(vuf_none(&f, VUF_SET_OWNER), VL_OK);
+	vuf_fini(&f);
+}
+
+/* A request that belongs to something not offered is not supported at all. */
+static void test_requests_of_features_not_offered(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct vl_vu_config cfg;
+
+	vl_vu_config_init(&cfg);
+	cfg.protocol_features = VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK);
+	vuf_init(&f, &cfg);
+	assert_int_equal(vuf_none(&f, VUF_GET_QUEUE_NUM), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_none(&f, VUF_GET_STATUS), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_none(&f, VUF_GET_MAX_MEM_SLOTS), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 1), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES,
+				 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS)), VL_ERR_VU_FEATURES);
+	vuf_fini(&f);
+
+	cfg.features &= ~F(VL_VU_F_PROTOCOL_FEATURES);
+	vuf_init(&f, &cfg);
+	assert_int_equal(vuf_get(&f, VUF_GET_FEATURES), cfg.features);
+	assert_int_equal(vuf_none(&f, VUF_GET_PROTOCOL_FEATURES), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES, 0), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_none(&f, VUF_GET_STATUS), VL_ERR_VU_REQUEST);
+	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, F(VL_VU_F_PROTOCOL_FEATURES)),
+			 VL_ERR_VU_FEATURES);
+	vuf_no_reply(&f);
+	vuf_fini(&f);
+}
+
+static void test_device_config_checked_and_allocation_failures(void **state)
+{
+	(void)state;
+	struct vl_vu_config cfg;
+	int err = 0;
+
+	assert_null(vl_vu_dev_create(NULL, &err));
+	assert_int_equal(err, VL_ERR_INVALID_ARG);
+	vl_vu_config_init(&cfg);
+	assert_int_equal(cfg.features & F(VL_F_NET_MQ), 0);
+	cfg.features |= 1ull << 40;
+	assert_null(vl_vu_dev_create(&cfg, &err));
+	assert_int_equal(err, VL_ERR_INVALID_ARG);
+	vl_vu_config_init(&cfg);
+	cfg.protocol_features |= 1ull << 5;
+	assert_null(vl_vu_dev_create(&cfg, NULL));
+	vl_vu_config_init(&cfg);
+	cfg.max_queue_pairs = 0;
+	assert_null(vl_vu_dev_create(&cfg, &err));
+	cfg.max_queue_pairs = VL_VU_MAX_QUEUE_PAIRS + 1;
+	assert_null(vl_vu_dev_create(&cfg, &err));
+	assert_int_equal(err, VL_ERR_INVALID_ARG);
+	cfg.max_queue_pairs = VL_VU_MAX_QUEUE_PAIRS;
+	for (uint64_t k = 0; k < 2; k++) {
+		vl_alloc_fail_after(k);
+		assert_null(vl_vu_dev_create(&cfg, &err));
+		assert_int_equal(err, VL_ERR_NOMEM);
+	}
+	vl_alloc_fail_after(UINT64_MAX);
+	struct vl_vu_dev *dev = vl_vu_dev_create(&cfg, &err);
+
+	assert_non_null(dev);
+	assert_int_equal(vl_vu_dev_num_queues(dev), 256);
+	vl_vu_dev_destroy(dev);
+	vl_vu_dev_destroy(NULL);
+
+	/* Every allocation of a table change and of a ring start fails in turn: refused with
+	 * VL_ERR_NOMEM, nothing changed, and the next attempt works. */
+	struct vuf f;
+	struct vuf_region r[2];
+	int fds0;
+
+	vuf_init(&f, NULL);
+	vuf_dpdk_start(&f, DPDK_FEATURES, VL_LAYOUT_SPLIT, 64, 2);
+	r[0] = vuf_region(&f, 0, 2 * 1024 * 1024);
+	r[1] = vuf_region(&f, 2 * 1024 * 1024, 2 * 1024 * 1024);
+	fds0 = vuf_count_fds();
+	const struct vl_mem *old = vl_vu_dev_mem(f.dev);
+	int rc;
+
+	for (uint64_t k = 0;; k++) {
+		vl_alloc_fail_after(k);
+		rc = vuf_mem_table(&f, r, 2);
+		vl_alloc_fail_after(UINT64_MAX);
+		if (rc == VL_OK)
+			break;
+		assert_int_equal(rc, VL_ERR_NOMEM);
+		assert_ptr_equal(vl_vu_dev_mem(f.dev), old);
+		assert_int_equal(vuf_count_fds(), fds0);
+		assert_true(k < 100);
+	}
+	assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, 1, 0), VL_OK);
+	(void)vuf_reply(&f, VUF_GET_VRING_BASE, NULL);
+	for (uint64_t k = 0;; k++) {
+		vl_alloc_fail_after(k);
+		rc = vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1);
+		vl_alloc_fail_after(UINT64_MAX);
+		if (rc == VL_OK)
+			break;
+		assert_int_equal(rc, VL_ERR_NOMEM);
+		assert_null(vl_vu_dev_queue(f.dev, 1));
+		assert_true(k < 100);
+	}
+	assert_non_null(vl_vu_dev_queue(f.dev, 1));
+	vuf_fini(&f);
+}
+
+/* ---- the datapath helpers --------------------------------------------------------------- */
+
+/* Calls go to the call fd when the guest wants them; a queue that breaks is reported once on
+ * the error fd; a kick fd may be a pipe (the spec's fallback) or blocking, and a call fd a
+ * full pipe: nothing blocks. */
+static void test_notify_kick_and_error_fds(void **state)
+{
+	(void)state;
+	struct vuf f;
+	uint64_t v;
+	int p[2], e;
+
+	vuf_init(&f, NULL);
+	vuf_dpdk_start(&f, DPDK_FEATURES & ~F(VL_F_RING_EVENT_IDX), VL_LAYOUT_SPLIT, 64, 2);
+	e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_ERR, 1, e), VL_OK);
+
+	/* Kick through a pipe; then through a blocking eventfd with nothing in it. */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, p[0]), VL_OK);
+	close(p[0]);
+	assert_false(vl_vu_dev_consume_kick(f.dev, 1));
+	v = 1;
+	assert_int_equal(write(p[1], &v, 8), 8);
+	assert_true(vl_vu_dev_consume_kick(f.dev, 1));
+	assert_false(vl_vu_dev_consume_kick(f.dev, 1));
+	close(p[1]);
+	int blocking = eventfd(0, EFD_CLOEXEC);
+
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, blocking), VL_OK);
+	assert_false(vl_vu_dev_consume_kick(f.dev, 1));
+	close(blocking);
+
+	/* The call fd a pipe that is full: the call is not made, nothing blocks. */
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_CALL, 1, p[1]), VL_OK);
+	while (write(p[1], &v, 8) == 8)
+		;
+	uint32_t seed = 1;
+
+	assert_true(vuf_post_tx(&f, 1, 50, 1) >= 0);
+	assert_int_equal(vuf_host_tx(&f, 1, 50, &seed), 1);
+	assert_true(vl_vq_needs_call(vl_vu_dev_queue(f.dev, 1)));
+	assert_false(vl_vu_dev_notify(f.dev, 1));
+	close(p[0]);
+	close(p[1]);
+	/* An eventfd again: the call is made. */
+	assert_true(vuf_post_tx(&f, 1, 50, 2) >= 0);
+	assert_int_equal(vuf_host_tx(&f, 1, 50, &seed), 1);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_CALL, 1, f.call[1]), VL_OK);
+	assert_true(vl_vu_dev_notify(f.dev, 1));
+	assert_int_equal(read(f.call[1], &v, 8), 8);
+	assert_int_equal(v, 1);
+	/* No error so far. */
+	assert_int_equal(read(e, &v, 8), -1);
+
+	/* The guest breaks its TX queue (avail index jumps by more than the ring): the error fd
+	 * hears it once. */
+	struct vl_split_avail *av = f.ring[1].driver;
+
+	__atomic_store_n(&av->idx, (uint16_t)(av->idx + 1000), __ATOMIC_RELEASE);
+	assert_int_equal(vuf_host_tx(&f, 1, 50, &seed), 0);
+	assert_true(vl_vq_broken(vl_vu_dev_queue(f.dev, 1)));
+	(void)vl_vu_dev_notify(f.dev, 1);
+	(void)vl_vu_dev_notify(f.dev, 1);
+	assert_int_equal(read(e, &v, 8), 8);
+	assert_int_equal(v, 1);
+	/* Not for a stopped ring. */
+	assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, 1, 0), VL_OK);
+	(void)vuf_reply(&f, VUF_GET_VRING_BASE, NULL);
+	assert_false(vl_vu_dev_notify(f.dev, 1));
+	close(e);
+	vuf_fini(&f);
+}
+
+/* ---- sockets ---------------------------------------------------------------------------- */
+
+static void test_sockets_listen_accept_connect(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/vhostlab-vu-XXXXXX", path[256], longp[200];
+	struct vl_vu_config cfg;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	int fds0 = vuf_count_fds();
+
+	/* Nobody there yet. */
+	assert_int_equal(vl_vu_connect(path), -1);
+	int l = vl_vu_listen(path);
+
+	assert_true(l >= 0);
+	int c = vl_vu_connect(path), s = vl_vu_accept(l);
+
+	assert_true(c >= 0 && s >= 0);
+	/* A live listener is not replaced (its probe connection is accepted and dropped). */
+	assert_int_equal(vl_vu_listen(path), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	int probe = vl_vu_accept(l);
+
+	assert_true(probe >= 0);
+	close(probe);
+	assert_true(fcntl(s, F_GETFD) & FD_CLOEXEC);
+	/* A message over the real socket. */
+	vl_vu_config_init(&cfg);
+	struct vl_vu_dev *dev = vl_vu_dev_create(&cfg, NULL);
+	uint32_t hdr[3] = {1, 1, 0}, rep[5];
+
+	assert_int_equal(write(c, hdr, 12), 12);
+	assert_int_equal(vl_vu_dev_handle(dev, s), VL_OK);
+	assert_int_equal(read(c, rep, 20), 20);
+	assert_int_equal(rep[0], 1);
+	assert_int_equal(rep[1], 1 | 4);
+	assert_int_equal(rep[2], 8);
+	assert_int_equal(vl_vu_dev_last_request(dev), 1);
+	close(c);
+	assert_int_equal(vl_vu_dev_handle(dev, s), VL_ERR_VU_CLOSED);
+	vl_vu_dev_destroy(dev);
+	close(s);
+	close(l);
+	/* The socket file is left behind: stale, so it is replaced. */
+	l = vl_vu_listen(path);
+	assert_true(l >= 0);
+	close(l);
+	assert_int_equal(unlink(path), 0);
+	/* Any other file is left alone. */
+	int reg = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+	assert_true(reg >= 0);
+	close(reg);
+	assert_int_equal(vl_vu_listen(path), -1);
+	assert_int_equal(errno, EEXIST);
+	assert_int_equal(unlink(path), 0);
+	/* Paths a socket address cannot hold. */
+	memset(longp, 'x', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = 0;
+	assert_int_equal(vl_vu_listen(longp), -1);
+	assert_int_equal(errno, ENAMETOOLONG);
+	assert_int_equal(vl_vu_connect(longp), -1);
+	assert_int_equal(vl_vu_listen(""), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(vl_vu_connect(NULL), -1);
+	assert_int_equal(vl_vu_accept(-1), -1);
+	snprintf(path, sizeof(path), "%s/no/such/dir/sock", dir);
+	assert_int_equal(vl_vu_listen(path), -1);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(vuf_count_fds(), fds0);
+}
+
+static void test_request_names(void **state)
+{
+	(void)state;
+	assert_string_equal(vl_vu_request_name(5), "SET_MEM_TABLE");
+	assert_string_equal(vl_vu_request_name(11), "GET_VRING_BASE");
+	assert_string_equal(vl_vu_request_name(40), "GET_STATUS");
+	assert_string_equal(vl_vu_request_name(41), "unknown");
+	assert_string_equal(vl_vu_request_name(UINT32_MAX), "unknown");
+	for (uint32_t r = 0; r <= 40; r++)
+		assert_string_not_equal(vl_vu_request_name(r), "unknown");
+	assert_string_equal(vl_strerror(VL_ERR_VU_CLOSED), "vhost-user peer closed the connection");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +648,18 @@ int main(void)
 		cmocka_unit_test(test_dpdk_packed_sequence_moves_packets_both_ways),
 		cmocka_unit_test(test_dpdk_packed_odd_size_without_mergeable),
 		cmocka_unit_test(test_dpdk_split_without_in_order_or_event_idx),
+		cmocka_unit_test(test_rings_enabled_at_kick_without_protocol_features),
+		cmocka_unit_test(test_rings_wait_for_enable_with_protocol_features),
+		cmocka_unit_test(test_stop_and_resume_split),
+		cmocka_unit_test(test_stop_and_resume_packed),
+		cmocka_unit_test(test_reset_owner_stops_and_disables_rings),
+		cmocka_unit_test(test_reply_ack_answers_need_reply),
+		cmocka_unit_test(test_status_mtu_and_queue_count),
+		cmocka_unit_test(test_requests_of_features_not_offered),
+		cmocka_unit_test(test_device_config_checked_and_allocation_failures),
+		cmocka_unit_test(test_notify_kick_and_error_fds),
+		cmocka_unit_test(test_sockets_listen_accept_connect),
+		cmocka_unit_test(test_request_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

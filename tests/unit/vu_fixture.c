@@ -49,9 +49,14 @@ static void on_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, bool re
 	assert_int_not_equal(f->ready[qidx], ready);
 	f->ready[qidx] = ready;
 	f->ready_events++;
-	/* The accessor agrees: ready means the queue is there. */
+	/* The accessor agrees: ready means the queue is there. Not ready comes before the
+	 * queue is destroyed: it is still safe to touch (ASan would see otherwise). */
+	struct vl_vq *q = vl_vu_dev_queue(dev, qidx);
+
 	if (ready)
-		assert_non_null(vl_vu_dev_queue(dev, qidx));
+		assert_non_null(q);
+	if (q)
+		assert_true(vl_vq_stats(q)->bursts < UINT64_MAX);
 }
 
 static void on_mem(struct vl_vu_dev *dev, void *opaque)

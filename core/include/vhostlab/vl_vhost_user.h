@@ -189,8 +189,9 @@ const char *vl_vu_request_name(uint32_t request);
 
 /* ---- sockets --------------------------------------------------------------------------- */
 
-/* Server mode: listen on a Unix socket at path (a stale socket file there is replaced; any
- * other file is left alone and the call fails). Client mode: connect to path (the embedder
+/* Server mode: listen on a Unix socket at path (a stale socket file there is replaced; a
+ * socket somebody still listens on -- found by connecting to it once -- or any other file is
+ * left alone and the call fails: EADDRINUSE, EEXIST). Client mode: connect to path (the embedder
  * retries to reconnect). Return a close-on-exec, blocking fd, or -1 with errno set
  * (ENAMETOOLONG for a path longer than a socket address holds). */
 int vl_vu_listen(const char *path);
