@@ -89,7 +89,8 @@ struct lab_net_driver {
 	uint64_t checks;
 	char *err;                    /* first failure, written once */
 	size_t errlen;
-	/* Optional: told where each delivered RX packet landed, after it passed its checks. */
+	/* Optional: told where each delivered RX packet landed (and what it had to be), before
+	 * its checks run. */
 	void (*rx_observer)(void *ctx, const struct lab_rx_landing *l);
 	void *rx_observer_ctx;
 	struct lab_seg *landing;      /* [queue_size * LAB_MAX_SEGS], allocated on first use */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Minimise a failing trace: drop statements, shorten payloads and simplify chains while the
- * failure keeps its signature (lab_replay_result.signature and status). Every candidate is
+ * failure stays the same: the same status and signature, at the same statement (by its
+ * canonical text), with the same observation (lab_replay_result.observed). Every candidate is
  * replayed in a forked child, so a trace that crashes the core (a sanitizer report, a
  * signal) or hangs it can be minimised too: its signature is then "crash:SIGNAME" or
  * "hang". */
