@@ -56,7 +56,10 @@ void vl_vq_config_init(struct vl_vq_config *cfg, enum vl_layout layout, uint32_t
 
 /* Host pointer for a ring area of `bytes` at gpa, or NULL with *err set: the whole area must
  * lie in one host mapping (the datapath indexes it directly) and be aligned as the spec
- * requires (2.7: descriptors 16, available ring 2, used ring 4). */
+ * requires (2.7: descriptors 16, available ring 2, used ring 4) -- in guest-physical space
+ * and in host memory too: the ring fields are loaded and stored as aligned atomics, and a
+ * region whose guest and host addresses differ modulo the alignment (a vhost-user front end
+ * chooses both) would put an aligned gpa at a misaligned host address. */
 static void *map_area(const struct vl_mem *mem, uint64_t gpa, uint64_t bytes, uint64_t align,
 		      int *err)
 {
@@ -69,6 +72,10 @@ static void *map_area(const struct vl_mem *mem, uint64_t gpa, uint64_t bytes, ui
 
 	if (host == NULL || len < bytes) {
 		*err = VL_ERR_RING_UNMAPPED;
+		return NULL;
+	}
+	if ((uintptr_t)host % align != 0) {
+		*err = VL_ERR_RING_MISALIGNED;
 		return NULL;
 	}
 	return host;

@@ -51,9 +51,14 @@ int vu_ring_translate(const struct vu_table *t, enum vl_layout L, uint32_t num,
 	const uint64_t align[3] = {16, packed ? 4 : 2, 4};
 
 	for (int k = 0; k < 3; k++) {
-		if (!vu_table_ua_to_gpa(t, ua[k], len[k], &gpa[k]))
+		uintptr_t host;
+
+		if (!vu_table_ua_xlate(t, ua[k], len[k], &gpa[k], &host))
 			return VL_ERR_RING_UNMAPPED;
-		if (gpa[k] % align[k] != 0)
+		/* Aligned as a guest address and where the device touches it: a region's guest
+		 * and host addresses need not agree modulo the alignment (the front end sets
+		 * both), and the datapath uses aligned atomics on ring fields. */
+		if (gpa[k] % align[k] != 0 || host % align[k] != 0)
 			return VL_ERR_RING_MISALIGNED;
 	}
 	return VL_OK;

@@ -313,6 +313,68 @@ static void test_vring_addr_while_running(void **state)
 	vuf_fini(&f);
 }
 
+/* Found by fuzz_vhost_user (fuzz/regressions/fuzz_vhost_user/
+ * mem-table-misaligns-ring-host-address): a memory table re-sent mid-traffic whose region
+ * had an mmap offset that is not a multiple of the ring alignment kept every ring at an
+ * aligned guest address but moved it to a misaligned host address; the datapath then did
+ * misaligned atomic loads (UBSan: member access within misaligned address for struct
+ * vl_split_avail). The core now checks ring alignment in host memory too (ring/vq.c,
+ * map_area), and SET_VRING_ADDR checks it before the ring can start. */
+static void test_ring_host_address_misaligned_by_a_region(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct vuf_region r;
+	uint64_t d, a, u;
+
+	/* Mid-traffic: refused, the old table kept. */
+	start(&f, VL_LAYOUT_SPLIT);
+	const struct vl_mem *old = vl_vu_dev_mem(f.dev);
+
+	r = vuf_region(&f, 2, VUF_MEM_SIZE - 4096);
+	r.gpa = VUF_GPA;
+	r.uaddr = (uint64_t)(uintptr_t)f.mem;
+	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_ERR_RING_MISALIGNED);
+	assert_ptr_equal(vl_vu_dev_mem(f.dev), old);
+	still_moves(&f, 31);
+	vuf_fini(&f);
+
+	/* Before the ring starts: refused at SET_VRING_ADDR, so it never starts. */
+	vuf_init(&f, NULL);
+	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
+	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 64, false);
+	vuf_ring_uaddrs(&f, 0, &d, &a, &u);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 64), VL_OK);
+	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_ERR_RING_MISALIGNED);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 0, -1), VL_OK);
+	assert_null(vl_vu_dev_queue(f.dev, 0));
+	vuf_fini(&f);
+
+	/* The core itself, as any embedder reaches it: an aligned gpa at a misaligned host
+	 * address is refused by vl_vq_create (and by vl_vq_set_mem). */
+	static _Alignas(64) uint8_t ram[3 * 4096];
+	struct vl_mem_region good = {.gpa = 0x10000, .size = 2 * 4096, .host = ram};
+	struct vl_mem_region bad = {.gpa = 0x10000, .size = 2 * 4096, .host = ram + 2};
+	struct vl_mem *mg = vl_mem_create(&good, 1, NULL), *mb = vl_mem_create(&bad, 1, NULL);
+	struct vl_vq_config cfg;
+	int err;
+
+	assert_true(mg && mb);
+	vl_vq_config_init(&cfg, VL_LAYOUT_SPLIT, 16);
+	cfg.desc_gpa = 0x10000;
+	cfg.driver_gpa = 0x10100;
+	cfg.device_gpa = 0x10200;
+	assert_null(vl_vq_create(mb, &cfg, &err));
+	assert_int_equal(err, VL_ERR_RING_MISALIGNED);
+	struct vl_vq *vq = vl_vq_create(mg, &cfg, &err);
+
+	assert_non_null(vq);
+	assert_int_equal(vl_vq_set_mem(vq, mb), VL_ERR_RING_MISALIGNED);
+	vl_vq_destroy(vq);
+	vl_mem_destroy(mg);
+	vl_mem_destroy(mb);
+}
+
 /* ---- vring base ------------------------------------------------------------------------- */
 
 static void test_vring_base_packed_index_beyond_size_or_inconsistent_wrap(void **state)
@@ -791,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_vring_addr_unmapped_or_misaligned_split),
 		cmocka_unit_test(test_vring_addr_unmapped_or_misaligned_packed),
 		cmocka_unit_test(test_vring_addr_while_running),
+		cmocka_unit_test(test_ring_host_address_misaligned_by_a_region),
 		cmocka_unit_test(test_vring_base_packed_index_beyond_size_or_inconsistent_wrap),
 		cmocka_unit_test(test_vring_base_checked_again_at_start),
 		cmocka_unit_test(test_vring_base_split_beyond_16_bits),
