@@ -621,10 +621,8 @@ struct dp {
 	uint8_t *log;
 	uint64_t log_bytes;
 	uint32_t bursts, posts;
-	/* recording (fz_sink only): the operation running, the trace's queue, and whether a
-	 * statement was recorded (the setup is final from then on) */
-	uint32_t op_no;
-	size_t op_at;
+	/* recording (fz_sink only): the trace's queue, and whether a statement was recorded
+	 * (the setup is final from then on) */
 	int rq;
 	bool rec_started;
 };
@@ -917,8 +915,8 @@ static void check_after_flush(struct dp *d, const struct burst_mark *m, uint64_t
 /* The engine reports what it does to the sink in trace terms: the setup once, then before
  * every core call that reads guest memory a sync (the guest's writes so far) and the
  * statement, after it an absorb (the device's writes). Packets are numbered per queue in
- * dequeue order, as the trace numbers them. What the format cannot express is reported as
- * lossy, naming the operation. */
+ * dequeue order, as the trace numbers them. Run-time switches of queue options are `set`,
+ * a new memory table `remap`: every operation of the engine has a statement. */
 
 const struct lab_trace_sink *fz_sink;
 
@@ -932,20 +930,6 @@ static void rec_stmt(struct dp *d, const struct lab_trace_op *op)
 	d->rec_started = true;
 	fz_sink->sync(fz_sink->ctx);
 	fz_sink->op(fz_sink->ctx, op);
-}
-
-__attribute__((format(printf, 3, 4))) static void rec_lossy(struct dp *d, enum fz_op op,
-							     const char *fmt, ...)
-{
-	char what[400], msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	snprintf(msg, sizeof(msg), "operation %u (%s at input offset %zu): %s", d->op_no,
-		 fz_op_names[op], d->op_at, what);
-	fz_sink->lossy(fz_sink->ctx, msg);
 }
 
 static struct lab_trace_queue *rec_queue(struct dp *d)
@@ -966,14 +950,6 @@ static struct dp_zc zc_setting(const struct dp *d, bool on, uint32_t min, uint32
 	if (z.max > d->size)
 		z.max = d->size;
 	return z;
-}
-
-/* What the trace's queue gives the replayed core: its options, or the core's defaults. */
-static struct dp_zc zc_of_trace(const struct dp *d, const struct lab_trace_queue *q)
-{
-	if (q->zero_copy)
-		return zc_setting(d, true, q->zc_min, q->zc_max);
-	return (struct dp_zc){false, 0, d->size / 2 ? d->size / 2 : 1};
 }
 
 static void zc_to_trace(struct lab_trace_queue *q, struct dp_zc z)
@@ -1004,16 +980,21 @@ static void rec_setup(struct dp *d, const struct vl_vq_config *qc, uint32_t pool
 		k->dirty_log(k->ctx, d->log_bytes * 8);
 }
 
+/* Options before the first statement go into the queue line; later ones are `set`. */
+static void rec_set(struct dp *d, const struct lab_trace_op *op)
+{
+	rec_stmt(d, op);
+}
+
 static void rec_batch(struct dp *d, uint32_t threshold)
 {
 	struct lab_trace_queue *q = rec_queue(d);
 
 	if (!d->rec_started)
 		q->batch = threshold;
-	else if (q->batch != threshold)
-		rec_lossy(d, FZ_OP_BATCH, "the copy batching threshold changes from %u to %u at "
-			  "run time (vl_vq_set_batch_threshold); a trace sets it once, in its "
-			  "queue statement", q->batch, threshold);
+	else
+		rec_set(d, &(struct lab_trace_op){.kind = LAB_T_SET, .queue = (uint32_t)d->rq,
+						  .given = LAB_TA_BATCH, .count = threshold});
 }
 
 static void rec_policy(struct dp *d, bool burst)
@@ -1025,17 +1006,15 @@ static void rec_policy(struct dp *d, bool burst)
 		return;
 	if (!d->rec_started)
 		q->alloc = a;
-	else if (q->alloc != a)
-		rec_lossy(d, FZ_OP_POLICY, "the allocation policy changes to %s at run time "
-			  "(vl_vq_set_alloc_policy); a trace sets it once, in its queue statement",
-			  burst ? "burst" : "available");
+	else
+		rec_set(d, &(struct lab_trace_op){.kind = LAB_T_SET, .queue = (uint32_t)d->rq,
+						  .given = LAB_TA_ALLOC, .value = a});
 }
 
 static void rec_zc(struct dp *d, bool on, uint32_t min, uint32_t max)
 {
 	struct lab_trace_queue *q = rec_queue(d);
-	struct dp_zc z = zc_setting(d, on, min, max), t = zc_of_trace(d, q);
-	bool same;
+	struct dp_zc z = zc_setting(d, on, min, max);
 
 	if (d->rx)
 		return;
@@ -1043,17 +1022,10 @@ static void rec_zc(struct dp *d, bool on, uint32_t min, uint32_t max)
 		zc_to_trace(q, z);
 		return;
 	}
-	/* Off, the bound still stops in-order bursts behind leases already taken; with none
-	 * taken (and none can be while off) two off settings behave alike. */
-	if (z.on || t.on)
-		same = z.on == t.on && z.min == t.min && z.max == t.max;
-	else
-		same = z.max == t.max || vl_vq_zero_copy_held(d->vq) == 0;
-	if (!same)
-		rec_lossy(d, FZ_OP_ZC, "zero-copy changes at run time to %s min_len %u max %u "
-			  "(vl_vq_set_zero_copy; the trace has %s min_len %u max %u); a trace sets "
-			  "it once, in its queue statement", z.on ? "on" : "off", z.min, z.max,
-			  t.on ? "on" : "off", t.min, t.max);
+	/* Off keeps its bound: it still stops in-order bursts behind leases already taken. */
+	rec_set(d, &(struct lab_trace_op){.kind = LAB_T_SET, .queue = (uint32_t)d->rq,
+					  .given = LAB_TA_ZC | (z.on ? 0 : LAB_TA_OFF),
+					  .len = z.on ? z.min : 0, .index = z.max});
 }
 
 static void rec_fault(struct dp *d, uint8_t after)
@@ -1076,15 +1048,6 @@ static void rec_dequeue(struct dp *d, uint16_t count)
 {
 	struct lab_trace_op op = {.kind = LAB_T_DEQUEUE, .queue = (uint32_t)d->rq};
 
-	if (count == 0) {
-		/* Run as `complete`, the device's writes not absorbed (the next sync writes
-		 * them as the guest): the returned chains and the kick wish match. */
-		rec_lossy(d, FZ_OP_BURST, "a dequeue of 0 packets still reads avail->idx (a jump "
-			  "breaks the queue), returns the chains of freed zero-copy packets and "
-			  "republishes the kick wish; a trace's dequeue asks for 1 to %u packets, so "
-			  "this trace has `complete` here", LAB_TRACE_MAX_ITEMS);
-		op.kind = LAB_T_COMPLETE;
-	}
 	op.count = count;
 	if (count && (d->s.hold & 3))
 		op.given = LAB_TA_HOLD;
@@ -1573,9 +1536,7 @@ static void do_op(struct dp *d, struct fz_in *in)
 	size_t at = in->off;
 	enum fz_op op = (enum fz_op)(fz_u8(in) % FZ_OP__COUNT);
 
-	d->op_at = at;
 	do_op1(d, in, op);
-	d->op_no++;
 	if (fz_trace())
 		trace_op(d, op, in, at);
 }
@@ -1761,9 +1722,7 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 	}
 	case FZ_OP_SETMEM:
 		if (fz_sink)
-			rec_lossy(d, FZ_OP_SETMEM, "the memory table is replaced (vl_vq_set_mem "
-				  "over the same regions); the trace format has no statement for a "
-				  "new memory table, so the replayed core keeps its first one");
+			rec_stmt(d, &(struct lab_trace_op){.kind = LAB_T_REMAP});
 		do_setmem(d);
 		break;
 	default:

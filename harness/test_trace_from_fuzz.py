@@ -9,9 +9,10 @@ replayed core did exactly what the harness's core did. The same numbers are chec
 an independent witness: the target's own replay program (fuzz/replay_main.c, built without
 the recorder) prints the run's statistics with FZ_VERBOSE=1.
 
-Inputs that do what the trace format cannot express (run-time switches of queue options, a
-new memory table, a dequeue of 0 packets, ...) must be refused without --lossy, naming the
-operation, and with --lossy still give a trace that replays.
+Run-time switches of queue options (`set`), a new memory table (`remap`) and a dequeue of 0
+packets are statements of the format and convert exactly. What still cannot be expressed
+(the persistent double-fetch adversary, VL_LAB_DOUBLE_FETCH=adversarial-persist) must be
+refused without --lossy, naming it, and with --lossy still give a trace that replays.
 
 The build tree is the one the binary under test belongs to (<build>/cli/vhostlab): its
 fuzz/ directory holds gen_corpus and the targets' replay programs. Missing ones fail.
@@ -198,22 +199,43 @@ def test_trace_agrees_with_the_fuzz_replay_program(vhostlab, seeds, tmp_path, ta
         assert moved == witness["packets"], (
             f"{inp}: vhostlab replay moved {moved} packets, the harness {witness['packets']}")
         checked += 1
-    # Most seeds convert exactly; only the run-time switches seed may not.
+    # Every seed converts exactly, the run-time switches seed included.
     assert checked >= 30, f"only {checked} seeds of {target} converted exactly"
 
 
-def test_lossy_input_is_refused_and_named(vhostlab, seeds, tmp_path):
-    """The seed that switches queue options while running: no trace without --lossy, every
-    switch named with its operation number and input offset."""
+def test_runtime_switches_become_statements(vhostlab, seeds, tmp_path):
+    """The seed that switches queue options while running converts exactly: `set` for the
+    batching threshold, allocation policy and zero-copy, `remap` for the new memory table;
+    with the observed end state expected, the replay passes."""
     inp = seeds / "fuzz_split_dequeue" / "faults-and-switches"
     out = tmp_path / "t.trace"
-    res = _convert(vhostlab, "fuzz_split_dequeue", inp, out)
-    assert res.returncode == 1, res.describe()
-    assert not out.exists(), res.describe()
-    for op in ("ZC", "POLICY", "BATCH", "SETMEM"):
-        assert re.search(rf"operation \d+ \({op} at input offset \d+\)", res.stderr), \
-            f"{op} not named\n{res.describe()}"
-    assert "--lossy" in res.stderr, res.describe()
+    res = _convert(vhostlab, "fuzz_split_dequeue", inp, out, "--observed")
+    assert res.returncode == 0, res.describe()
+    text = out.read_text()
+    for pattern in (r"^set tx batch=\d+$", r"^set tx alloc=(burst|available)$",
+                    r"^set tx zero-copy=(\d+|off) zc-max=\d+$", r"^remap$"):
+        assert re.search(pattern, text, re.M), f"{pattern} missing\n{text[:3000]}"
+    rep = _replay(vhostlab, out)
+    assert rep.returncode == 0, rep.describe()
+
+
+def test_lossy_input_is_refused_and_named(vhostlab, seeds, tmp_path):
+    """The persistent double-fetch adversary has no statement: no trace without --lossy,
+    the reason named; with --lossy a trace that lists it in its comments."""
+    inp = seeds / "fuzz_split_dequeue" / "faults-and-switches"
+    out = tmp_path / "t.trace"
+    env = dict(os.environ, VL_LAB_DOUBLE_FETCH="adversarial-persist")
+    argv = [str(vhostlab.path), "trace", "from-fuzz", "fuzz_split_dequeue", str(inp), "-o",
+            str(out)]
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                         check=False)
+    assert res.returncode == 1, res.stderr
+    assert not out.exists()
+    assert "adversarial-persist" in res.stderr and "--lossy" in res.stderr, res.stderr
+    res = subprocess.run(argv + ["--lossy"], env=env, capture_output=True, text=True,
+                         timeout=TIMEOUT, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "# not in this trace (--lossy):" in out.read_text()
 
 
 def test_fault_injection_and_kicks_become_statements(vhostlab, seeds, tmp_path):

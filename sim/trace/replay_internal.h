@@ -65,6 +65,7 @@ struct rp {
 	const struct lab_trace_op *op;   /* the statement running */
 	struct lab_tmem *mem;
 	struct vl_mem *table;
+	struct vl_mem *spare_table;      /* a remap some queue refused (the run stops there) */
 	struct vl_pool *pool;
 	struct rp_queue q[LAB_TRACE_MAX_QUEUES];
 	uint8_t *log;

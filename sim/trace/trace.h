@@ -117,6 +117,10 @@ enum lab_trace_kind {
 	LAB_T_COMPLETE,     /* queue */
 	LAB_T_ENQUEUE,      /* queue, pkts */
 	LAB_T_KICKS,        /* queue, value (1: the device wants kicks, 0: it polls) */
+	LAB_T_SET,          /* queue; given LAB_TA_BATCH: count; LAB_TA_ALLOC: value;
+			     * LAB_TA_ZC: len = min length (LAB_TA_OFF: zero-copy off) and
+			     * index = zc-max (0: the queue size) */
+	LAB_T_REMAP,        /* (none): a new memory table over the same regions */
 	/* expectations */
 	LAB_T_EXPECT_DEQUEUED,  /* queue, count */
 	LAB_T_EXPECT_PACKET,    /* queue, index (K), len, pat (opt, may be FNV1A), ol */
@@ -151,6 +155,9 @@ enum {
 	LAB_TA_HOLD = 1u << 7,
 	LAB_TA_ON_READ = 1u << 8,
 	LAB_TA_FAIL_AT = 1u << 9,
+	LAB_TA_BATCH = 1u << 10,
+	LAB_TA_ALLOC = 1u << 11,
+	LAB_TA_ZC = 1u << 12,
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */

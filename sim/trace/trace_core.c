@@ -200,6 +200,12 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 		return F_QUEUE;
 	case LAB_T_KICKS:
 		return F_QUEUE | F_VALUE;
+	case LAB_T_SET:
+		return F_QUEUE | (g & LAB_TA_BATCH ? F_COUNT : 0) | (g & LAB_TA_ALLOC ? F_VALUE : 0) |
+		       (g & LAB_TA_ZC ? F_INDEX : 0) |
+		       ((g & LAB_TA_ZC) && !(g & LAB_TA_OFF) ? F_LEN : 0);
+	case LAB_T_REMAP:
+		return 0;
 	case LAB_T_ENQUEUE:
 		return F_QUEUE | F_PKTS;
 	case LAB_T_EXPECT_PACKET:

@@ -285,7 +285,7 @@ static bool st_dequeue(struct tl *p, struct lab_trace_op *op)
 
 	if (!tl_stmt(p, 1, "dequeue", "dequeue QUEUE MAX [hold]", keys, 2, 3, false) ||
 	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue) ||
-	    !tl_range(p, tl_pos(p, 1), 1, LAB_TRACE_MAX_ITEMS, &op->count))
+	    !tl_range(p, tl_pos(p, 1), 0, LAB_TRACE_MAX_ITEMS, &op->count))
 		return false;
 	if (p->npos == 3) {
 		if (!tl_word(p, tl_pos(p, 2), hold, 1, &k))
@@ -335,6 +335,66 @@ static bool st_kicks(struct tl *p, struct lab_trace_op *op)
 		return false;
 	op->value = k;
 	return true;
+}
+
+/* Device options changed between bursts: set QUEUE [batch=N] [alloc=available|burst]
+ * [zero-copy=MINLEN|off] [zc-max=N]. */
+static bool st_set(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {"batch", "alloc", "zero-copy", "zc-max", NULL};
+	const struct lab_trace_queue *q;
+	uint64_t v;
+	unsigned k;
+
+	if (!tl_stmt(p, 1, "set", "set QUEUE [batch=BYTES] [alloc=available|burst] "
+		     "[zero-copy=MINLEN|off] [zc-max=N]", keys, 1, 1, false) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue))
+		return false;
+	q = &p->t->queues[op->queue];
+	if (!p->arg[0] && !p->arg[1] && !p->arg[2] && !p->arg[3])
+		return tl_error(p, tl_pos(p, 0), "set changes nothing: give batch=, alloc=, "
+				"zero-copy= or zc-max=");
+	if (p->arg[0]) {
+		if (!tl_range(p, p->arg[0], 0, UINT32_MAX, &op->count))
+			return false;
+		op->given |= LAB_TA_BATCH;
+	}
+	if (p->arg[1]) {
+		if (q->dir != LAB_TRACE_TX)
+			return tl_error(p, p->arg[1], "the allocation policy is a dequeue option: tx "
+					"queues only");
+		if (!tl_word(p, p->arg[1], lab_tn_allocs, 2, &k))
+			return false;
+		op->value = k;
+		op->given |= LAB_TA_ALLOC;
+	}
+	if (p->arg[3] && !p->arg[2])
+		return tl_error(p, p->arg[3], "needs zero-copy=MINLEN");
+	if (p->arg[2]) {
+		if (q->dir != LAB_TRACE_TX)
+			return tl_error(p, p->arg[2], "zero-copy is a dequeue option: tx queues only");
+		op->given |= LAB_TA_ZC;
+		/* Off keeps a bound too: it still stops in-order bursts behind leases taken. */
+		if (p->arg[2]->vlen == 3 && !memcmp(p->arg[2]->v, "off", 3))
+			op->given |= LAB_TA_OFF;
+		else if (!tl_range(p, p->arg[2], 0, UINT32_MAX, &op->len))
+			return false;
+		if (p->arg[3]) {
+			if (!tl_range(p, p->arg[3], 1, q->size, &v))
+				return false;
+			op->index = v;
+		}
+	}
+	return true;
+}
+
+/* The memory table replaced by a new one over the same regions (vl_vq_set_mem). */
+static bool st_remap(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	(void)op;
+	return tl_stmt(p, 1, "remap", "remap", keys, 0, 0, false);
 }
 
 /* One enqueue packet: comma-separated fields len=N,data=PATTERN[,OFFLOAD=N]... Each field
@@ -437,6 +497,8 @@ static const struct {
 	{"complete", LAB_T_COMPLETE, st_complete},
 	{"enqueue", LAB_T_ENQUEUE, st_enqueue},
 	{"kicks", LAB_T_KICKS, st_kicks},
+	{"set", LAB_T_SET, st_set},
+	{"remap", LAB_T_REMAP, st_remap},
 };
 
 /* What a failed statement allocated; the op never reached the trace. */

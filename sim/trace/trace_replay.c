@@ -282,11 +282,56 @@ out:
 	return ok;
 }
 
+/* set: the options a queue line gives, changed between bursts. */
+static bool op_set(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q)
+{
+	(void)r;
+	if (op->given & LAB_TA_BATCH)
+		vl_vq_set_batch_threshold(q->vq, (uint32_t)op->count);
+	if (op->given & LAB_TA_ALLOC)
+		vl_vq_set_alloc_policy(q->vq, op->value == LAB_TRACE_ALLOC_BURST ? VL_ALLOC_BURST
+										 : VL_ALLOC_AVAILABLE);
+	if (op->given & LAB_TA_ZC)
+		vl_vq_set_zero_copy(q->vq, !(op->given & LAB_TA_OFF), (uint32_t)op->len,
+				    op->index ? (uint32_t)op->index : q->size);
+	return true;
+}
+
+/* remap: a new memory table over the same regions, handed to every queue (what a front end
+ * re-sending SET_MEM_TABLE does); the old one is destroyed once no queue uses it. */
+static bool op_remap(struct rp *r)
+{
+	uint32_t n;
+	const struct vl_mem_region *regs = lab_tmem_regions(r->mem, &n);
+	int e = 0;
+	struct vl_mem *m = vl_mem_create(regs, n, &e);
+
+	if (!m)
+		return rp_error(r, "error:memory", "remap: the core refused the table: %s",
+				vl_strerror(e));
+	for (uint32_t i = 0; i < r->t->nqueues; i++) {
+		e = vl_vq_set_mem(r->q[i].vq, m);
+		if (e != VL_OK) {
+			/* Queues before i moved, the others did not: both tables stay alive until
+			 * the queues are gone (teardown). */
+			r->spare_table = m;
+			return rp_diverge(r, "remap", "every queue takes the new table",
+					  "queue %s refused it: %s", r->q[i].tq->name,
+					  vl_strerror(e));
+		}
+	}
+	vl_mem_destroy(r->table);
+	r->table = m;
+	return true;
+}
+
 static bool host_op(struct rp *r, const struct lab_trace_op *op)
 {
 	struct rp_queue *q = &r->q[op->queue];
 
-	if (op->kind != LAB_T_FREE && op->kind != LAB_T_KICKS)
+	if (op->kind == LAB_T_REMAP)
+		return op_remap(r);
+	if (op->kind != LAB_T_FREE && op->kind != LAB_T_KICKS && op->kind != LAB_T_SET)
 		release_unheld(q, op->line);
 	switch (op->kind) {
 	case LAB_T_DEQUEUE:
@@ -299,6 +344,8 @@ static bool host_op(struct rp *r, const struct lab_trace_op *op)
 	case LAB_T_KICKS:
 		vl_vq_set_kicks(q->vq, op->value != 0);
 		return true;
+	case LAB_T_SET:
+		return op_set(r, op, q);
 	case LAB_T_ENQUEUE:
 		return op_enqueue(r, op, q);
 	default:
@@ -382,6 +429,7 @@ static void teardown(struct rp *r)
 	if (r->pool)
 		vl_pool_destroy(r->pool);
 	vl_mem_destroy(r->table);
+	vl_mem_destroy(r->spare_table);
 	lab_tmem_destroy(r->mem);
 	free(r->log);
 	free(r->muts);

@@ -265,8 +265,24 @@ static void put_guest_op(struct out *o, const struct lab_trace *t, const struct 
 	}
 }
 
+static void put_set(struct out *o, const struct lab_trace_op *op)
+{
+	if (op->given & LAB_TA_BATCH)
+		putf(o, " batch=%" PRIu64, op->count);
+	if (op->given & LAB_TA_ALLOC)
+		putf(o, " alloc=%s", word(lab_tn_allocs, 2, op->value));
+	if ((op->given & LAB_TA_ZC) && (op->given & LAB_TA_OFF))
+		puts_(o, " zero-copy=off");
+	else if (op->given & LAB_TA_ZC)
+		putf(o, " zero-copy=%" PRIu64, op->len);
+	if ((op->given & LAB_TA_ZC) && op->index)
+		putf(o, " zc-max=%" PRIu64, op->index);
+}
+
 static void put_host_op(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
 {
+	if (op->kind == LAB_T_REMAP)
+		return;
 	put_queue_ref(o, t, op->queue);
 	switch (op->kind) {
 	case LAB_T_DEQUEUE:
@@ -276,6 +292,9 @@ static void put_host_op(struct out *o, const struct lab_trace *t, const struct l
 		break;
 	case LAB_T_KICKS:
 		putf(o, " %s", op->value ? "on" : "off");
+		break;
+	case LAB_T_SET:
+		put_set(o, op);
 		break;
 	default:   /* FREE, ENQUEUE */
 		put_items(o, op);

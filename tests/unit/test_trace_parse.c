@@ -675,6 +675,11 @@ static const char rich_split[] =
 	"complete zc\n"
 	"kicks zc on\n"
 	"kicks rx off\n"
+	"set zc batch=0 alloc=burst zero-copy=512 zc-max=4\n"
+	"set zc zero-copy=off zc-max=8\n"
+	"set rx batch=64\n"
+	"remap\n"
+	"dequeue tx 0\n"
 	"enqueue rx len=60,data=seq:1 len=3,data=hex:010203,flags=1,gso_type=4,hdr_len=54,"
 	"gso_size=1448,csum_start=34,csum_offset=16 len=70000,data=byte:0x00\n"
 	"expect dequeued tx 1\n"
@@ -888,10 +893,10 @@ static void test_equal(void **state)
 	u.ops[T.nops - 1].value = 1;
 	assert_false(lab_trace_equal(&T, &u));
 	u.ops[T.nops - 1].value = 0;
-	u.ops[33].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
-	assert_int_equal(u.ops[33].kind, LAB_T_ENQUEUE);
+	u.ops[38].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
+	assert_int_equal(u.ops[38].kind, LAB_T_ENQUEUE);
 	assert_false(lab_trace_equal(&T, &u));
-	u.ops[33].pkts[1].ol.gso_size--;
+	u.ops[38].pkts[1].ol.gso_size--;
 	u.regions[1].pieces = 0;
 	assert_false(lab_trace_equal(&T, &u));
 	u.regions[1].pieces = 4096;
@@ -1051,8 +1056,13 @@ static void test_errors_lexical(void **state)
 		  "must be 0 to 65535");
 	parse_err(SPLIT_SETUP "expect packet tx 0 len=1 csum_start=65536\n", 7, 26,
 		  "must be 0 to 65535");
-	parse_err(SPLIT_SETUP "dequeue tx 0\n", 7, 12, "must be 1 to 4096");
-	parse_err(SPLIT_SETUP "dequeue tx 4097\n", 7, 12, "must be 1 to 4096");
+	parse_err(SPLIT_SETUP "dequeue tx 4097\n", 7, 12, "must be 0 to 4096");
+	parse_err(SPLIT_SETUP "set tx\n", 7, 5, "changes nothing");
+	parse_err(SPLIT_SETUP "set rx alloc=burst\n", 7, 8, "tx queues only");
+	parse_err(SPLIT_SETUP "set tx zc-max=3\n", 7, 8, "needs zero-copy");
+	parse_err(SPLIT_SETUP "set tx zero-copy=1 zc-max=9\n", 7, 20, "must be 1 to 8");
+	parse_err(SPLIT_SETUP "remap tx\n", 7, 7, "");
+	parse_err(SPLIT_SETUP "dequeue tx 4097\n", 7, 12, "must be 0 to 4096");
 	parse_err(SPLIT_SETUP "expect status rx 4096 delivered\n", 7, 18, "must be 0 to 4095");
 	parse_err(SPLIT_SETUP "expect held tx 9\n", 7, 16, "must be 0 to 8");
 	parse_err(SPLIT_SETUP "mutate 0x10000 00 on-read=0\n", 7, 19, "must be 1 to");
