@@ -4,6 +4,7 @@
  * each statement, canonical, down a pipe before the core runs it; lines starting with "#!"
  * carry what is not a statement (lossy notes, the harness's failure, the end). */
 #include "from_fuzz.h"
+#include "trace_stats.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -252,18 +253,6 @@ static void s_failed(void *ctx, const char *message)
 
 /* ---- the child: what the run observed ----------------------------------------------- */
 
-#define STAT(f) {#f, offsetof(struct vl_vq_stats, f)}
-static const struct {
-	const char *name;
-	size_t off;
-} stat_fields[] = {
-	STAT(packets), STAT(bytes), STAT(chains), STAT(used_entries), STAT(bursts),
-	STAT(empty_bursts), STAT(alloc_failures), STAT(alloc_calls), STAT(alloc_bufs),
-	STAT(alloc_unused), STAT(zc_packets), STAT(zc_returned), STAT(zc_stalls),
-	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(calls_needed),
-	STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages), STAT(log_out_of_range),
-};
-#undef STAT
 
 static void expect_stat(struct ff_rec *r, uint32_t q, const char *name, uint64_t v)
 {
@@ -279,15 +268,10 @@ static void observe_queue(struct ff_rec *r, uint32_t q, const struct vl_vq *vq)
 	struct lab_trace_op op;
 	char name[40];
 
-	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
-		uint64_t v;
+	for (uint32_t i = 0; i < lab_trace_stat_count(); i++) {
+		uint64_t v = lab_trace_stat_get(st, i, name, sizeof(name));
 
-		memcpy(&v, (const uint8_t *)st + stat_fields[i].off, sizeof(v));
-		expect_stat(r, q, stat_fields[i].name, v);
-	}
-	for (int k = 1; k < VL_DROP__COUNT; k++) {
-		snprintf(name, sizeof(name), "drops.%s", vl_drop_name((enum vl_drop)k));
-		expect_stat(r, q, name, st->drops[k]);
+		expect_stat(r, q, name, v);
 	}
 	op = (struct lab_trace_op){.kind = LAB_T_EXPECT_BROKEN, .queue = q};
 	if (vl_vq_broken(vq))

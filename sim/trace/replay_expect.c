@@ -7,35 +7,7 @@
 #include <string.h>
 
 #include "replay_internal.h"
-
-/* Counters of struct vl_vq_stats by their field names. */
-#define STAT(f) {#f, offsetof(struct vl_vq_stats, f)}
-static const struct {
-	const char *name;
-	size_t off;
-} stat_fields[] = {
-	STAT(packets), STAT(bytes), STAT(chains), STAT(used_entries), STAT(bursts),
-	STAT(empty_bursts), STAT(alloc_failures), STAT(alloc_calls), STAT(alloc_bufs),
-	STAT(alloc_unused), STAT(zc_packets), STAT(zc_returned), STAT(zc_stalls),
-	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(calls_needed),
-	STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages), STAT(log_out_of_range),
-};
-
-static bool stat_value(const struct vl_vq_stats *s, const char *name, uint64_t *v)
-{
-	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
-		if (!strcmp(name, stat_fields[i].name)) {
-			memcpy(v, (const uint8_t *)s + stat_fields[i].off, sizeof(*v));
-			return true;
-		}
-	if (!strncmp(name, "drops.", 6))
-		for (unsigned k = 1; k < VL_DROP__COUNT; k++)
-			if (!strcmp(name + 6, vl_drop_name((enum vl_drop)k))) {
-				*v = s->drops[k];
-				return true;
-			}
-	return false;
-}
+#include "trace_stats.h"
 
 /* Compare n observed bytes with a pattern; on a mismatch describe the first difference. */
 static bool check_bytes(struct rp *r, const struct lab_trace_pat *p, const uint8_t *got,
@@ -173,7 +145,7 @@ bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
 		return true;
 	}
 	case LAB_T_EXPECT_STAT:
-		if (!stat_value(vl_vq_stats(q->vq), op->name, &v))
+		if (!lab_trace_stat_value(vl_vq_stats(q->vq), op->name, &v))
 			return rp_error(r, "error:stat", "no counter named '%s' (see vl_vq_stats)",
 					op->name);
 		return v == op->count || rp_diverge(r, "expect stat", expected, "%s is %llu",

@@ -220,6 +220,8 @@ void lab_trace_free(struct lab_trace *t);
 /* Append a statement (copied; the trace takes ownership of its arrays). Returns the stored
  * op, or NULL when out of memory. */
 struct lab_trace_op *lab_trace_append(struct lab_trace *t, const struct lab_trace_op *op);
+/* Free what one statement owns (its arrays and literal bytes). */
+void lab_trace_op_free(struct lab_trace_op *op);
 /* Does the trace negotiate ring_packed (every queue packed)? */
 bool lab_trace_packed(const struct lab_trace *t);
 /* Place a queue's rings the standard way from `gpa` (what `at=GPA` means): split: desc=GPA,

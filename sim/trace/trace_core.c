@@ -26,7 +26,7 @@ void lab_trace_init(struct lab_trace *t)
 		queue_defaults(&t->queues[i]);
 }
 
-static void op_free(struct lab_trace_op *op)
+void lab_trace_op_free(struct lab_trace_op *op)
 {
 	free(op->pat.bytes);
 	free(op->bufs);
@@ -40,7 +40,7 @@ static void op_free(struct lab_trace_op *op)
 void lab_trace_free(struct lab_trace *t)
 {
 	for (uint32_t i = 0; i < t->nops; i++)
-		op_free(&t->ops[i]);
+		lab_trace_op_free(&t->ops[i]);
 	free(t->ops);
 	lab_trace_init(t);
 }

@@ -501,18 +501,6 @@ static const struct {
 	{"remap", LAB_T_REMAP, st_remap},
 };
 
-/* What a failed statement allocated; the op never reached the trace. */
-static void discard(struct lab_trace_op *op)
-{
-	free(op->pat.bytes);
-	free(op->bufs);
-	if (op->pkts)
-		for (uint32_t i = 0; i < op->nitems; i++)
-			free(op->pkts[i].data.bytes);
-	free(op->pkts);
-	free(op->nums);
-}
-
 bool tl_action(struct tl *p)
 {
 	const struct tl_tok *kw = &p->tok[0];
@@ -541,6 +529,6 @@ bool tl_action(struct tl *p)
 	if (ok && !lab_trace_append(p->t, &op))
 		ok = tl_error_stmt(p, "out of memory");
 	if (!ok)
-		discard(&op);
+		lab_trace_op_free(&op);
 	return ok;
 }
