@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Guest memory for trace replay: see trace_mem.h. */
 #include "trace_mem.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,15 +50,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
 }
 
 /* The parser validated the table; check again what a hand-built trace could get wrong,
@@ -118,19 +110,20 @@ static bool map_host_view(struct lab_tmem *m, uint64_t seed, char *err, size_t e
 	uint32_t n = m->npieces;
 	uint32_t *order = malloc((size_t)n * sizeof(*order));
 	uint64_t *gap = malloc((size_t)n * sizeof(*gap));
-	uint64_t rng = seed, len = TMEM_PAGE, off = 0;
+	struct lab_rng rng = {seed};
+	uint64_t len = TMEM_PAGE, off = 0;
 	bool ok = order && gap;
 
 	for (uint32_t i = 0; ok && i < n; i++)
 		order[i] = i;
 	for (uint32_t i = n; ok && i > 1; i--) {
-		uint32_t j = (uint32_t)(mix(&rng) % i), t = order[i - 1];
+		uint32_t j = (uint32_t)(lab_rng_next(&rng) % i), t = order[i - 1];
 
 		order[i - 1] = order[j];
 		order[j] = t;
 	}
 	for (uint32_t i = 0; ok && i < n; i++) {
-		gap[i] = TMEM_PAGE * (1 + mix(&rng) % 4);
+		gap[i] = TMEM_PAGE * (1 + lab_rng_next(&rng) % 4);
 		len += gap[i] + m->pieces[order[i]].size;
 	}
 	if (!ok) {
