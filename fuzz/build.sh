@@ -19,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${WORK:-$ROOT/build}/vhostlab-fuzz-objs"
 
 TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_enqueue
-         fuzz_scenario fuzz_differential fuzz_trace_parse)
+         fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user)
 
 rm -rf "$BUILD_DIR"
 mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"

@@ -8,7 +8,7 @@
 # Set in every directory that includes this file; the targets and the test below once.
 set(VL_FUZZ_SRC ${CMAKE_CURRENT_LIST_DIR})
 set(VL_FUZZ_TARGETS fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue
-    fuzz_packed_enqueue fuzz_scenario fuzz_differential fuzz_trace_parse)
+    fuzz_packed_enqueue fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user)
 # Everything fuzz-related lands in <build>/fuzz, where fuzz/run.sh looks for it.
 set(VL_FUZZ_BIN ${CMAKE_BINARY_DIR}/fuzz)
 include_guard(GLOBAL)
