@@ -279,6 +279,18 @@ static void scn_vring_addr_rejected(enum vl_layout layout)
 	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_OK);
 	assert_non_null(vl_vu_dev_queue(f.dev, 0));
 	assert_true(f.ready[0]);
+	/* Addresses that held for the old size are translated again for the new one when the
+	 * ring starts again: a descriptor table 16 entries from the end of memory holds 16
+	 * entries, not 256. */
+	assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, 0, 0), VL_OK);
+	(void)vuf_reply(&f, VUF_GET_VRING_BASE, NULL);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
+	assert_int_equal(vuf_addr(&f, 0, 0, end - 16 * 16, u, a, 0), VL_OK);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 256), VL_OK);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 0, -1), VL_ERR_RING_UNMAPPED);
+	assert_null(vl_vu_dev_queue(f.dev, 0));
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
+	assert_non_null(vl_vu_dev_queue(f.dev, 0));
 	vuf_fini(&f);
 }
 
