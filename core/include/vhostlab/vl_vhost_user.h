@@ -98,8 +98,9 @@ extern "C" {
 
 struct vl_vu_dev;
 
-/* Told to the embedder from inside vl_vu_dev_handle (same thread). A callback may read the
- * accessors below; it must not call vl_vu_dev_handle, _reset or _destroy. */
+/* Told to the embedder from inside vl_vu_dev_handle (and queue_ready false also from
+ * vl_vu_dev_reset and _destroy), on the caller's thread. A callback may read the accessors
+ * below; it must not call vl_vu_dev_handle, _reset or _destroy. */
 struct vl_vu_callbacks {
 	/* Ring qidx became ready (vl_vu_dev_queue returns it) or stopped being ready. Called
 	 * with ready = false before the queue is destroyed, so the embedder drops its pointer
