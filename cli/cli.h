@@ -16,6 +16,7 @@ int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_minimize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Parse an unsigned decimal in [min, max]; on error print "vhostlab CMD: OPT: ..." naming
  * the value and return false. */

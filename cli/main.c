@@ -23,6 +23,8 @@ static void usage(FILE *out)
 		"  minimize shrink a failing trace while it fails the same way\n"
 		"  trace    trace file tools: fmt (canonical form), from-fuzz (a fuzz input as a\n"
 		"           trace)\n"
+		"  serve    serve a vhost-user virtio-net device to QEMU or DPDK virtio-user\n"
+		"           (loopback, rxonly, txonly, tap or pair forwarding)\n"
 		"  help     show this text, or `vhostlab help COMMAND` for a command's options\n"
 		"\n"
 		"exit status: 0 success, 1 a check failed, 2 usage error.\n"
@@ -109,6 +111,8 @@ int main(int argc, char **argv)
 				return cmd_minimize(2, help_argv);
 			if (!strcmp(argv[2], "trace"))
 				return cmd_trace(2, help_argv);
+			if (!strcmp(argv[2], "serve"))
+				return cmd_serve(2, help_argv);
 			cli_usage_error("help", "unknown command '%s'", argv[2]);
 			return CLI_EXIT_USAGE;
 		}
@@ -123,6 +127,8 @@ int main(int argc, char **argv)
 		return cmd_minimize(argc - 1, argv + 1);
 	if (!strcmp(cmd, "trace"))
 		return cmd_trace(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(argc - 1, argv + 1);
 	fprintf(stderr, "vhostlab: unknown command '%s' (try `vhostlab --help`)\n", cmd);
 	return CLI_EXIT_USAGE;
 }

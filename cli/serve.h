@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab serve`: a vhost-user virtio-net back end around the core, for real front ends
+ * (DPDK virtio-user, QEMU). State shared by its files, one concern each:
+ *   cmd_serve.c    options and usage, start and shutdown
+ *   serve_port.c   one vhost-user device: socket (server or client), messages, callbacks
+ *   serve_loop.c   the poll loop: wakeups, signals, deadlines
+ *   serve_fwd.c    the forwarding modes, and the packets waiting for room
+ *   serve_gen.c    txonly's frames
+ *   serve_tap.c    the TAP device
+ *   serve_stats.c  counters, live lines and the final report
+ *
+ * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
+ * is what serve receives from a front end (the guest's TX ring, the core's dequeue), "tx"
+ * what serve sends to it (the guest's RX ring, the core's enqueue). */
+#ifndef VL_CLI_SERVE_H
+#define VL_CLI_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vhostlab/vhostlab.h"
+
+#define SERVE_BURST_MAX 256u
+#define SERVE_BURST_DEFAULT 32u
+/* Ring 2n of a pair is the guest's receive queue (serve sends there), 2n + 1 its transmit
+ * queue (serve receives from it): vl_vhost_user.h. */
+#define SERVE_RING_RX 0u
+#define SERVE_RING_TX 1u
+/* Zero-copy dequeue: packets of at least this many bytes reference guest memory (the
+ * smaller ones cost less to copy than to lease). */
+#define SERVE_ZC_MIN_LEN 512u
+
+enum serve_mode {
+	SERVE_LOOPBACK, /* what a front end sends comes back to it on the same pair */
+	SERVE_RXONLY,   /* count and drop */
+	SERVE_TXONLY,   /* generate frames towards the front end */
+	SERVE_TAP,      /* bridge to a TAP device */
+	SERVE_PAIR,     /* two devices, each one's traffic goes to the other */
+};
+
+struct serve_opts {
+	const char *socket;       /* --socket PATH */
+	const char *socket2;      /* pair:SOCKET2 */
+	const char *tap_name;     /* tap:IFNAME */
+	enum serve_mode mode;
+	bool client;              /* --client: connect (and reconnect) instead of listening */
+	uint32_t queues;          /* queue pairs per device */
+	uint32_t size;            /* txonly frame bytes */
+	uint32_t burst;           /* packets per burst */
+	bool zero_copy;
+	uint32_t batch_threshold;
+	bool busy_poll;           /* --poll: never sleep, ignore kicks */
+	double stats_interval;    /* seconds, 0 = no live lines */
+	double duration;          /* seconds, 0 = until SIGINT/SIGTERM */
+	bool json;
+	bool quiet;               /* no event lines */
+	uint64_t features;        /* offered in GET_FEATURES */
+};
+
+/* Why a packet died inside serve. Counted on the queue pair where it died: a malformed chain
+ * at the pair it came from, everything else at the pair it was going to. */
+enum serve_drop {
+	SERVE_DROP_MALFORMED, /* a guest TX chain the core refused (vl_vq_stats drops) */
+	SERVE_DROP_TOO_BIG,   /* the guest's RX buffers cannot hold it (vl_rx_status) */
+	SERVE_DROP_NO_PEER,   /* its destination was not connected, or went away */
+	SERVE_DROP_TAP,       /* the TAP device did not take it */
+	SERVE_DROP_NO_MEMORY, /* a packet buffer could not be had (zero-copy unsharing) */
+	SERVE_DROP__COUNT
+};
+
+const char *serve_drop_name(enum serve_drop d);
+
+struct serve_qstats {
+	uint64_t rx_packets, rx_bytes; /* from the front end */
+	uint64_t tx_packets, tx_bytes; /* to the front end */
+	uint64_t drops[SERVE_DROP__COUNT];
+	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
+	uint64_t calls;                /* call eventfd signals (both rings) */
+};
+
+/* Packets waiting for room in one RX ring, in order: pkts[head .. head + n). Filled only
+ * when empty, so a burst always fits. */
+struct serve_pending {
+	struct vl_pkt *pkts[SERVE_BURST_MAX];
+	uint32_t head, n;
+};
+
+/* One queue pair of one device. */
+struct serve_pair {
+	struct serve_qstats st;
+	struct serve_pending pend;     /* waiting for this pair's RX ring */
+	struct vl_vq *vq[2];           /* SERVE_RING_RX / _TX while ready, else NULL */
+	bool broken_told[2];
+	bool kicks_off[2];             /* told the guest not to kick (busy, or --poll) */
+	uint64_t folded_drops;         /* TX ring drops already counted as MALFORMED */
+	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
+	uint64_t gen_seq;
+	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */
+};
+
+struct serve;
+
+/* One vhost-user device and its connection. */
+struct serve_port {
+	struct serve *s;
+	uint32_t index;
+	const char *path;
+	int listen_fd, conn_fd;
+	bool own_socket;               /* serve created the socket file: remove it at exit */
+	struct vl_vu_dev *dev;
+	struct vl_pool *pool;
+	struct serve_pair *pairs;      /* opts.queues of them */
+	uint32_t rings_ready;
+	bool running_told;             /* this connection's "running" event was printed */
+	double next_connect, backoff;  /* client mode */
+	bool waiting_told;
+	uint64_t connections, disconnects, messages, rejected;
+	uint64_t features;             /* negotiated, last connection that ran */
+};
+
+struct serve {
+	struct serve_opts o;
+	struct serve_port port[2];
+	uint32_t nports;
+	int *tap_fds;                  /* tap mode: one per queue pair */
+	uint8_t *tap_buf;              /* one frame read from the TAP device */
+	double start, last_stats;
+};
+
+/* Monotonic seconds. */
+double serve_now(void);
+
+/* Event and error lines on stderr: text, or JSON lines with --json (serve_stats.c). */
+void serve_event(const struct serve *s, const char *event, const struct serve_port *p,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* serve_port.c */
+int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const char *path);
+/* Stop the device, close its fds, remove its socket file, free its packets and pool.
+ * Returns the packets still out of the pool (0 when clean). The counters stay. */
+uint32_t serve_port_close(struct serve_port *p);
+/* Free what serve_port_close left: the counters. */
+void serve_port_free(struct serve_port *p);
+bool serve_port_connected(const struct serve_port *p);
+/* Client mode: connect when the back-off allows. */
+void serve_port_tick(struct serve_port *p, double now);
+/* Seconds until serve_port_tick has something to do (a large number when nothing). */
+double serve_port_wait(const struct serve_port *p, double now);
+void serve_port_accept(struct serve_port *p);
+/* The connection is readable: handle one message. */
+void serve_port_message(struct serve_port *p);
+
+/* serve_fwd.c */
+/* Run one round of the mode on queue pair `pair`. True if any packet moved. */
+bool serve_fwd_pair(struct serve *s, uint32_t pair);
+/* Would a kick on ring (pair, ring) of p lead anywhere now? (A TX ring whose destination is
+ * still full waits for room, not for kicks.) */
+bool serve_fwd_wants_kick(const struct serve *s, const struct serve_port *p, uint32_t pair,
+			  uint32_t ring);
+bool serve_fwd_wants_tap(const struct serve *s, uint32_t pair);
+/* Zero-copy packets that came from p (all pairs, or one pair's TX ring) are about to lose
+ * their guest memory: replace each waiting one with a copy. */
+void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, bool all_pairs);
+/* p's connection is gone: drop what waits for its RX rings. */
+void serve_fwd_disconnected(struct serve *s, struct serve_port *p);
+/* Shutdown: free every waiting packet (counted as NO_PEER drops). */
+void serve_fwd_flush_all(struct serve *s);
+
+/* serve_gen.c */
+#define SERVE_GEN_MIN_SIZE 60u
+/* Build txonly's frames for pair `pair` of p from p's pool (false when the pool is short). */
+bool serve_gen_init(struct serve_port *p, uint32_t pair, uint32_t size, uint32_t burst);
+/* Write consecutive sequence numbers from seq into the first n frames. */
+void serve_gen_stamp(struct vl_pkt **frames, uint32_t n, uint64_t seq);
+void serve_gen_free(struct serve_port *p, uint32_t pair);
+
+/* serve_tap.c */
+/* Open (and bring up) TAP device name with one fd per queue; false and a message on
+ * failure. */
+bool serve_tap_open(struct serve *s, const char *name, uint32_t queues);
+void serve_tap_close(struct serve *s);
+/* Send pkt to the TAP queue; false if the device did not take it. */
+bool serve_tap_write(int fd, const struct vl_pkt *pkt);
+/* Read one frame into a packet of pool: NULL when nothing is waiting (*err false) or on an
+ * error (*err true: the frame is lost). */
+struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, bool *err);
+
+/* serve_stats.c */
+/* Chains the core dropped on vq so far (every reason). */
+uint64_t serve_stats_core_drops(const struct vl_vq *vq);
+/* Count the core's TX-ring drops of (p, pair) that are not counted yet. */
+void serve_stats_fold(struct serve_port *p, uint32_t pair);
+void serve_stats_live(struct serve *s, double now);
+/* The final report on stdout. */
+void serve_stats_final(struct serve *s, double now, const char *stopped_by, uint32_t leaked);
+
+/* serve_loop.c */
+/* Tell the guest on every ready ring whether to kick; true if any ring changed. */
+bool serve_set_kicks(struct serve *s, bool want);
+/* Run until a signal or the duration; returns what stopped it ("signal", "duration") or
+ * NULL on a fatal error (already reported). */
+const char *serve_loop(struct serve *s);
+
+#endif

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab serve`: the forwarding modes, one round per queue pair.
+ *
+ * Packets bound for a guest's RX ring wait in that pair's pending burst until the ring has
+ * room; the source is not read again while they wait. So a slow receiver holds the
+ * sender back (its TX ring fills, nothing is lost) instead of losing packets: loopback
+ * returns every packet. What waits for a destination that is not connected, or that goes
+ * away, is dropped (NO_PEER). */
+#include <stddef.h>
+
+#include "serve.h"
+
+/* Where packets received on p go: a guest port (loopback, pair), or NULL (rxonly, txonly and
+ * tap deliver or free them within the round). */
+static struct serve_port *dest_port(struct serve *s, struct serve_port *p)
+{
+	switch (s->o.mode) {
+	case SERVE_LOOPBACK:
+		return p;
+	case SERVE_PAIR:
+		return &s->port[1 - p->index];
+	default:
+		return NULL;
+	}
+}
+
+static void drop(struct serve_pair *sp, struct vl_pkt **pkts, uint32_t n, enum serve_drop why)
+{
+	sp->st.drops[why] += n;
+	vl_pkt_free_bulk(pkts, n);
+}
+
+/* A queue that broke stays broken until the front end sets it up again: say so once. */
+static void check_broken(struct serve_port *p, uint32_t pair, uint32_t ring)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	struct vl_vq *vq = sp->vq[ring];
+
+	if (!vq || sp->broken_told[ring] || !vl_vq_broken(vq))
+		return;
+	sp->broken_told[ring] = true;
+	serve_event(p->s, "broken", p, "queue pair %u %s ring broken: %s", pair,
+		    ring == SERVE_RING_RX ? "RX" : "TX", vl_drop_name(vl_vq_broken_reason(vq)));
+}
+
+static void notify(struct serve_port *p, uint32_t pair, uint32_t ring)
+{
+	if (vl_vu_dev_notify(p->dev, 2 * pair + ring))
+		p->pairs[pair].st.calls++;
+}
+
+/* One burst from the guest's TX ring of (p, pair). */
+static uint16_t receive(struct serve *s, struct serve_port *p, uint32_t pair,
+			struct vl_pkt **pkts)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	struct vl_vq *vq = sp->vq[SERVE_RING_TX];
+
+	if (!vq)
+		return 0;
+	uint16_t n = vl_net_dequeue(vq, p->pool, pkts, (uint16_t)s->o.burst);
+
+	for (uint16_t i = 0; i < n; i++)
+		sp->st.rx_bytes += pkts[i]->pkt_len;
+	sp->st.rx_packets += n;
+	notify(p, pair, SERVE_RING_TX);
+	check_broken(p, pair, SERVE_RING_TX);
+	return n;
+}
+
+/* After the round freed its packets: chains leased to zero-copy packets go back to the guest
+ * now instead of at the next burst, so an idle ring does not keep them. Skipped when
+ * nothing is held: vl_vq_complete would then publish nothing and leave the call decision of
+ * the dequeue in place, and notifying again would signal that call twice. */
+static void release_tx(struct serve_port *p, uint32_t pair)
+{
+	struct vl_vq *vq = p->pairs[pair].vq[SERVE_RING_TX];
+
+	if (!vq || vl_vq_broken(vq) || vl_vq_zero_copy_held(vq) == 0)
+		return;
+	vl_vq_complete(vq);
+	notify(p, pair, SERVE_RING_TX);
+}
+
+/* Put what waits for (dst, pair) into its guest's RX ring, as far as there is room. */
+static uint32_t deliver(struct serve_port *dst, uint32_t pair)
+{
+	struct serve_pair *sp = &dst->pairs[pair];
+	struct serve_pending *pd = &sp->pend;
+	struct vl_vq *vq = sp->vq[SERVE_RING_RX];
+	uint32_t n = pd->n;
+
+	if (n == 0)
+		return 0;
+	if (!serve_port_connected(dst) || (vq && vl_vq_broken(vq))) {
+		drop(sp, &pd->pkts[pd->head], n, SERVE_DROP_NO_PEER);
+		pd->head = pd->n = 0;
+		return n;
+	}
+	if (!vq)
+		return 0; /* connected, ring not (yet, or not now) enabled: wait */
+	uint8_t status[SERVE_BURST_MAX];
+	struct vl_pkt **pkts = &pd->pkts[pd->head];
+	uint16_t done = vl_net_enqueue(vq, pkts, (uint16_t)n, status);
+
+	for (uint16_t i = 0; i < done; i++) {
+		if (status[i] == VL_RX_DELIVERED) {
+			sp->st.tx_packets++;
+			sp->st.tx_bytes += pkts[i]->pkt_len;
+		} else {
+			sp->st.drops[SERVE_DROP_TOO_BIG]++;
+		}
+	}
+	vl_pkt_free_bulk(pkts, done);
+	pd->head += done;
+	pd->n -= done;
+	if (pd->n == 0)
+		pd->head = 0;
+	if (done > 0)
+		notify(dst, pair, SERVE_RING_RX);
+	check_broken(dst, pair, SERVE_RING_RX);
+	return done;
+}
+
+static bool fwd_rxonly(struct serve *s, struct serve_port *p, uint32_t pair)
+{
+	struct vl_pkt *pkts[SERVE_BURST_MAX];
+	uint16_t n = receive(s, p, pair, pkts);
+
+	vl_pkt_free_bulk(pkts, n);
+	release_tx(p, pair);
+	return n > 0;
+}
+
+/* The same frames every round (enqueue copies them), with fresh sequence numbers. Whatever
+ * the guest sends meanwhile is counted and dropped, so its TX ring never stalls it. */
+static bool fwd_txonly(struct serve *s, struct serve_port *p, uint32_t pair)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	struct vl_vq *vq = sp->vq[SERVE_RING_RX];
+	bool moved = fwd_rxonly(s, p, pair);
+
+	if (!vq || vl_vq_broken(vq))
+		return moved;
+	uint8_t status[SERVE_BURST_MAX];
+	uint16_t done = vl_net_enqueue(vq, sp->gen, (uint16_t)s->o.burst, status);
+
+	if (done == 0)
+		return moved;
+	for (uint16_t i = 0; i < done; i++) {
+		if (status[i] == VL_RX_DELIVERED) {
+			sp->st.tx_packets++;
+			sp->st.tx_bytes += sp->gen[i]->pkt_len;
+		} else {
+			sp->st.drops[SERVE_DROP_TOO_BIG]++;
+		}
+	}
+	sp->gen_seq += done;
+	serve_gen_stamp(sp->gen, s->o.burst, sp->gen_seq);
+	notify(p, pair, SERVE_RING_RX);
+	check_broken(p, pair, SERVE_RING_RX);
+	return true;
+}
+
+/* src's TX ring to dst's RX ring (loopback: src == dst). */
+static bool fwd_guest(struct serve *s, struct serve_port *src, struct serve_port *dst,
+		      uint32_t pair)
+{
+	struct serve_pair *dsp = &dst->pairs[pair];
+	struct serve_pending *pd = &dsp->pend;
+	uint32_t moved = deliver(dst, pair);
+
+	if (pd->n == 0) {
+		uint16_t n = receive(s, src, pair, pd->pkts);
+
+		if (n > 0 && !serve_port_connected(dst)) {
+			drop(dsp, pd->pkts, n, SERVE_DROP_NO_PEER);
+		} else if (n > 0) {
+			pd->head = 0;
+			pd->n = n;
+			deliver(dst, pair);
+		}
+		moved += n;
+	}
+	release_tx(src, pair);
+	return moved > 0;
+}
+
+static bool fwd_tap(struct serve *s, struct serve_port *p, uint32_t pair)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	struct serve_pending *pd = &sp->pend;
+	int fd = s->tap_fds[pair];
+	struct vl_pkt *pkts[SERVE_BURST_MAX];
+	uint16_t n = receive(s, p, pair, pkts);
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (!serve_tap_write(fd, pkts[i]))
+			sp->st.drops[SERVE_DROP_TAP]++;
+	}
+	vl_pkt_free_bulk(pkts, n);
+	release_tx(p, pair);
+
+	uint32_t moved = n + deliver(p, pair);
+
+	/* Read the TAP device only when the guest can take frames: until then the kernel
+	 * queues them (and drops beyond its queue length), as for a slow NIC. */
+	if (!serve_fwd_wants_tap(s, pair))
+		return moved > 0;
+	uint32_t k = 0;
+
+	while (k < s->o.burst) {
+		bool err;
+		struct vl_pkt *pkt = serve_tap_read(s, fd, p->pool, &err);
+
+		if (!pkt) {
+			if (err)
+				sp->st.drops[SERVE_DROP_TAP]++;
+			break;
+		}
+		pd->pkts[k++] = pkt;
+	}
+	if (k > 0) {
+		pd->head = 0;
+		pd->n = k;
+		deliver(p, pair);
+	}
+	return moved + k > 0;
+}
+
+bool serve_fwd_pair(struct serve *s, uint32_t pair)
+{
+	struct serve_port *a = &s->port[0];
+
+	switch (s->o.mode) {
+	case SERVE_RXONLY:
+		return fwd_rxonly(s, a, pair);
+	case SERVE_TXONLY:
+		return fwd_txonly(s, a, pair);
+	case SERVE_LOOPBACK:
+		return fwd_guest(s, a, a, pair);
+	case SERVE_PAIR: {
+		bool ab = fwd_guest(s, a, &s->port[1], pair);
+		bool ba = fwd_guest(s, &s->port[1], a, pair);
+
+		return ab || ba;
+	}
+	case SERVE_TAP:
+		return fwd_tap(s, a, pair);
+	}
+	return false;
+}
+
+bool serve_fwd_wants_kick(const struct serve *s, const struct serve_port *p, uint32_t pair,
+			  uint32_t ring)
+{
+	if (ring == SERVE_RING_RX)
+		return true; /* room for what waits, or for txonly's frames */
+	if (s->o.mode == SERVE_LOOPBACK)
+		return p->pairs[pair].pend.n == 0;
+	if (s->o.mode == SERVE_PAIR)
+		return s->port[1 - p->index].pairs[pair].pend.n == 0;
+	return true;
+}
+
+bool serve_fwd_wants_tap(const struct serve *s, uint32_t pair)
+{
+	const struct serve_port *p = &s->port[0];
+	const struct serve_pair *sp = &p->pairs[pair];
+
+	return sp->pend.n == 0 && serve_port_connected(p) && sp->vq[SERVE_RING_RX] != NULL;
+}
+
+/* A copy of pkt in pkt's own pool (NULL when the pool is short). */
+static struct vl_pkt *copy_pkt(const struct vl_pkt *pkt)
+{
+	struct vl_pkt *c = pkt->pkt_len ? vl_pkt_alloc_len(pkt->pool, pkt->pkt_len)
+					: vl_pkt_alloc(pkt->pool);
+	uint32_t off = 0;
+
+	if (!c)
+		return NULL;
+	for (const struct vl_pkt *seg = pkt; seg; seg = seg->next) {
+		vl_pkt_write(c, off, seg->data, seg->data_len);
+		off += seg->data_len;
+	}
+	c->ol = pkt->ol;
+	return c;
+}
+
+void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, bool all_pairs)
+{
+	struct serve_port *dst = dest_port(s, p);
+
+	if (!dst || !dst->pairs || !s->o.zero_copy)
+		return;
+	for (uint32_t q = all_pairs ? 0 : pair; q < (all_pairs ? s->o.queues : pair + 1); q++) {
+		struct serve_pair *dsp = &dst->pairs[q];
+		struct serve_pending *pd = &dsp->pend;
+		uint32_t kept = 0;
+
+		/* Compacted to the front as it goes (kept <= i, so no entry is overwritten
+		 * before it is read); the slots before the old head were delivered already. */
+		for (uint32_t i = 0; i < pd->n; i++) {
+			struct vl_pkt *pkt = pd->pkts[pd->head + i];
+
+			/* Only packets that reference guest memory (a release callback) need a
+			 * copy; in pair mode the other guest's packets wait here too. */
+			if (pkt->release && pkt->pool == p->pool) {
+				struct vl_pkt *c = copy_pkt(pkt);
+
+				vl_pkt_free(pkt);
+				if (!c) {
+					dsp->st.drops[SERVE_DROP_NO_MEMORY]++;
+					continue;
+				}
+				pkt = c;
+			}
+			pd->pkts[kept++] = pkt;
+		}
+		pd->head = 0;
+		pd->n = kept;
+	}
+}
+
+void serve_fwd_disconnected(struct serve *s, struct serve_port *p)
+{
+	for (uint32_t q = 0; q < s->o.queues; q++) {
+		struct serve_pair *sp = &p->pairs[q];
+		struct serve_pending *pd = &sp->pend;
+
+		drop(sp, &pd->pkts[pd->head], pd->n, SERVE_DROP_NO_PEER);
+		pd->head = pd->n = 0;
+	}
+}
+
+void serve_fwd_flush_all(struct serve *s)
+{
+	for (uint32_t i = 0; i < s->nports; i++) {
+		if (s->port[i].pairs)
+			serve_fwd_disconnected(s, &s->port[i]);
+	}
+}

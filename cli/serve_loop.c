@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab serve`: the poll loop. One thread does everything, so every call on a device and
+ * its queues is serialised as vl_vhost_user.h requires.
+ *
+ * Each round runs every queue pair's forwarding once, then polls: the sockets always, and
+ * (without --poll) the kick eventfds of the rings that could make progress and the TAP
+ * device. A round that moved packets polls without waiting, so a busy device never
+ * sleeps; an idle one sleeps until a kick, a message or a short timeout. The timeout covers
+ * what no kick announces: txonly finding room again when a front end does not kick its RX
+ * ring, a client reconnecting, the next statistics line and the end of --duration. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve.h"
+
+/* How long an idle round sleeps at most, in seconds. Kicks wake it earlier. */
+#define SERVE_IDLE_WAIT 0.02
+#define SERVE_IDLE_WAIT_TXONLY 0.001
+
+enum fd_kind { FD_KICK, FD_LISTEN, FD_CONN, FD_TAP, FD__COUNT };
+
+struct fd_ref {
+	enum fd_kind kind;
+	struct serve_port *port;
+	uint32_t qidx;
+};
+
+struct poll_set {
+	struct pollfd *fds;
+	struct fd_ref *refs;
+	uint32_t n, cap;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+double serve_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void add(struct poll_set *ps, int fd, enum fd_kind kind, struct serve_port *p,
+		uint32_t qidx)
+{
+	if (fd < 0 || ps->n == ps->cap)
+		return;
+	ps->fds[ps->n] = (struct pollfd){.fd = fd, .events = POLLIN};
+	ps->refs[ps->n] = (struct fd_ref){.kind = kind, .port = p, .qidx = qidx};
+	ps->n++;
+}
+
+/* Rebuilt every round: any message may have replaced a ring's kick fd. */
+static void build(struct serve *s, struct poll_set *ps)
+{
+	ps->n = 0;
+	for (uint32_t i = 0; i < s->nports; i++) {
+		struct serve_port *p = &s->port[i];
+
+		add(ps, p->listen_fd, FD_LISTEN, p, 0);
+		add(ps, p->conn_fd, FD_CONN, p, 0);
+		if (s->o.busy_poll)
+			continue;
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			for (uint32_t r = 0; r < 2; r++) {
+				if (p->pairs[q].vq[r] && serve_fwd_wants_kick(s, p, q, r))
+					add(ps, vl_vu_dev_kick_fd(p->dev, 2 * q + r), FD_KICK, p,
+					    2 * q + r);
+			}
+		}
+	}
+	if (s->o.mode == SERVE_TAP && !s->o.busy_poll) {
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			if (serve_fwd_wants_tap(s, q))
+				add(ps, s->tap_fds[q], FD_TAP, &s->port[0], q);
+		}
+	}
+}
+
+/* Kicks first, then new connections, then messages: a message may close a kick fd that
+ * this round's poll reported, and the kick must be read through the device (by ring),
+ * never through a number that may now name another file. */
+static void dispatch(struct poll_set *ps)
+{
+	for (int kind = 0; kind < FD__COUNT; kind++) {
+		for (uint32_t i = 0; i < ps->n; i++) {
+			struct fd_ref *ref = &ps->refs[i];
+
+			if ((int)ref->kind != kind || ps->fds[i].revents == 0)
+				continue;
+			switch (ref->kind) {
+			case FD_KICK:
+				if (vl_vu_dev_consume_kick(ref->port->dev, ref->qidx))
+					ref->port->pairs[ref->qidx / 2].st.kicks++;
+				break;
+			case FD_LISTEN:
+				serve_port_accept(ref->port);
+				break;
+			case FD_CONN:
+				if (serve_port_connected(ref->port))
+					serve_port_message(ref->port);
+				break;
+			case FD_TAP:   /* the next round reads it */
+			case FD__COUNT:
+				break;
+			}
+		}
+	}
+}
+
+/* "Never", as a time: later than any deadline. */
+#define SERVE_NEVER 1e18
+
+static double dmin(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+static int poll_timeout_ms(struct serve *s, bool busy, double now, double end,
+			   double next_stats)
+{
+	if (busy || s->o.busy_poll)
+		return 0;
+	double wait = s->o.mode == SERVE_TXONLY ? SERVE_IDLE_WAIT_TXONLY : SERVE_IDLE_WAIT;
+
+	wait = dmin(wait, end - now);
+	wait = dmin(wait, next_stats - now);
+	for (uint32_t i = 0; i < s->nports; i++)
+		wait = dmin(wait, serve_port_wait(&s->port[i], now));
+	return wait <= 0 ? 0 : (int)(wait * 1000.0) + 1; /* rounded up: never early */
+}
+
+bool serve_set_kicks(struct serve *s, bool want)
+{
+	bool changed = false;
+
+	for (uint32_t i = 0; i < s->nports; i++) {
+		struct serve_port *p = &s->port[i];
+
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			struct serve_pair *sp = &p->pairs[q];
+
+			for (uint32_t r = 0; r < 2; r++) {
+				if (!sp->vq[r] || sp->kicks_off[r] == !want)
+					continue;
+				vl_vq_set_kicks(sp->vq[r], want);
+				sp->kicks_off[r] = !want;
+				changed = true;
+			}
+		}
+	}
+	/* Turning kicks on is one half of a Dekker handshake: the guest publishes its avail
+	 * index, then reads whether to kick; serve publishes that it wants kicks, then (in
+	 * the extra round) reads the avail index. Each side needs a full barrier between its
+	 * store and its load, or both can miss the other's store and the ring sleeps with
+	 * buffers in it. vl_vq_set_kicks stores without one, so it is here. */
+	if (changed && want)
+		atomic_thread_fence(memory_order_seq_cst);
+	return changed;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: poll() returns EINTR and the loop sees the flag at once. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* A front end that vanishes mid-reply must not kill the back end. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *serve_loop(struct serve *s)
+{
+	struct poll_set ps = {0};
+	const char *why = NULL;
+
+	ps.cap = s->nports * (2 + 2 * s->o.queues) + s->o.queues;
+	ps.fds = calloc(ps.cap, sizeof(*ps.fds));
+	ps.refs = calloc(ps.cap, sizeof(*ps.refs));
+	if (!ps.fds || !ps.refs) {
+		serve_event(s, "error", NULL, "out of memory");
+		goto out;
+	}
+	install_signals();
+
+	double end = s->o.duration > 0 ? s->start + s->o.duration : SERVE_NEVER;
+	double next_stats = s->o.stats_interval > 0 ? s->start + s->o.stats_interval : SERVE_NEVER;
+
+	s->last_stats = s->start;
+	for (;;) {
+		if (stop_signal) {
+			why = "signal";
+			break;
+		}
+		double now = serve_now();
+
+		if (now >= end) {
+			why = "duration";
+			break;
+		}
+		for (uint32_t i = 0; i < s->nports; i++)
+			serve_port_tick(&s->port[i], now);
+
+		bool busy = false;
+
+		for (uint32_t q = 0; q < s->o.queues; q++)
+			busy |= serve_fwd_pair(s, q);
+		/* While packets flow the loop does not sleep, so kicks would only cost both
+		 * sides a system call per burst: the guest is told not to send them. Before
+		 * sleeping they are wanted again, and one more round runs, for what the guest
+		 * posted while it was told not to kick. */
+		if (!s->o.busy_poll && serve_set_kicks(s, !busy))
+			busy = true;
+		if (now >= next_stats) {
+			serve_stats_live(s, now);
+			next_stats += s->o.stats_interval;
+			if (next_stats <= now)
+				next_stats = now + s->o.stats_interval;
+		}
+		build(s, &ps);
+
+		int rc = poll(ps.fds, ps.n, poll_timeout_ms(s, busy, now, end, next_stats));
+
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			serve_event(s, "error", NULL, "poll: %s", strerror(errno));
+			break;
+		}
+		if (rc > 0)
+			dispatch(&ps);
+	}
+out:
+	free(ps.fds);
+	free(ps.refs);
+	return why;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab serve`: one vhost-user device -- its socket (listening, or connecting with
+ * back-off), its messages, and what the protocol layer tells it through the callbacks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+/* Packet buffers are cut into segments of this size (a jumbo frame takes several). */
+#define SERVE_SEG_SIZE 2048u
+/* Segments of the largest packet the core moves (VL_PKT_MAX_LEN). */
+#define SERVE_MAX_PKT_SEGS ((VL_PKT_MAX_LEN + SERVE_SEG_SIZE - 1) / SERVE_SEG_SIZE)
+/* Client mode: first retry after this, doubling up to the cap. Short enough that a test
+ * restarting its front end does not wait, long enough not to spin on a missing socket. */
+#define SERVE_BACKOFF_MIN 0.02
+#define SERVE_BACKOFF_MAX 0.5
+
+/* Buffers a device's pool needs: per pair, a burst being received plus a burst waiting for
+ * room (each packet up to the largest size), and txonly's frames. Capped so 128 queue
+ * pairs do not reserve gigabytes of address space; a pool that runs short only slows a
+ * burst down (the core leaves the chain in the ring for the next one). */
+static uint32_t pool_count(const struct serve_opts *o)
+{
+	uint64_t gen_segs = (o->size + SERVE_SEG_SIZE - 1) / SERVE_SEG_SIZE;
+	uint64_t per_pair = 2ull * o->burst * (SERVE_MAX_PKT_SEGS + 1);
+
+	if (o->mode == SERVE_TXONLY)
+		per_pair += o->burst * gen_segs;
+	uint64_t n = per_pair * o->queues + 64;
+
+	return n > (1u << 18) ? (1u << 18) : (uint32_t)n;
+}
+
+static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, bool ready)
+{
+	struct serve_port *p = opaque;
+	struct serve *s = p->s;
+	uint32_t pair = qidx / 2, ring = qidx % 2;
+
+	if (pair >= s->o.queues)
+		return;
+	struct serve_pair *sp = &p->pairs[pair];
+
+	if (!ready) {
+		if (!sp->vq[ring])
+			return;
+		if (ring == SERVE_RING_TX) {
+			/* The queue is destroyed after this returns: count what it dropped, and
+			 * no zero-copy packet of it may outlive it. */
+			serve_stats_fold(p, pair);
+			serve_fwd_unshare(s, p, pair, false);
+		}
+		sp->vq[ring] = NULL;
+		p->rings_ready--;
+		return;
+	}
+	struct vl_vq *vq = vl_vu_dev_queue(dev, qidx);
+
+	if (!vq || sp->vq[ring])
+		return;
+	sp->vq[ring] = vq;
+	sp->broken_told[ring] = false;
+	if (ring == SERVE_RING_TX) {
+		/* A queue may come back (enable 0/1 around a new memory table) with counters it
+		 * already had: count only what it drops from now on. */
+		sp->folded_drops = serve_stats_core_drops(vq);
+		if (s->o.zero_copy)
+			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));
+	}
+	/* Busy polling reads the rings anyway: tell the guest it need not kick. Otherwise
+	 * kicks are wanted until the loop finds the ring busy (serve_loop.c). A queue that
+	 * comes back keeps what it was told, so say it again. */
+	vl_vq_set_kicks(vq, !s->o.busy_poll);
+	sp->kicks_off[ring] = s->o.busy_poll;
+	/* Announced once per connection: rings also stop and start inside one (virtio-user
+	 * disables them around every new memory table). */
+	if (p->rings_ready++ == 0 && !p->running_told) {
+		uint64_t f = vl_vu_dev_features(dev);
+
+		p->running_told = true;
+		p->features = f;
+		serve_event(s, "running", p,
+			    "features 0x%llx: %s ring, mergeable %s, in-order %s, event idx %s, "
+			    "indirect %s",
+			    (unsigned long long)f,
+			    (f & VL_FEATURE(VL_F_RING_PACKED)) ? "packed" : "split",
+			    (f & VL_FEATURE(VL_F_NET_MRG_RXBUF)) ? "on" : "off",
+			    (f & VL_FEATURE(VL_F_IN_ORDER)) ? "on" : "off",
+			    (f & VL_FEATURE(VL_F_RING_EVENT_IDX)) ? "on" : "off",
+			    (f & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) ? "on" : "off");
+	}
+}
+
+static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
+{
+	struct serve_port *p = opaque;
+
+	(void)dev;
+	/* The old mappings go right after this: zero-copy packets still waiting for room
+	 * point into them. */
+	serve_fwd_unshare(p->s, p, 0, true);
+}
+
+int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const char *path)
+{
+	const struct serve_opts *o = &s->o;
+	struct vl_vu_config cfg;
+	int err;
+
+	*p = (struct serve_port){.s = s, .index = index, .path = path, .listen_fd = -1,
+				 .conn_fd = -1, .backoff = SERVE_BACKOFF_MIN};
+	vl_vu_config_init(&cfg);
+	cfg.features = o->features;
+	cfg.max_queue_pairs = o->queues;
+	cfg.batch_threshold = o->batch_threshold;
+	cfg.cb.queue_ready = on_queue_ready;
+	cfg.cb.mem_changed = on_mem_changed;
+	cfg.opaque = p;
+
+	p->pairs = calloc(o->queues, sizeof(*p->pairs));
+	p->dev = vl_vu_dev_create(&cfg, &err);
+	p->pool = vl_pool_create(pool_count(o), SERVE_SEG_SIZE);
+	if (!p->pairs || !p->dev || !p->pool) {
+		serve_event(s, "error", p, "cannot create the device: %s",
+			    !p->dev ? vl_strerror(err) : "out of memory");
+		return -1;
+	}
+	if (o->mode == SERVE_TXONLY) {
+		for (uint32_t q = 0; q < o->queues; q++) {
+			if (!serve_gen_init(p, q, o->size, o->burst)) {
+				serve_event(s, "error", p, "cannot build %u frames of %u bytes",
+					    o->burst, o->size);
+				return -1;
+			}
+		}
+	}
+	if (o->client)
+		return 0;
+	p->listen_fd = vl_vu_listen(path);
+	if (p->listen_fd < 0) {
+		serve_event(s, "error", p, "cannot listen on '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	p->own_socket = true;
+	serve_event(s, "listening", p, "waiting for a front end");
+	return 0;
+}
+
+bool serve_port_connected(const struct serve_port *p)
+{
+	return p->conn_fd >= 0;
+}
+
+uint32_t serve_port_close(struct serve_port *p)
+{
+	uint32_t leaked = 0;
+
+	if (!p->s)
+		return 0; /* never opened */
+	if (p->dev)
+		vl_vu_dev_destroy(p->dev); /* stops the rings: queue_ready(false) for each */
+	p->dev = NULL;
+	if (p->conn_fd >= 0)
+		close(p->conn_fd);
+	if (p->listen_fd >= 0)
+		close(p->listen_fd);
+	p->conn_fd = p->listen_fd = -1;
+	if (p->own_socket)
+		unlink(p->path);
+	if (p->pairs) {
+		for (uint32_t q = 0; q < p->s->o.queues; q++)
+			serve_gen_free(p, q);
+	}
+	if (p->pool)
+		leaked = vl_pool_destroy(p->pool);
+	p->pool = NULL;
+	return leaked;
+}
+
+void serve_port_free(struct serve_port *p)
+{
+	free(p->pairs);
+	p->pairs = NULL;
+}
+
+static void connected(struct serve_port *p, int fd)
+{
+	p->conn_fd = fd;
+	p->running_told = false;
+	p->connections++;
+	p->waiting_told = false;
+	serve_event(p->s, "connected", p, "front end connected (connection %llu)",
+		    (unsigned long long)p->connections);
+}
+
+/* The connection is gone (the device already forgot it). */
+static void disconnected(struct serve_port *p, int rc)
+{
+	uint32_t last = vl_vu_dev_last_request(p->dev);
+
+	close(p->conn_fd);
+	p->conn_fd = -1;
+	p->disconnects++;
+	serve_fwd_disconnected(p->s, p);
+	serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
+		    vl_vu_request_name(last));
+	/* A client retries soon: a front end that restarts comes back within moments. */
+	p->backoff = SERVE_BACKOFF_MIN;
+	p->next_connect = serve_now() + p->backoff;
+}
+
+void serve_port_tick(struct serve_port *p, double now)
+{
+	if (!p->s->o.client || p->conn_fd >= 0 || now < p->next_connect)
+		return;
+	int fd = vl_vu_connect(p->path);
+
+	if (fd >= 0) {
+		connected(p, fd);
+		p->backoff = SERVE_BACKOFF_MIN;
+		return;
+	}
+	if (!p->waiting_told) {
+		serve_event(p->s, "waiting", p, "cannot connect yet (%s); retrying", strerror(errno));
+		p->waiting_told = true;
+	}
+	p->next_connect = now + p->backoff;
+	p->backoff = p->backoff * 2 > SERVE_BACKOFF_MAX ? SERVE_BACKOFF_MAX : p->backoff * 2;
+}
+
+double serve_port_wait(const struct serve_port *p, double now)
+{
+	if (!p->s->o.client || p->conn_fd >= 0)
+		return 1e9;
+	return p->next_connect > now ? p->next_connect - now : 0;
+}
+
+void serve_port_accept(struct serve_port *p)
+{
+	int fd = vl_vu_accept(p->listen_fd);
+
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			serve_event(p->s, "error", p, "accept: %s", strerror(errno));
+		return;
+	}
+	if (p->conn_fd >= 0) {
+		/* One front end per device: a second one is told so by the closed socket
+		 * rather than left waiting in the backlog. */
+		close(fd);
+		serve_event(p->s, "refused", p, "a second front end connected: closed it");
+		return;
+	}
+	connected(p, fd);
+}
+
+void serve_port_message(struct serve_port *p)
+{
+	int rc = vl_vu_dev_handle(p->dev, p->conn_fd);
+
+	if (rc == VL_ERR_VU_AGAIN)
+		return;
+	if (vl_vu_err_fatal(rc)) {
+		disconnected(p, rc);
+		return;
+	}
+	p->messages++;
+	if (rc != VL_OK) {
+		p->rejected++;
+		serve_event(p->s, "rejected", p, "%s: %s",
+			    vl_vu_request_name(vl_vu_dev_last_request(p->dev)), vl_strerror(rc));
+	}
+}

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab serve`: event lines, live statistics (stderr) and the final report (stdout),
+ * as text or, with --json, JSON lines and one JSON document. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "serve.h"
+
+static const char *const drop_names[SERVE_DROP__COUNT] = {
+	[SERVE_DROP_MALFORMED] = "malformed",
+	[SERVE_DROP_TOO_BIG] = "too_big",
+	[SERVE_DROP_NO_PEER] = "no_peer",
+	[SERVE_DROP_TAP] = "tap",
+	[SERVE_DROP_NO_MEMORY] = "no_memory",
+};
+
+static const char *const mode_names[] = {
+	[SERVE_LOOPBACK] = "loopback",
+	[SERVE_RXONLY] = "rxonly",
+	[SERVE_TXONLY] = "txonly",
+	[SERVE_TAP] = "tap",
+	[SERVE_PAIR] = "pair",
+};
+
+const char *serve_drop_name(enum serve_drop d)
+{
+	return d < SERVE_DROP__COUNT ? drop_names[d] : "unknown";
+}
+
+static uint64_t drops_of(const struct serve_qstats *st)
+{
+	uint64_t sum = 0;
+
+	for (unsigned d = 0; d < SERVE_DROP__COUNT; d++)
+		sum += st->drops[d];
+	return sum;
+}
+
+/* The port's counters summed over its queue pairs. */
+static void port_totals(const struct serve *s, const struct serve_port *p,
+			struct serve_qstats *tot)
+{
+	for (uint32_t q = 0; q < s->o.queues; q++) {
+		const struct serve_qstats *st = &p->pairs[q].st;
+
+		tot->rx_packets += st->rx_packets;
+		tot->rx_bytes += st->rx_bytes;
+		tot->tx_packets += st->tx_packets;
+		tot->tx_bytes += st->tx_bytes;
+		for (unsigned d = 0; d < SERVE_DROP__COUNT; d++)
+			tot->drops[d] += st->drops[d];
+	}
+}
+
+void serve_event(const struct serve *s, const char *event, const struct serve_port *p,
+		 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	bool error = event[0] == 'e' && event[1] == 'r'; /* "error" */
+
+	if (s->o.quiet && !error)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* A connection's end carries the port's counters so far: a test that restarts its
+	 * front end reads what each connection moved from the difference. */
+	bool counts = p && p->pairs && !strcmp(event, "disconnected");
+	struct serve_qstats tot = {0};
+
+	if (counts)
+		port_totals(s, p, &tot);
+	if (!s->o.json) {
+		if (p)
+			fprintf(stderr, "vhostlab serve: %s: %s", p->path, msg);
+		else
+			fprintf(stderr, "vhostlab serve: %s", msg);
+		if (counts)
+			fprintf(stderr, "; rx %" PRIu64 " tx %" PRIu64 " packets so far",
+				tot.rx_packets, tot.tx_packets);
+		fprintf(stderr, "\n");
+		return;
+	}
+	fprintf(stderr, "{\"event\": ");
+	cli_json_string(stderr, event);
+	fprintf(stderr, ", \"time\": %.3f", serve_now() - s->start);
+	if (p) {
+		fprintf(stderr, ", \"socket\": ");
+		cli_json_string(stderr, p->path);
+	}
+	if (counts)
+		fprintf(stderr, ", \"rx_packets\": %" PRIu64 ", \"tx_packets\": %" PRIu64
+			", \"drops\": %" PRIu64, tot.rx_packets, tot.tx_packets, drops_of(&tot));
+	fprintf(stderr, ", \"message\": ");
+	cli_json_string(stderr, msg);
+	fprintf(stderr, "}\n");
+}
+
+uint64_t serve_stats_core_drops(const struct vl_vq *vq)
+{
+	const struct vl_vq_stats *st = vl_vq_stats(vq);
+	uint64_t sum = 0;
+
+	for (unsigned d = 0; d < VL_DROP__COUNT; d++)
+		sum += st->drops[d];
+	return sum;
+}
+
+void serve_stats_fold(struct serve_port *p, uint32_t pair)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	struct vl_vq *vq = sp->vq[SERVE_RING_TX];
+
+	if (!vq)
+		return;
+	uint64_t now = serve_stats_core_drops(vq);
+
+	sp->st.drops[SERVE_DROP_MALFORMED] += now - sp->folded_drops;
+	sp->folded_drops = now;
+}
+
+void serve_stats_live(struct serve *s, double now)
+{
+	double dt = now - s->last_stats;
+
+	if (dt <= 0)
+		dt = 1e-9;
+	for (uint32_t i = 0; i < s->nports; i++) {
+		struct serve_port *p = &s->port[i];
+
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			struct serve_pair *sp = &p->pairs[q];
+
+			serve_stats_fold(p, q);
+			double rx_pps = (double)(sp->st.rx_packets - sp->last_rx) / dt;
+			double tx_pps = (double)(sp->st.tx_packets - sp->last_tx) / dt;
+
+			sp->last_rx = sp->st.rx_packets;
+			sp->last_tx = sp->st.tx_packets;
+			if (s->o.json) {
+				fprintf(stderr, "{\"event\": \"stats\", \"time\": %.3f, \"socket\": ",
+					now - s->start);
+				cli_json_string(stderr, p->path);
+				fprintf(stderr,
+					", \"queue\": %" PRIu32 ", \"connected\": %s, "
+					"\"rx_packets\": %" PRIu64 ", \"rx_pps\": %.0f, "
+					"\"tx_packets\": %" PRIu64 ", \"tx_pps\": %.0f, "
+					"\"drops\": %" PRIu64 "}\n",
+					q, serve_port_connected(p) ? "true" : "false",
+					sp->st.rx_packets, rx_pps, sp->st.tx_packets, tx_pps,
+					drops_of(&sp->st));
+			} else {
+				fprintf(stderr,
+					"[%8.1fs] %s q%" PRIu32 ": rx %" PRIu64 " (%.0f pps)  tx %" PRIu64
+					" (%.0f pps)  drops %" PRIu64 "%s\n",
+					now - s->start, p->path, q, sp->st.rx_packets, rx_pps,
+					sp->st.tx_packets, tx_pps, drops_of(&sp->st),
+					serve_port_connected(p) ? "" : "  (not connected)");
+			}
+		}
+	}
+	fflush(stderr);
+	s->last_stats = now;
+}
+
+static void final_json(const struct serve *s, double secs, const char *stopped_by,
+		       uint32_t leaked)
+{
+	struct serve_qstats tot = {0};
+
+	printf("{\n  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
+	       "  \"zero_copy\": %s,\n  \"busy_poll\": %s,\n  \"seconds\": %.3f,\n"
+	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
+	       "  \"ok\": %s,\n  \"ports\": [",
+	       mode_names[s->o.mode], s->o.queues, s->o.client ? "true" : "false",
+	       s->o.zero_copy ? "true" : "false", s->o.busy_poll ? "true" : "false", secs,
+	       stopped_by, leaked, leaked == 0 ? "true" : "false");
+	for (uint32_t i = 0; i < s->nports; i++) {
+		const struct serve_port *p = &s->port[i];
+
+		printf("%s\n    {\"socket\": ", i ? "," : "");
+		cli_json_string(stdout, p->path);
+		printf(", \"connections\": %" PRIu64 ", \"disconnects\": %" PRIu64
+		       ", \"messages\": %" PRIu64 ", \"rejected\": %" PRIu64
+		       ", \"features\": \"0x%" PRIx64 "\",\n     \"queues\": [",
+		       p->connections, p->disconnects, p->messages, p->rejected, p->features);
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			const struct serve_qstats *st = &p->pairs[q].st;
+
+			printf("%s\n       {\"queue\": %" PRIu32 ", \"rx_packets\": %" PRIu64
+			       ", \"rx_bytes\": %" PRIu64 ", \"tx_packets\": %" PRIu64
+			       ", \"tx_bytes\": %" PRIu64 ", \"drops\": %" PRIu64
+			       ", \"kicks\": %" PRIu64 ", \"calls\": %" PRIu64
+			       ", \"drops_by_reason\": {",
+			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
+			       st->tx_bytes, drops_of(st), st->kicks, st->calls);
+			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
+				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
+				       st->drops[d]);
+				tot.drops[d] += st->drops[d];
+			}
+			printf("}}");
+			tot.rx_packets += st->rx_packets;
+			tot.rx_bytes += st->rx_bytes;
+			tot.tx_packets += st->tx_packets;
+			tot.tx_bytes += st->tx_bytes;
+		}
+		printf("\n     ]}");
+	}
+	printf("\n  ],\n  \"totals\": {\"rx_packets\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
+	       ", \"tx_packets\": %" PRIu64 ", \"tx_bytes\": %" PRIu64 ", \"drops\": %" PRIu64
+	       "}\n}\n",
+	       tot.rx_packets, tot.rx_bytes, tot.tx_packets, tot.tx_bytes, drops_of(&tot));
+}
+
+static void final_text(const struct serve *s, double secs, const char *stopped_by,
+		       uint32_t leaked)
+{
+	struct serve_qstats tot = {0};
+
+	printf("vhostlab serve: mode %s, %" PRIu32 " queue pair%s, %.2f s, stopped by %s\n",
+	       mode_names[s->o.mode], s->o.queues, s->o.queues == 1 ? "" : "s", secs,
+	       stopped_by);
+	printf("%-28s %5s %12s %14s %12s %14s %8s %10s %10s\n", "socket", "queue", "rx_packets",
+	       "rx_bytes", "tx_packets", "tx_bytes", "drops", "kicks", "calls");
+	for (uint32_t i = 0; i < s->nports; i++) {
+		const struct serve_port *p = &s->port[i];
+
+		for (uint32_t q = 0; q < s->o.queues; q++) {
+			const struct serve_qstats *st = &p->pairs[q].st;
+
+			printf("%-28s %5" PRIu32 " %12" PRIu64 " %14" PRIu64 " %12" PRIu64
+			       " %14" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+			       p->path, q, st->rx_packets, st->rx_bytes, st->tx_packets,
+			       st->tx_bytes, drops_of(st), st->kicks, st->calls);
+			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++)
+				tot.drops[d] += st->drops[d];
+			tot.rx_packets += st->rx_packets;
+			tot.tx_packets += st->tx_packets;
+		}
+		printf("%s: %" PRIu64 " connection%s, %" PRIu64 " messages (%" PRIu64
+		       " rejected), last features 0x%" PRIx64 "\n",
+		       p->path, p->connections, p->connections == 1 ? "" : "s", p->messages,
+		       p->rejected, p->features);
+	}
+	printf("total: rx %" PRIu64 " packets (%.0f pps), tx %" PRIu64 " packets (%.0f pps), "
+	       "drops %" PRIu64,
+	       tot.rx_packets, secs > 0 ? (double)tot.rx_packets / secs : 0.0, tot.tx_packets,
+	       secs > 0 ? (double)tot.tx_packets / secs : 0.0, drops_of(&tot));
+	for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
+		if (tot.drops[d])
+			printf(" %s=%" PRIu64, drop_names[d], tot.drops[d]);
+	}
+	printf("\n");
+	if (leaked)
+		printf("FAIL: %" PRIu32 " packet buffers were not returned to their pools\n", leaked);
+}
+
+void serve_stats_final(struct serve *s, double now, const char *stopped_by, uint32_t leaked)
+{
+	double secs = now - s->start;
+
+	if (s->o.json)
+		final_json(s, secs, stopped_by, leaked);
+	else
+		final_text(s, secs, stopped_by, leaked);
+	fflush(stdout);
+}
