@@ -1,0 +1,193 @@
+"""`vhostlab serve` without a front end (docs/serve.md): help, usage errors that name the bad
+value, the socket file's life, signals and --duration, client mode with nobody listening,
+and a connection that sends garbage. The DPDK interop tests are in test_interop_dpdk.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+SERVE_OPTIONS = [
+    "--socket", "--client", "--mode", "--queues", "--size", "--burst", "--zero-copy",
+    "--batch-threshold", "--poll", "--stats-interval", "--duration", "--json", "--quiet",
+    "--features", "--no-mrg-rxbuf", "--no-packed", "--no-in-order", "--no-indirect",
+    "--no-event-idx", "--no-csum", "loopback", "rxonly", "txonly", "tap:IFNAME",
+    "pair:SOCKET2", "EXIT STATUS",
+]
+
+
+@pytest.fixture()
+def tmp():
+    # Unix socket paths must stay short: not under pytest's deep tmp_path.
+    with tempfile.TemporaryDirectory(prefix="vhl-serve-") as d:
+        yield Path(d)
+
+
+def test_serve_help_mentions_every_option(vhostlab):
+    res = vhostlab("serve", "--help")
+    assert res.returncode == 0, res.describe()
+    missing = [opt for opt in SERVE_OPTIONS if opt not in res.stdout]
+    assert not missing, f"serve --help does not mention {missing}\n{res.describe()}"
+    assert vhostlab("help", "serve").stdout == res.stdout
+    assert "serve" in vhostlab("--help").stdout
+
+
+@pytest.mark.parametrize(
+    "args, bad",
+    [
+        ([], "--socket"),
+        (["--socket", "S", "--mode", "bounce"], "bounce"),
+        (["--socket", "S", "--queues", "0"], "0"),
+        (["--socket", "S", "--queues", "129"], "129"),
+        (["--socket", "S", "--size", "59"], "59"),
+        (["--socket", "S", "--size", "65536"], "65536"),
+        (["--socket", "S", "--burst", "0"], "0"),
+        (["--socket", "S", "--burst", "257"], "257"),
+        (["--socket", "S", "--duration", "soon"], "soon"),
+        (["--socket", "S", "--stats-interval", "-1"], "-1"),
+        (["--socket", "S", "--batch-threshold", "x"], "x"),
+        (["--socket", "S", "--features", "zz"], "zz"),
+        (["--socket", "S", "--features", "4"], "0x4"),  # bit 2: not implemented
+        (["--socket", "S", "--mode", "pair:S"], "pair:S"),
+        (["--socket", "S", "--mode", "pair:"], "pair:"),
+        (["--socket", "S", "--mode", "tap:" + "x" * 16], "x" * 16),
+        (["--socket", "S", "--mode", "tap:"], "tap:"),
+        (["--socket", "S", "--queues", "2", "--features", "8000"], "--queues 2"),
+        (["--socket", "S", "--frobnicate"], "--frobnicate"),
+        (["--socket", "S", "extra"], "extra"),
+        (["--socket"], "--socket"),
+    ],
+)
+def test_serve_usage_errors_name_the_value(vhostlab, args, bad):
+    res = vhostlab("serve", *args)
+    assert res.returncode == 2, res.describe()
+    assert bad in res.stderr, f"stderr does not name {bad!r}\n{res.describe()}"
+    assert res.stdout == "", res.describe()
+
+
+def events(stderr: str) -> list[dict]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+
+
+def test_duration_without_front_end(vhostlab, tmp):
+    sock = tmp / "s.sock"
+    res = vhostlab("serve", "--socket", str(sock), "--json", "--duration", "0.3",
+                   "--stats-interval", "0.1")
+    assert res.returncode == 0, res.describe()
+    doc = res.json()
+    assert doc["stopped_by"] == "duration" and doc["ok"] is True, doc
+    assert doc["leaked_packets"] == 0
+    assert 0.3 <= doc["seconds"] < 2, doc
+    port = doc["ports"][0]
+    assert port["socket"] == str(sock) and port["connections"] == 0
+    assert port["queues"][0]["rx_packets"] == 0 and doc["totals"]["drops"] == 0
+    kinds = [e["event"] for e in events(res.stderr)]
+    assert kinds[0] == "listening" and kinds.count("stats") >= 2, res.stderr
+    assert not sock.exists(), "serve must remove the socket file it created"
+
+
+def start(vhostlab, *args):
+    return subprocess.Popen(
+        ["timeout", "-s", "KILL", "60", str(vhostlab.path), "serve", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_path(path: Path, proc):
+    deadline = time.monotonic() + 10
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"no socket at {path}"
+        time.sleep(0.02)
+
+
+def serve_pid(proc) -> int:
+    kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    return int(kids[0])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_cleanly(vhostlab, tmp, sig):
+    sock = tmp / "s.sock"
+    proc = start(vhostlab, "--socket", str(sock), "--mode", "txonly")
+    wait_path(sock, proc)
+    os.kill(serve_pid(proc), sig)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, (out, err)
+    assert "stopped by signal" in out, out
+    assert not sock.exists()
+
+
+def test_a_file_that_is_not_a_socket_is_left_alone(vhostlab, tmp):
+    path = tmp / "precious"
+    path.write_text("keep me")
+    res = vhostlab("serve", "--socket", str(path), "--duration", "0.1")
+    assert res.returncode == 1, res.describe()
+    assert str(path) in res.stderr, res.describe()
+    assert path.read_text() == "keep me"
+
+
+def test_stale_socket_is_replaced(vhostlab, tmp):
+    sock = tmp / "s.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()  # the file stays, nobody listens
+    res = vhostlab("serve", "--socket", str(sock), "--duration", "0.1")
+    assert res.returncode == 0, res.describe()
+
+
+def test_client_mode_waits_for_a_server(vhostlab, tmp):
+    res = vhostlab("serve", "--socket", str(tmp / "nobody.sock"), "--client", "--json",
+                   "--duration", "0.5")
+    assert res.returncode == 0, res.describe()
+    doc = res.json()
+    assert doc["client"] is True and doc["ports"][0]["connections"] == 0, doc
+    waiting = [e for e in events(res.stderr) if e["event"] == "waiting"]
+    assert len(waiting) == 1, f"one 'waiting' line, not one per retry\n{res.stderr}"
+
+
+def test_garbage_front_end_is_survived(vhostlab, tmp):
+    """A peer that sends a malformed message, one that vanishes mid-message, and a second
+    peer while one is connected: serve stays up and serves the next."""
+    sock = tmp / "s.sock"
+    proc = start(vhostlab, "--socket", str(sock), "--json")
+    try:
+        wait_path(sock, proc)
+        # Request 9999 (unknown), flags version 1, no payload: rejected, connection kept.
+        a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.connect(str(sock))
+        a.sendall(struct.pack("<III", 9999, 1, 0))
+        b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        b.connect(str(sock))  # a second front end: closed by serve
+        b.settimeout(5)
+        assert b.recv(16) == b"", "serve must close a second connection at once"
+        b.close()
+        # Half a header, then gone.
+        a.sendall(b"\x01\x00")
+        a.close()
+        time.sleep(0.3)
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(str(sock))
+        c.close()
+        time.sleep(0.3)
+        os.kill(serve_pid(proc), signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, (out, err)
+    kinds = [e["event"] for e in events(err)]
+    assert "rejected" in kinds and "refused" in kinds, err
+    assert kinds.count("disconnected") == 2, err
+    assert json.loads(out)["ports"][0]["connections"] == 2, out
