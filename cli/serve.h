@@ -74,6 +74,7 @@ struct serve_qstats {
 	uint64_t rx_packets, rx_bytes; /* from the front end */
 	uint64_t tx_packets, tx_bytes; /* to the front end */
 	uint64_t drops[SERVE_DROP__COUNT];
+	uint64_t zero_copied;          /* received without copying (--zero-copy) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
 	uint64_t calls;                /* call eventfd signals (both rings) */
 };
@@ -93,6 +94,7 @@ struct serve_pair {
 	bool broken_told[2];
 	bool kicks_off[2];             /* told the guest not to kick (busy, or --poll) */
 	uint64_t folded_drops;         /* TX ring drops already counted as MALFORMED */
+	uint64_t folded_zc;            /* TX ring zero-copy packets already counted */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */
@@ -188,7 +190,7 @@ struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, boo
 /* serve_stats.c */
 /* Chains the core dropped on vq so far (every reason). */
 uint64_t serve_stats_core_drops(const struct vl_vq *vq);
-/* Count the core's TX-ring drops of (p, pair) that are not counted yet. */
+/* Count the core's TX-ring drops and zero-copy packets of (p, pair) not counted yet. */
 void serve_stats_fold(struct serve_port *p, uint32_t pair);
 void serve_stats_live(struct serve *s, double now);
 /* The final report on stdout. */

@@ -66,6 +66,7 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		/* A queue may come back (enable 0/1 around a new memory table) with counters it
 		 * already had: count only what it drops from now on. */
 		sp->folded_drops = serve_stats_core_drops(vq);
+		sp->folded_zc = vl_vq_stats(vq)->zc_packets;
 		if (s->o.zero_copy)
 			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));
 	}

@@ -121,6 +121,9 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair)
 
 	sp->st.drops[SERVE_DROP_MALFORMED] += now - sp->folded_drops;
 	sp->folded_drops = now;
+	now = vl_vq_stats(vq)->zc_packets;
+	sp->st.zero_copied += now - sp->folded_zc;
+	sp->folded_zc = now;
 }
 
 void serve_stats_live(struct serve *s, double now)
@@ -194,10 +197,10 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			printf("%s\n       {\"queue\": %" PRIu32 ", \"rx_packets\": %" PRIu64
 			       ", \"rx_bytes\": %" PRIu64 ", \"tx_packets\": %" PRIu64
 			       ", \"tx_bytes\": %" PRIu64 ", \"drops\": %" PRIu64
-			       ", \"kicks\": %" PRIu64 ", \"calls\": %" PRIu64
-			       ", \"drops_by_reason\": {",
+			       ", \"zero_copied\": %" PRIu64 ", \"kicks\": %" PRIu64
+			       ", \"calls\": %" PRIu64 ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
-			       st->tx_bytes, drops_of(st), st->kicks, st->calls);
+			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);
@@ -246,6 +249,13 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 		       " rejected), last features 0x%" PRIx64 "\n",
 		       p->path, p->connections, p->connections == 1 ? "" : "s", p->messages,
 		       p->rejected, p->features);
+		if (s->o.zero_copy) {
+			uint64_t zc = 0;
+
+			for (uint32_t q = 0; q < s->o.queues; q++)
+				zc += p->pairs[q].st.zero_copied;
+			printf("%s: %" PRIu64 " packets received without copying\n", p->path, zc);
+		}
 	}
 	printf("total: rx %" PRIu64 " packets (%.0f pps), tx %" PRIu64 " packets (%.0f pps), "
 	       "drops %" PRIu64,

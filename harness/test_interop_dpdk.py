@@ -296,14 +296,17 @@ def queue0(result: dict) -> dict:
     return result["ports"][0]["queues"][0]
 
 
-def session(vhostlab, testpmd, workdir, mode: str, fwd: str, cell, start="start"):
-    serve = Serve(vhostlab, workdir, "--mode", mode)
+def session(vhostlab, testpmd, workdir, mode: str, fwd: str, cell, start="start",
+            serve_args=(), setup=()):
+    serve = Serve(vhostlab, workdir, "--mode", mode, *serve_args)
     tp = None
     try:
         serve.wait_socket()
         tp = FrontEnd(testpmd, workdir, serve.sock, fwd, cell)
         ev = serve.wait_event("running", 1, [tp.log])
         check_features(ev, cell)
+        for line in setup:
+            tp.cmd(line)
         tp.traffic(serve, TRAFFIC_SECONDS, start)
         counts = tp.quit()
         serve.wait_event("disconnected", 1, [tp.log])
@@ -357,6 +360,30 @@ def test_testpmd_macswap_through_serve_loopback(vhostlab, testpmd, workdir, cell
     assert reasons["malformed"] == 0 and reasons["too_big"] == 0, reasons
     # Only what was waiting for room when testpmd left may be lost (no_peer).
     assert q["rx_packets"] - q["tx_packets"] == reasons["no_peer"] <= CIRCULATING, q
+
+
+ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
+
+
+@pytest.mark.parametrize("cell", ZC_CELLS, ids=[f"{c['ring']}-ord{c['ord']}" for c in ZC_CELLS])
+def test_zero_copy_loopback(vhostlab, testpmd, workdir, cell):
+    """--zero-copy with 1500-byte frames: packets reference guest memory, chains go back
+    to testpmd when they are freed (in order under IN_ORDER), every packet returns."""
+    counts, result, _, _ = session(
+        vhostlab, testpmd, workdir, "loopback", "macswap", cell, start="start tx_first 4",
+        serve_args=("--zero-copy",), setup=("set txpkts 1500",),
+    )
+    q = queue0(result)
+    print(f"{cell}: testpmd sent {counts['tx']} received {counts['rx']}; serve received "
+          f"{q['rx_packets']} ({q['zero_copied']} without copying) returned {q['tx_packets']}")
+    assert q["zero_copied"] > 1000, q
+    assert q["rx_bytes"] == 1500 * q["rx_packets"], q
+    assert counts["tx_dropped"] == 0, counts
+    check_in_flight(counts["tx"], counts["rx"], "testpmd's balance", CIRCULATING)
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    check_in_flight(q["tx_packets"], counts["rx"], "serve -> testpmd")
+    assert q["rx_packets"] - q["tx_packets"] == q["drops_by_reason"]["no_peer"], q
+    assert q["drops"] == q["drops_by_reason"]["no_peer"], q
 
 
 def test_frontend_restart_resumes_traffic(vhostlab, testpmd, workdir):
