@@ -386,6 +386,29 @@ def test_zero_copy_loopback(vhostlab, testpmd, workdir, cell):
     assert q["drops"] == q["drops_by_reason"]["no_peer"], q
 
 
+def test_features_serve_does_not_offer_are_not_negotiated(vhostlab, testpmd, workdir):
+    """--no-packed --no-mrg-rxbuf --no-in-order against a front end asking for all three:
+    it falls back to a split ring with neither, and traffic flows."""
+    serve = Serve(vhostlab, workdir, "--mode", "loopback", "--no-packed", "--no-mrg-rxbuf",
+                  "--no-in-order")
+    tp = None
+    try:
+        serve.wait_socket()
+        tp = FrontEnd(testpmd, workdir, serve.sock, "macswap",
+                      {"ring": "packed", "mrg": 1, "ord": 1})
+        ev = serve.wait_event("running", 1, [tp.log])
+        tp.traffic(serve, 0.3, "start tx_first 4")
+        counts = tp.quit()
+        result = serve.stop()
+    finally:
+        if tp:
+            tp.kill()
+        serve.kill()
+    check_features(ev, {"ring": "split", "mrg": 0, "ord": 0})
+    check_in_flight(counts["tx"], counts["rx"], "testpmd's balance", CIRCULATING)
+    assert queue0(result)["rx_packets"] > 10000, result
+
+
 def test_frontend_restart_resumes_traffic(vhostlab, testpmd, workdir):
     """testpmd killed mid-traffic (no GET_VRING_BASE), a new one gets through."""
     serve = Serve(vhostlab, workdir, "--mode", "rxonly")
