@@ -70,6 +70,16 @@ def testpmd() -> str:
     return path
 
 
+@pytest.fixture(scope="module", autouse=True)
+def dpdk_runtime_dirs():
+    """testpmd leaves /var/run/dpdk/PREFIX behind when killed (and sometimes when not):
+    remove the ones this run's --file-prefix values named."""
+    yield
+    root = Path("/var/run/dpdk")
+    for d in root.glob(f"vhl{os.getpid()}-*") if root.is_dir() else []:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture()
 def workdir():
     # Unix socket paths must stay short (108 bytes): a directory under /tmp, not pytest's.
