@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -160,13 +159,8 @@ bool serve_set_kicks(struct serve *s, bool want)
 			}
 		}
 	}
-	/* Turning kicks on is one half of a Dekker handshake: the guest publishes its avail
-	 * index, then reads whether to kick; serve publishes that it wants kicks, then (in
-	 * the extra round) reads the avail index. Each side needs a full barrier between its
-	 * store and its load, or both can miss the other's store and the ring sleeps with
-	 * buffers in it. vl_vq_set_kicks stores without one, so it is here. */
-	if (changed && want)
-		atomic_thread_fence(memory_order_seq_cst);
+	/* vl_vq_set_kicks(true) ends with the full barrier the kick handshake needs; the
+	 * caller runs one more round before sleeping. */
 	return changed;
 }
 

@@ -350,6 +350,14 @@ void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {
 	vq->want_kicks = want;
 	update_kick_wish(vq);
+	/* Turning kicks on is one half of a Dekker handshake: the guest publishes its avail
+	 * index, then reads whether to kick; the device publishes that it wants kicks, then
+	 * (in the burst the caller runs before sleeping) reads the avail index. Each side
+	 * needs a full barrier between its store and its load, or both can miss the other's
+	 * store and the ring sleeps with buffers in it (Linux's vhost_enable_notify has the
+	 * same smp_mb). */
+	if (want)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 bool vl_vq_broken(const struct vl_vq *vq) { return vq->broken; }
 enum vl_drop vl_vq_broken_reason(const struct vl_vq *vq) { return vq->broken_reason; }

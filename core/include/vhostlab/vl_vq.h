@@ -179,7 +179,8 @@ bool vl_vq_needs_call(const struct vl_vq *vq);
  * a stale avail_event with event idx; packed: DISABLE). Written to guest memory at once, and
  * kept current at the end of every burst (avail_event / the device area name the next entry
  * the device will look at). After turning kicks back on, run one more burst before sleeping:
- * buffers posted while kicks were off produced no kick. */
+ * buffers posted while kicks were off produced no kick. Turning them on ends with a full
+ * memory barrier, so that burst's read of the guest's index cannot pass the wish. */
 void vl_vq_set_kicks(struct vl_vq *vq, bool want);
 
 /* Zero-copy dequeue (technique 3), off by default. With it on, a TX packet of at least
