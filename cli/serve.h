@@ -75,6 +75,7 @@ struct serve_qstats {
 	uint64_t tx_packets, tx_bytes; /* to the front end */
 	uint64_t drops[SERVE_DROP__COUNT];
 	uint64_t zero_copied;          /* received without copying (--zero-copy) */
+	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT]; /* copied anyway, by reason */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
 	uint64_t calls;                /* call eventfd signals (both rings) */
 };
@@ -95,6 +96,7 @@ struct serve_pair {
 	bool kicks_off[2];             /* told the guest not to kick (busy, or --poll) */
 	uint64_t folded_drops;         /* TX ring drops already counted as MALFORMED */
 	uint64_t folded_zc;            /* TX ring zero-copy packets already counted */
+	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */

@@ -124,6 +124,11 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair)
 	now = vl_vq_stats(vq)->zc_packets;
 	sp->st.zero_copied += now - sp->folded_zc;
 	sp->folded_zc = now;
+	for (unsigned k = 0; k < VL_ZC_FALLBACK__COUNT; k++) {
+		now = vl_vq_stats(vq)->zc_fallbacks[k];
+		sp->st.zc_fallbacks[k] += now - sp->folded_zcf[k];
+		sp->folded_zcf[k] = now;
+	}
 }
 
 void serve_stats_live(struct serve *s, double now)
@@ -206,6 +211,11 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 				       st->drops[d]);
 				tot.drops[d] += st->drops[d];
 			}
+			/* Why packets were copied although zero-copy is on. */
+			printf("}, \"zc_fallbacks\": {");
+			for (unsigned k = 0; k < VL_ZC_FALLBACK__COUNT; k++)
+				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
+				       vl_zc_fallback_name((enum vl_zc_fallback)k), st->zc_fallbacks[k]);
 			printf("}}");
 			tot.rx_packets += st->rx_packets;
 			tot.rx_bytes += st->rx_bytes;

@@ -387,6 +387,10 @@ def test_zero_copy_loopback(vhostlab, testpmd, workdir, cell):
     print(f"{cell}: testpmd sent {counts['tx']} received {counts['rx']}; serve received "
           f"{q['rx_packets']} ({q['zero_copied']} without copying) returned {q['tx_packets']}")
     assert q["zero_copied"] > 1000, q
+    # With zero-copy on, every packet received was either referenced or copied for one
+    # named reason (docs/serve.md, zc_fallbacks).
+    assert set(q["zc_fallbacks"]) == {"small", "scattered", "limit"}, q
+    assert q["zero_copied"] + sum(q["zc_fallbacks"].values()) == q["rx_packets"], q
     assert q["rx_bytes"] == 1500 * q["rx_packets"], q
     assert counts["tx_dropped"] == 0, counts
     check_in_flight(counts["tx"], counts["rx"], "testpmd's balance", CIRCULATING)
