@@ -122,6 +122,19 @@ uint32_t vl_mem_region_count(const struct vl_mem *mem)
 	return mem->n;
 }
 
+uint32_t vl_mem_table_size(const struct vl_mem *mem)
+{
+	return mem->norig;
+}
+
+int vl_mem_table_region(const struct vl_mem *mem, uint32_t i, struct vl_mem_region *out)
+{
+	if (i >= mem->norig)
+		return VL_ERR_INVALID_ARG;
+	*out = mem->orig[i];
+	return VL_OK;
+}
+
 void *vl_mem_translate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len, unsigned access)
 {
 	(void)access; /* no per-region permissions in a vhost-user table; see vl_mem.h */

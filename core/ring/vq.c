@@ -275,6 +275,14 @@ void vl_vq_break(struct vl_vq *vq, enum vl_drop reason)
 
 uint32_t vl_vq_size(const struct vl_vq *vq) { return vq->size; }
 uint64_t vl_vq_features(const struct vl_vq *vq) { return vq->features; }
+void vl_vq_get_config(const struct vl_vq *vq, struct vl_vq_config *out)
+{
+	*out = vq->cfg;
+	out->batch_threshold = vq->batch_threshold;
+	out->last_avail_idx = vl_vq_last_avail(vq);
+	out->last_used_idx = vl_vq_last_used(vq);
+}
+
 uint16_t vl_vq_last_avail(const struct vl_vq *vq)
 {
 	if (vq->layout == VL_LAYOUT_PACKED)

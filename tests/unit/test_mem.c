@@ -695,10 +695,21 @@ static void test_unsorted_input(void **state)
 	expect_xlate(mem, 0x105000, UINT64_MAX, arena + 6 * PAGE, 2 * PAGE);
 	expect_xlate(mem, 0x106fff, UINT64_MAX, arena + 8 * PAGE - 1, 1);
 	expect_miss(mem, 0x107000, 1);
+
+	/* The regions as given, unmerged, in guest-physical order (for tools that describe
+	 * the table). */
+	const struct vl_mem_region sorted[6] = {r5, r0, r1, r2, r3, r4};
+	struct vl_mem_region got;
+
+	assert_int_equal(vl_mem_table_size(mem), 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		assert_int_equal(vl_mem_table_region(mem, i, &got), VL_OK);
+		assert_memory_equal(&got, &sorted[i], sizeof(got));
+	}
+	assert_int_equal(vl_mem_table_region(mem, 6, &got), VL_ERR_INVALID_ARG);
 	vl_mem_destroy(mem);
 
 	/* Every rotation of the input gives the same table. */
-	const struct vl_mem_region sorted[6] = {r5, r0, r1, r2, r3, r4};
 
 	for (unsigned rot = 0; rot < 6; rot++) {
 		for (unsigned i = 0; i < 6; i++)

@@ -490,6 +490,22 @@ static void scn_wrap_mid_chain(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(vl_vq_last_avail(s->q), enc(3, false));
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+
+	/* vl_vq_get_config: created as it was, batching as last set, positions as now (past
+	 * the wrap), so a queue created from it resumes here. */
+	struct vl_vq_config made, now;
+
+	rf_vq_config(f, s, &made);
+	vl_vq_set_batch_threshold(s->q, 77);
+	vl_vq_get_config(s->q, &now);
+	assert_int_equal(now.layout, VL_LAYOUT_PACKED);
+	assert_int_equal(vl_vq_config_size(&now), size);
+	assert_true(now.features == made.features && now.desc_gpa == made.desc_gpa &&
+		    now.driver_gpa == made.driver_gpa && now.device_gpa == made.device_gpa);
+	assert_int_equal(now.batch_threshold, 77);
+	assert_int_equal(now.last_avail_idx, enc(3, false));
+	assert_int_equal(now.last_used_idx, enc(3, false));
+	assert_int_not_equal(made.last_avail_idx, now.last_avail_idx);
 }
 WRAP_SIDES_CFG(wrap_mid_chain, RF_4K, 256, 254, true, 0)
 

@@ -42,6 +42,12 @@ void vl_mem_destroy(struct vl_mem *mem);
 /* Number of regions after merging. */
 uint32_t vl_mem_region_count(const struct vl_mem *mem);
 
+/* The regions as given to vl_mem_create (not merged), in guest-physical order: how many,
+ * and region i copied into *out (VL_ERR_INVALID_ARG for i out of range). For tools that describe
+ * the table, e.g. to record a session as a trace. */
+uint32_t vl_mem_table_size(const struct vl_mem *mem);
+int vl_mem_table_region(const struct vl_mem *mem, uint32_t i, struct vl_mem_region *out);
+
 /* Translate gpa for an access of *len bytes. Returns the host pointer of gpa and clamps *len
  * to the bytes that are contiguous in host memory from there (never more than asked).
  * Returns NULL and sets *len = 0 when gpa lies in no region. A request of *len == 0 returns

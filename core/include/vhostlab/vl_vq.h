@@ -156,6 +156,11 @@ int vl_vq_set_mem(struct vl_vq *vq, const struct vl_mem *mem);
 void vl_vq_set_batch_threshold(struct vl_vq *vq, uint32_t threshold);
 
 uint32_t vl_vq_size(const struct vl_vq *vq);
+/* The configuration the queue runs with now: layout, size, features and ring addresses as
+ * created, the batch threshold as last set, and last_avail_idx / last_used_idx at the
+ * queue's current positions (as vl_vq_last_avail / vl_vq_last_used encode them), so a new
+ * queue created from it resumes where this one is. */
+void vl_vq_get_config(const struct vl_vq *vq, struct vl_vq_config *out);
 uint64_t vl_vq_features(const struct vl_vq *vq);
 /* Index of the next avail entry the device will consume (vhost-user GET_VRING_BASE).
  * Packed: position in bits 0-14, wrap counter in bit 15. */
