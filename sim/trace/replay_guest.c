@@ -182,12 +182,15 @@ static bool op_pdesc(struct rp *r, const struct lab_trace_op *op)
 
 static bool op_idesc(struct rp *r, const struct lab_trace_op *op)
 {
-	uint8_t *at = rp_guest(r, op->addr2 + 16 * op->index, 16, "the indirect table entry");
 	bool packed = (r->t->features >> VL_F_RING_PACKED) & 1u;
+	uint8_t *at;
 
-	if (op->index > UINT32_MAX || !at)
-		return at ? rp_error(r, "error:index", "table entry %llu",
-				     (unsigned long long)op->index) : false;
+	/* The parser bounds these; a trace built by a tool may not have been parsed. */
+	if (op->index > UINT32_MAX || 16 * op->index > UINT64_MAX - op->addr2)
+		return rp_error(r, "error:index", "table entry %llu at 0x%llx",
+				(unsigned long long)op->index, (unsigned long long)op->addr2);
+	if (!(at = rp_guest(r, op->addr2 + 16 * op->index, 16, "the indirect table entry")))
+		return false;
 	if (packed)
 		put_desc(at, op->addr, (uint32_t)op->len, op->id, op->flags);
 	else
@@ -200,6 +203,9 @@ static bool op_avail(struct rp *r, const struct lab_trace_op *op)
 	struct rp_queue *q = queue_of(r, op);
 	uint16_t head = (uint16_t)op->index;
 
+	/* Only a split ring has an avail ring (the packed driver area is 4 bytes). */
+	if (q->packed)
+		return rp_error(r, "error:layout", "avail on packed queue %s", q->tq->name);
 	memcpy(q->drv + 4 + 2 * (q->avail_idx % q->size), &head, 2);
 	q->avail_idx++;
 	return true;

@@ -367,8 +367,21 @@ static bool df_check(struct rp *r)
 	return rp_diverge(r, "double-fetch", "each guest field read once per chain", "%s", what);
 }
 
+/* Statements that name no queue. */
+static bool queueless(enum lab_trace_kind k)
+{
+	return k == LAB_T_WRITE || k == LAB_T_FILL || k == LAB_T_IDESC || k == LAB_T_MUTATE ||
+	       k == LAB_T_DOUBLE_FETCH || k == LAB_T_FAULT || k == LAB_T_REMAP ||
+	       k == LAB_T_EXPECT_MEM || k == LAB_T_EXPECT_DIRTY;
+}
+
 static bool run_op(struct rp *r, const struct lab_trace_op *op)
 {
+	/* The parser resolves queue names; a trace built by a tool is checked here, once. */
+	if (op->kind >= LAB_T__KIND_COUNT)
+		return rp_error(r, "error:internal", "statement kind %u", (unsigned)op->kind);
+	if (!queueless(op->kind) && op->queue >= r->t->nqueues)
+		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
 	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {
 		r->res->expectations++;
 		return rp_expect_op(r, op);
