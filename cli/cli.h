@@ -18,6 +18,15 @@ int cmd_trace(int argc, char **argv);
 int cmd_minimize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
+/* "production" (the core as libvhostlab ships it) or "lab-hooks" (guest loads reported to the
+ * lab's hooks): which core this program runs. cli/core_build.c. */
+const char *cli_core_build(void);
+
+/* In the lab build, exec vhostlab-fast (the production core) with the subcommand's argv
+ * (argv[0] is the subcommand's name) when it sits beside this binary and nothing asks for
+ * the hooks (serve --record, VHOSTLAB_CORE=lab-hooks). Returns only when it did not. */
+void cli_exec_production(int argc, char **argv);
+
 /* Parse an unsigned decimal in [min, max]; on error print "vhostlab CMD: OPT: ..." naming
  * the value and return false. */
 bool cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t min,

@@ -83,6 +83,32 @@ void cli_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* The subcommands. The lab build (vhostlab, hooked core) has them all; vhostlab-fast (the
+ * production core, cli/core_build.c) only those that want speed and need no hooks. */
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	bool production; /* hand over to vhostlab-fast when it is there */
+};
+
+static const struct cli_command commands[] = {
+#ifdef VL_GUEST_LOAD_HOOKS
+	{"run", cmd_run, false},
+	{"replay", cmd_replay, false},
+	{"minimize", cmd_minimize, false},
+	{"trace", cmd_trace, false},
+#endif
+	{"serve", cmd_serve, true},
+};
+
+static const struct cli_command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -96,39 +122,35 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("vhostlab %s\n", VHOSTLAB_VERSION);
+		printf("vhostlab %s (core: %s)\n", VHOSTLAB_VERSION, cli_core_build());
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "help")) {
 		if (argc > 2) {
 			char *help_argv[] = {argv[2], "--help", NULL};
+			const struct cli_command *c = find_command(argv[2]);
 
-			if (!strcmp(argv[2], "run"))
-				return cmd_run(2, help_argv);
-			if (!strcmp(argv[2], "replay"))
-				return cmd_replay(2, help_argv);
-			if (!strcmp(argv[2], "minimize"))
-				return cmd_minimize(2, help_argv);
-			if (!strcmp(argv[2], "trace"))
-				return cmd_trace(2, help_argv);
-			if (!strcmp(argv[2], "serve"))
-				return cmd_serve(2, help_argv);
+			if (c)
+				return c->fn(2, help_argv);
 			cli_usage_error("help", "unknown command '%s'", argv[2]);
 			return CLI_EXIT_USAGE;
 		}
 		usage(stdout);
 		return CLI_EXIT_OK;
 	}
-	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "replay"))
-		return cmd_replay(argc - 1, argv + 1);
-	if (!strcmp(cmd, "minimize"))
-		return cmd_minimize(argc - 1, argv + 1);
-	if (!strcmp(cmd, "trace"))
-		return cmd_trace(argc - 1, argv + 1);
-	if (!strcmp(cmd, "serve"))
-		return cmd_serve(argc - 1, argv + 1);
-	fprintf(stderr, "vhostlab: unknown command '%s' (try `vhostlab --help`)\n", cmd);
-	return CLI_EXIT_USAGE;
+	const struct cli_command *c = find_command(cmd);
+
+	if (c == NULL) {
+#ifndef VL_GUEST_LOAD_HOOKS
+		fprintf(stderr,
+			"vhostlab-fast: '%s' is not one of its commands (serve); the lab's commands "
+			"run in vhostlab\n", cmd);
+#else
+		fprintf(stderr, "vhostlab: unknown command '%s' (try `vhostlab --help`)\n", cmd);
+#endif
+		return CLI_EXIT_USAGE;
+	}
+	if (c->production)
+		cli_exec_production(argc - 1, argv + 1);
+	return c->fn(argc - 1, argv + 1);
 }

@@ -6,9 +6,14 @@ see at once what to fix.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import time
 
 import pytest
+
+from conftest import run_binary
 
 RUN_OPTIONS = [
     "--zero-copy",
@@ -141,3 +146,38 @@ def test_usage_error_prints_no_json(vhostlab):
     res = vhostlab("run", "--json", "--packets", "abc")
     assert_usage_error(res, "abc")
     assert res.stdout.strip() == "", f"nothing may be printed on stdout\n{res.describe()}"
+
+
+def test_two_builds_of_the_core(vhostlab, tmp_path):
+    """vhostlab runs the lab-hooks core (traces with `mutate` replay); vhostlab-fast, built
+    beside it, is the production core, and serve hands itself over to it (cli/core_build.c)."""
+    res = vhostlab("--version")
+    assert "(core: lab-hooks)" in res.stdout, res.describe()
+    fast = vhostlab.path.parent / "vhostlab-fast"
+    assert fast.is_file(), f"{fast} not built beside {vhostlab.path}"
+
+    res = run_binary(fast, "--version")
+    assert res.returncode == 0 and "(core: production)" in res.stdout, res.describe()
+    # The lab's commands need the hooked core: vhostlab-fast refuses them by name.
+    res = run_binary(fast, "replay", "x.trace")
+    assert_usage_error(res, "'replay'")
+    # A running `vhostlab serve` is vhostlab-fast (exec keeps the pid), unless told otherwise.
+    for env, want in ((None, "vhostlab-fast"), ("lab-hooks", "vhostlab")):
+        sock = tmp_path / f"hand-over-{want}.sock"
+        environ = dict(os.environ)
+        if env:
+            environ["VHOSTLAB_CORE"] = env
+        proc = subprocess.Popen(
+            [str(vhostlab.path), "serve", "--socket", str(sock), "--duration", "10", "--quiet"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environ,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while not sock.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert sock.exists(), "serve did not create its socket"
+            exe = os.readlink(f"/proc/{proc.pid}/exe")
+            assert os.path.basename(exe) == want, f"VHOSTLAB_CORE={env}: serve runs {exe}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
