@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* vl_net_discard: TX chains go back to the guest with used length 0, unread and without a
+ * packet (the null back end's burst). Each case pins what the guest sees (used ids, lengths,
+ * order), what is counted (return value, bytes, drops, chains, bursts) and that the pool is
+ * never touched. Split and packed, without and with VIRTIO_F_IN_ORDER. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "ring_fixture.h"
+
+#define IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
+
+typedef void (*scn_fn)(struct rf *f);
+
+static void run(scn_fn fn, enum vl_layout layout, uint64_t extra)
+{
+	struct rf_cfg cfg;
+	struct rf f;
+
+	if (layout == VL_LAYOUT_PACKED)
+		rf_cfg_init_packed(&cfg, RF_COARSE, 256);
+	else
+		rf_cfg_init(&cfg, RF_COARSE);
+	cfg.features |= extra;
+	rf_setup(&f, &cfg);
+	fn(&f);
+	rf_teardown(&f);
+}
+
+#define WRAP4(name)                                                                          \
+	static void test_##name##_split(void **state)                                        \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run(scn_##name, VL_LAYOUT_SPLIT, 0);                                         \
+	}                                                                                    \
+	static void test_##name##_packed(void **state)                                       \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run(scn_##name, VL_LAYOUT_PACKED, 0);                                        \
+	}                                                                                    \
+	static void test_##name##_split_in_order(void **state)                               \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run(scn_##name, VL_LAYOUT_SPLIT, IN_ORDER);                                  \
+	}                                                                                    \
+	static void test_##name##_packed_in_order(void **state)                              \
+	{                                                                                    \
+		(void)state;                                                                 \
+		run(scn_##name, VL_LAYOUT_PACKED, IN_ORDER);                                 \
+	}
+#define TESTS4(name)                                                                         \
+	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
+		cmocka_unit_test(test_##name##_split_in_order),                              \
+		cmocka_unit_test(test_##name##_packed_in_order)
+
+static const struct vl_vq_stats *st(const struct rf *f)
+{
+	return vl_vq_stats(f->tx.q);
+}
+
+/* Three good chains (one, two and three descriptors): all back, in order, length 0; the
+ * bytes are the packet lengths; no packet was made and the pool was not asked. An empty
+ * ring afterwards returns nothing and counts an empty burst. */
+static void scn_returns_unread(struct rf *f)
+{
+	struct rf_good g[3] = {
+		rf_post_good(f, &f->tx, 60, 1),
+		rf_post_good_n(f, &f->tx, 1500, 2, 2),
+		rf_post_good_n(f, &f->tx, 300, 3, 3),
+	};
+	uint64_t bytes = 7;
+
+	assert_int_equal(vl_net_discard(f->tx.q, 32, &bytes), 3);
+	assert_int_equal(bytes, 7 + 60 + 1500 + 300);
+	for (int i = 0; i < 3; i++)
+		rf_expect_used(&f->tx, g[i].head, 0);
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(st(f)->chains, 3);
+	assert_int_equal(st(f)->packets, 0);
+	assert_int_equal(st(f)->alloc_calls, 0);
+	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
+	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_NONE), 0);
+	for (int i = 0; i < 3; i++)
+		rf_free_good(f, &g[i]);
+
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 0);
+	assert_int_equal(st(f)->bursts, 2);
+	assert_int_equal(st(f)->empty_bursts, 1);
+}
+WRAP4(returns_unread)
+
+/* count bounds a burst; what is left stays available for the next one. Many bursts of
+ * two-descriptor chains go round the ring several times (wrap counters, used positions). */
+static void scn_count_and_wrap(struct rf *f)
+{
+	struct rf_good g[5];
+
+	for (int i = 0; i < 5; i++)
+		g[i] = rf_post_good(f, &f->tx, 64, (uint8_t)i);
+	assert_int_equal(vl_net_discard(f->tx.q, 2, NULL), 2);
+	assert_int_equal(st(f)->chains, 2);
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 3);
+	for (int i = 0; i < 5; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+
+	uint64_t bytes = 0, total = 0;
+
+	for (int round = 0; round < 40; round++) {
+		struct rf_good r[20];
+
+		for (int i = 0; i < 20; i++)
+			r[i] = rf_post_good_n(f, &f->tx, 100, (uint8_t)i, 2);
+		total += vl_net_discard(f->tx.q, 32, &bytes);
+		for (int i = 0; i < 20; i++) {
+			rf_expect_used(&f->tx, r[i].head, 0);
+			rf_free_good(f, &r[i]);
+		}
+		rf_expect_no_used(&f->tx);
+	}
+	assert_int_equal(total, 800);
+	assert_int_equal(bytes, 800 * 100);
+}
+WRAP4(count_and_wrap)
+
+/* Malformed chains (a device-writable buffer, a chain no longer than the header) go back
+ * with length 0 too, counted as the dequeue counts them and not in the return value. */
+static void scn_bad_chains(struct rf *f)
+{
+	uint64_t buf = rf_alloc(f, 256);
+	struct rf_desc wr = {buf, 100, VL_DESC_F_WRITE};
+	struct rf_desc hdr_only = {buf + 128, f->hdr_len, 0};
+	uint16_t bad0 = rf_post_chain(&f->tx, &wr, 1);
+	struct rf_good g = rf_post_good(f, &f->tx, 64, 9);
+	uint16_t bad1 = rf_post_chain(&f->tx, &hdr_only, 1);
+	uint64_t bytes = 0;
+
+	assert_int_equal(vl_net_discard(f->tx.q, 32, &bytes), 1);
+	assert_int_equal(bytes, 64);
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_DIRECTION), 1);
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_SHORT_CHAIN), 1);
+	assert_int_equal(st(f)->chains, 3);
+	rf_expect_used(&f->tx, bad0, 0);
+	rf_expect_used(&f->tx, g.head, 0);
+	rf_expect_used(&f->tx, bad1, 0);
+	rf_free_good(f, &g);
+}
+WRAP4(bad_chains)
+
+/* A head the queue does not have: the queue breaks, nothing goes back, and later bursts do
+ * nothing. */
+static void scn_broken(struct rf *f)
+{
+	lab_vring_add_avail(&f->tx.vr, (uint16_t)f->cfg.qsize);
+	lab_vring_kick(&f->tx.vr);
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 0);
+	assert_true(vl_vq_broken(f->tx.q));
+	assert_int_equal(vl_vq_broken_reason(f->tx.q), VL_DROP_HEAD_OUT_OF_RANGE);
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 0);
+	assert_int_equal(st(f)->chains, 0);
+	rf_expect_no_used(&f->tx);
+}
+
+static void test_broken_split(void **state)
+{
+	(void)state;
+	run(scn_broken, VL_LAYOUT_SPLIT, 0);
+}
+
+/* Under IN_ORDER behind a chain a zero-copy packet holds, discarded chains wait their turn
+ * (up to the lease bound, then the burst stops); they all go back once the packet is freed. */
+static void scn_behind_zero_copy(struct rf *f)
+{
+	struct vl_pkt *pkt;
+
+	vl_vq_set_zero_copy(f->tx.q, true, 64, 3);
+	struct rf_good held = rf_post_good(f, &f->tx, 1000, 1);
+
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, &pkt, 1), 1);
+	assert_int_equal(vl_vq_zero_copy_held(f->tx.q), 1);
+
+	struct rf_good g[3];
+
+	for (int i = 0; i < 3; i++)
+		g[i] = rf_post_good(f, &f->tx, 64, (uint8_t)(2 + i));
+	/* Two leases left under the bound of three: two chains queue, the third stays. */
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 2);
+	assert_int_equal(st(f)->zc_stalls, 1);
+	assert_int_equal(vl_vq_zero_copy_held(f->tx.q), 3);
+	rf_expect_no_used(&f->tx);
+
+	vl_pkt_free(pkt);
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 1);
+	rf_expect_used(&f->tx, held.head, 0);
+	for (int i = 0; i < 3; i++)
+		rf_expect_used(&f->tx, g[i].head, 0);
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(vl_vq_zero_copy_held(f->tx.q), 0);
+	rf_free_good(f, &held);
+	for (int i = 0; i < 3; i++)
+		rf_free_good(f, &g[i]);
+}
+
+static void test_behind_zero_copy_split(void **state)
+{
+	(void)state;
+	run(scn_behind_zero_copy, VL_LAYOUT_SPLIT, IN_ORDER);
+}
+
+static void test_behind_zero_copy_packed(void **state)
+{
+	(void)state;
+	run(scn_behind_zero_copy, VL_LAYOUT_PACKED, IN_ORDER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		TESTS4(returns_unread),
+		TESTS4(count_and_wrap),
+		TESTS4(bad_chains),
+		cmocka_unit_test(test_broken_split),
+		cmocka_unit_test(test_behind_zero_copy_split),
+		cmocka_unit_test(test_behind_zero_copy_packed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
