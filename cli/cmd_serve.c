@@ -34,7 +34,7 @@ static void serve_usage(FILE *out)
 		"    --client             connect to PATH instead (a front end in server mode, e.g.\n"
 		"                         virtio-user server=1); retried with back-off (20 ms up to\n"
 		"                         0.5 s) until it answers, and again after it goes away\n"
-		"    --mode MODE          loopback (default), rxonly, txonly, tap:IFNAME,\n"
+		"    --mode MODE          loopback (default), rxonly, txonly, null, tap:IFNAME,\n"
 		"                         pair:SOCKET2 (see MODES)\n"
 		"    --queues N           queue pairs, 1..128 (default 1); more than one offers\n"
 		"                         VIRTIO_NET_F_MQ and the control queue\n"
@@ -68,6 +68,9 @@ static void serve_usage(FILE *out)
 		"    txonly        send it broadcast IPv4/UDP frames of --size bytes (source\n"
 		"                  198.18.0.1, discard port), as fast as it posts buffers; what it\n"
 		"                  sends is counted and dropped\n"
+		"    null          a ceiling, not a forwarder: every chain the front end sends\n"
+		"                  goes back at once, unread (counted as rx, bytes from the\n"
+		"                  descriptors); its receive ring is left alone\n"
 		"    tap:IFNAME    bridge to the Linux TAP device IFNAME (created if missing, then\n"
 		"                  brought up; needs CAP_NET_ADMIN): the guest talks to the host's\n"
 		"                  network stack. Run it inside a network namespace of its own.\n"
@@ -156,6 +159,8 @@ static bool parse_mode(const char *v, struct serve_opts *o)
 		o->mode = SERVE_RXONLY;
 	} else if (!strcmp(v, "txonly")) {
 		o->mode = SERVE_TXONLY;
+	} else if (!strcmp(v, "null")) {
+		o->mode = SERVE_NULL;
 	} else if (!strncmp(v, "tap:", 4)) {
 		o->mode = SERVE_TAP;
 		o->tap_name = v + 4;
@@ -176,8 +181,8 @@ static bool parse_mode(const char *v, struct serve_opts *o)
 		}
 	} else {
 		cli_usage_error("serve",
-				"--mode: '%s' is not one of loopback, rxonly, txonly, tap:IFNAME, "
-				"pair:SOCKET2",
+				"--mode: '%s' is not one of loopback, rxonly, txonly, null, "
+				"tap:IFNAME, pair:SOCKET2",
 				v);
 		return false;
 	}

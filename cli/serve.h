@@ -7,6 +7,7 @@
  *   serve_fwd.c    the forwarding modes, and the packets waiting for room
  *   serve_gen.c    txonly's frames
  *   serve_tap.c    the TAP device
+ *   serve_null.c   the null mode: chains back unread (a ceiling, not a forwarder)
  *   serve_stats.c  counters, live lines and the final report
  *
  * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
@@ -36,6 +37,7 @@ enum serve_mode {
 	SERVE_TXONLY,   /* generate frames towards the front end */
 	SERVE_TAP,      /* bridge to a TAP device */
 	SERVE_PAIR,     /* two devices, each one's traffic goes to the other */
+	SERVE_NULL,     /* return the guest's TX chains unread, leave its RX ring alone */
 };
 
 struct serve_opts {
@@ -162,6 +164,10 @@ bool serve_fwd_pair(struct serve *s, uint32_t pair);
 bool serve_fwd_wants_kick(const struct serve *s, const struct serve_port *p, uint32_t pair,
 			  uint32_t ring);
 bool serve_fwd_wants_tap(const struct serve *s, uint32_t pair);
+/* Signal the guest for ring (pair, ring) of p if it asked to be (counts the call). */
+void serve_fwd_notify(struct serve_port *p, uint32_t pair, uint32_t ring);
+/* Report once that ring (pair, ring) of p broke. */
+void serve_fwd_check_broken(struct serve_port *p, uint32_t pair, uint32_t ring);
 /* Zero-copy packets that came from p (all pairs, or one pair's TX ring) are about to lose
  * their guest memory: replace each waiting one with a copy. */
 void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, bool all_pairs);
@@ -177,6 +183,10 @@ bool serve_gen_init(struct serve_port *p, uint32_t pair, uint32_t size, uint32_t
 /* Write consecutive sequence numbers from seq into the first n frames. */
 void serve_gen_stamp(struct vl_pkt **frames, uint32_t n, uint64_t seq);
 void serve_gen_free(struct serve_port *p, uint32_t pair);
+
+/* serve_null.c */
+/* One round of --mode null on queue pair `pair` of p. True if any chain went back. */
+bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair);
 
 /* serve_tap.c */
 /* Open (and bring up) TAP device name with one fd per queue; false and a message on

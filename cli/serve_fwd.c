@@ -247,6 +247,8 @@ bool serve_fwd_pair(struct serve *s, uint32_t pair)
 	}
 	case SERVE_TAP:
 		return fwd_tap(s, a, pair);
+	case SERVE_NULL:
+		return serve_null_pair(s, a, pair);
 	}
 	return false;
 }
@@ -340,4 +342,14 @@ void serve_fwd_flush_all(struct serve *s)
 		if (s->port[i].pairs)
 			serve_fwd_disconnected(s, &s->port[i]);
 	}
+}
+
+void serve_fwd_notify(struct serve_port *p, uint32_t pair, uint32_t ring)
+{
+	notify(p, pair, ring);
+}
+
+void serve_fwd_check_broken(struct serve_port *p, uint32_t pair, uint32_t ring)
+{
+	check_broken(p, pair, ring);
 }

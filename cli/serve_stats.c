@@ -23,6 +23,7 @@ static const char *const mode_names[] = {
 	[SERVE_TXONLY] = "txonly",
 	[SERVE_TAP] = "tap",
 	[SERVE_PAIR] = "pair",
+	[SERVE_NULL] = "null",
 };
 
 const char *serve_drop_name(enum serve_drop d)
