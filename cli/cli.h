@@ -17,6 +17,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_minimize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* "production" (the core as libvhostlab ships it) or "lab-hooks" (guest loads reported to the
  * lab's hooks): which core this program runs. cli/core_build.c. */

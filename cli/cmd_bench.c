@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* vhostlab bench: the command. Repetitions are interleaved (rep 1 of every cell, then
+ * rep 2, ...) so that a slow spell of a shared machine spreads over all cells instead of
+ * spoiling one; each cell reports the median with min and max. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+
+/* Under callgrind: one cell, one repetition; the parent reads the counts from stdout. */
+static int run_child(const struct bench_opts *o)
+{
+	struct bench_rep r;
+	char err[512];
+
+	if (o->ncells != 1) {
+		cli_usage_error("bench", "--callgrind-child takes exactly one cell, not %u",
+				o->ncells);
+		return CLI_EXIT_USAGE;
+	}
+	if (bench_run_rep(o, &o->cells[0], &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vhostlab bench: FAIL: %s\n", err);
+		return CLI_EXIT_FAIL;
+	}
+	printf("packets=%" PRIu64 " calls=%" PRIu64 "\n", r.packets, r.calls);
+	return CLI_EXIT_OK;
+}
+
+static int measure(const struct bench_opts *o, struct bench_result *res)
+{
+	char name[160], err[512];
+
+	for (uint32_t rep = 0; rep < o->reps; rep++) {
+		if (!o->quiet)
+			fprintf(stderr, "vhostlab bench: rep %u/%u of %u cells\n", rep + 1, o->reps,
+				o->ncells);
+		for (uint32_t i = 0; i < o->ncells; i++) {
+			if (bench_run_rep(o, &o->cells[i], &res[i].reps[rep], err, sizeof(err)) != 0) {
+				bench_cell_name(&o->cells[i], name, sizeof(name));
+				fprintf(stderr, "vhostlab bench: FAIL: %s (rep %u): %s\n", name,
+					rep + 1, err);
+				return CLI_EXIT_FAIL;
+			}
+			res[i].nreps = rep + 1;
+		}
+	}
+	if (!o->instructions)
+		return CLI_EXIT_OK;
+	for (uint32_t i = 0; i < o->ncells; i++) {
+		bench_cell_name(&o->cells[i], name, sizeof(name));
+		if (!o->quiet)
+			fprintf(stderr, "vhostlab bench: callgrind %u/%u %s\n", i + 1, o->ncells,
+				name);
+		if (bench_callgrind_cell(o, &o->cells[i], &res[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "vhostlab bench: FAIL: %s: instructions: %s\n", name, err);
+			return CLI_EXIT_FAIL;
+		}
+	}
+	return CLI_EXIT_OK;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_opts *o = malloc(sizeof(*o));
+
+	if (!o) {
+		fprintf(stderr, "vhostlab bench: out of memory\n");
+		return CLI_EXIT_FAIL;
+	}
+	int rc = bench_parse(argc, argv, o);
+
+	if (rc != 0) {
+		free(o);
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	if (o->callgrind_child) {
+		rc = run_child(o);
+		free(o);
+		return rc;
+	}
+	struct bench_result *res = calloc(o->ncells, sizeof(*res));
+
+	if (!res) {
+		fprintf(stderr, "vhostlab bench: out of memory for %u cells\n", o->ncells);
+		free(o);
+		return CLI_EXIT_FAIL;
+	}
+	for (uint32_t i = 0; i < o->ncells; i++)
+		res[i].cell = o->cells[i];
+	double timer = bench_timer_overhead_ns();
+
+	if (!o->quiet)
+		fprintf(stderr, "vhostlab bench: %u cells x %u reps on the %s core\n", o->ncells,
+			o->reps, cli_core_build());
+	rc = measure(o, res);
+	if (rc == CLI_EXIT_OK) {
+		if (o->json)
+			bench_print_json(stdout, o, res, o->ncells, timer);
+		else
+			bench_print_table(stdout, o, res, o->ncells);
+	}
+	free(res);
+	free(o);
+	return rc;
+}
