@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler.h"
 #include "vhostlab/vl_mem.h"
 
 /* A region after validation and merging. `last` is inclusive so a region may end at 2^64-1
@@ -24,8 +25,10 @@ struct vl_mem {
 };
 
 /* Index of the range holding gpa, or -1. Binary search is legal because ranges are sorted
- * and never overlap (checked at creation). */
-static inline int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
+ * and never overlap (checked at creation). Forced inline with vl_mem_xlate: every descriptor
+ * (and every piece of one that straddles regions) is translated, and with the usual one or two
+ * ranges the search is a couple of compares the caller's loop can overlap. */
+static VL_ALWAYS_INLINE int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
 {
 	uint32_t lo = 0, hi = mem->n;
 
@@ -43,8 +46,8 @@ static inline int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
 	return -1;
 }
 
-/* Inline body of vl_mem_translate for the datapath. */
-static inline void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len)
+/* Inline body of vl_mem_translate for the datapath (forced: see vl_mem_find). */
+static VL_ALWAYS_INLINE void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len)
 {
 	int64_t i = vl_mem_find(mem, gpa);
 

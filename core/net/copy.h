@@ -4,18 +4,22 @@
  * done at once; the array (at most queue-size entries) is flushed once per burst, before the
  * used index is published. A tight loop of independent small copies lets the CPU overlap
  * them; interleaved with descriptor parsing they serialise. Larger copies, and copies once
- * the array is full, happen at once. The counter stays in the queue and is updated in place. */
+ * the array is full, happen at once. The counter stays in the queue and is updated in place.
+ * Both functions are forced inline (compiler.h): vl_copy runs once per piece of payload and
+ * its threshold test must sit in the caller's loop; vl_copy_flush once per burst, where gcc
+ * otherwise reports it past its inlining budget. */
 #ifndef VL_NET_COPY_H
 #define VL_NET_COPY_H
 
 #include <string.h>
 
+#include "compiler.h"
 #include "ring/vq_internal.h"
 
 /* log_gpa: the guest address dst stands for (its pages go to the dirty log once written),
  * or VL_NO_LOG when dst is host memory. */
-static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len,
-			   uint64_t log_gpa)
+static VL_ALWAYS_INLINE void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len,
+				     uint64_t log_gpa)
 {
 	if (len <= vq->batch_threshold && vq->batch_count < vq->size) {
 		struct vl_copy *c = &vq->batch[vq->batch_count++];
@@ -34,7 +38,7 @@ static inline void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_
 }
 
 /* Perform every queued copy. Must run before the burst's used entries are published. */
-static inline void vl_copy_flush(struct vl_vq *vq)
+static VL_ALWAYS_INLINE void vl_copy_flush(struct vl_vq *vq)
 {
 	const struct vl_copy *c = vq->batch;
 

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Dequeue: guest TX chains become host packets. One body, instantiated per ring layout. */
+/* Dequeue: guest TX chains become host packets. One body, instantiated per ring layout.
+ * dequeue_body and its per-packet helpers are forced inline (compiler.h): without it gcc and
+ * clang keep one out-of-line body with the layout as a run-time argument, and the per-chain
+ * layout tests of ring/ring.h no longer fold away. */
+#include "compiler.h"
 #include "net/copy.h"
 #include "net/net_hdr.h"
 #include "net/zero_copy.h"
@@ -9,8 +13,8 @@
 /* Validate what a walked TX chain holds and read its header: the chain must be longer than
  * the header (CVE-2022-2132: a chain no longer than the header carries no packet), the packet
  * must fit VL_PKT_MAX_LEN, and the offload fields must point inside the packet. */
-static inline enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_t total,
-				    struct vl_offload *ol, uint32_t *pkt_len)
+static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_t total,
+					      struct vl_offload *ol, uint32_t *pkt_len)
 {
 	uint8_t hdr[12];
 
@@ -24,7 +28,7 @@ static inline enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_
 }
 
 /* Copy the chain's bytes after the header into the packet's segments. */
-static inline void tx_copy_payload(struct vl_vq *vq, uint32_t np, struct vl_pkt *pkt)
+static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, struct vl_pkt *pkt)
 {
 	uint32_t skip = vq->hdr_len;
 	struct vl_pkt *seg = pkt;
@@ -66,7 +70,8 @@ static inline void count_drop(struct vl_vq *vq, enum vl_drop why)
 
 /* Return a chain the device is done with: at once, or -- under IN_ORDER, behind a chain a
  * zero-copy packet still holds -- in its turn. */
-static inline void tx_done(struct vl_vq *vq, const enum vl_layout L, const struct vl_chain *c)
+static VL_ALWAYS_INLINE void tx_done(struct vl_vq *vq, const enum vl_layout L,
+				     const struct vl_chain *c)
 {
 	if (vl_zc_must_queue(vq))
 		vl_zc_take(vq, c, true);
@@ -77,8 +82,8 @@ static inline void tx_done(struct vl_vq *vq, const enum vl_layout L, const struc
 /* Packet heads for this burst (technique 4): exactly one per available chain under the
  * AVAILABLE policy (nothing at all for an empty ring), `count` under BURST. When the pool
  * has fewer, take what it has. Returns how many heads vq->heads holds. */
-static inline uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool *pool, uint16_t avail,
-				      uint16_t count)
+static VL_ALWAYS_INLINE uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool *pool,
+						uint16_t avail, uint16_t count)
 {
 	uint32_t want = vq->alloc_policy == VL_ALLOC_BURST ? count : avail;
 
@@ -122,8 +127,9 @@ static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_l
 	return vl_pkt_extend(pkt, pkt_len);
 }
 
-static inline uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
-				    struct vl_pkt **pkts, uint16_t count, const enum vl_layout L)
+static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
+					      struct vl_pkt **pkts, uint16_t count,
+					      const enum vl_layout L)
 {
 	uint16_t got = 0, consumed = 0;
 	uint32_t nheads, used_heads = 0;

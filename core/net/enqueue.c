@@ -2,7 +2,11 @@
 /* Enqueue: host packets land in guest RX buffers. ONE path for mergeable and non-mergeable
  * buffers (technique 2): a packet reserves chains until they hold header + data. With
  * VIRTIO_NET_F_MRG_RXBUF it may use up to queue-size chains; without, exactly one chain must
- * hold it all. Nothing of a packet is published unless all of it fits. */
+ * hold it all. Nothing of a packet is published unless all of it fits.
+ * enqueue_body, rx_reserve and rx_fill are forced inline (compiler.h): gcc and clang otherwise
+ * keep one enqueue_body with the layout as a run-time argument (too big for their budgets),
+ * so the per-chain layout tests of ring/ring.h would not fold away. */
+#include "compiler.h"
 #include "net/copy.h"
 #include "net/net_hdr.h"
 #include "ring/ring.h"
@@ -59,9 +63,10 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
 
 /* Reserve chains for `need` bytes starting at the first unconsumed avail entry. On success,
  * vq->rx_bufs[0..*nbufs) describe the chains and *pos is the window position after them. */
-static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_layout L,
-					     struct rx_burst *b, uint32_t need,
-					     uint32_t *nbufs, uint32_t *ndeferred, uint16_t *pos)
+static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_layout L,
+						       struct rx_burst *b, uint32_t need,
+						       uint32_t *nbufs, uint32_t *ndeferred,
+						       uint16_t *pos)
 {
 	uint32_t np = 0, cap = 0, ring_descs = 0;
 
@@ -137,8 +142,8 @@ static inline enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_lay
 
 /* Write header and payload into the reserved chains and record their used entries (after
  * any deferred bad chains). Small payload copies go through the batch. */
-static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struct vl_pkt *pkt,
-			   uint32_t nbufs, uint32_t ndeferred)
+static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
+				     const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred)
 {
 	uint8_t hdr[12];
 	const struct vl_piece *pc = &vq->pieces[0];
@@ -197,8 +202,9 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L, const struc
 	}
 }
 
-static inline uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
-				    uint16_t count, uint8_t *status, const enum vl_layout L)
+static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
+					      uint16_t count, uint8_t *status,
+					      const enum vl_layout L)
 {
 	struct rx_burst b = {0};
 	uint16_t handled = 0;

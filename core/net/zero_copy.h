@@ -3,10 +3,12 @@
  * A lease is taken for every chain a zero-copy packet points into; under IN_ORDER also for
  * every chain consumed behind an unreturned one (already "done", it just has to wait its
  * turn). A lease goes back to the guest (a used element) when it is done and -- under
- * IN_ORDER -- every lease before it has gone back. */
+ * IN_ORDER -- every lease before it has gone back. The inline tests below are forced inline
+ * (compiler.h): they run for every TX chain, zero-copy on or off. */
 #ifndef VL_NET_ZERO_COPY_H
 #define VL_NET_ZERO_COPY_H
 
+#include "compiler.h"
 #include "ring/vq_internal.h"
 
 /* Allocate the lease tables (control path). Returns VL_OK or VL_ERR_NOMEM. */
@@ -14,7 +16,7 @@ int vl_zc_setup(struct vl_vq *vq);
 void vl_zc_teardown(struct vl_vq *vq);
 
 /* Does a consumed chain have to wait in the lease order instead of going back at once? */
-static inline bool vl_zc_must_queue(const struct vl_vq *vq)
+static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
 {
 	return vq->in_order && vq->zc_order_count > 0;
 }
@@ -24,7 +26,7 @@ static inline bool vl_zc_must_queue(const struct vl_vq *vq)
 uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done);
 
 /* Room for one more lease under the bound. */
-static inline bool vl_zc_room(const struct vl_vq *vq)
+static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq)
 {
 	return vq->zc_held < vq->zc_max;
 }
@@ -37,7 +39,8 @@ void vl_zc_return(struct vl_vq *vq);
 
 /* Where the payload of a walked TX chain starts, if all pkt_len bytes after the header lie
  * in one piece (one host-contiguous run); NULL otherwise. */
-static inline const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np, uint32_t pkt_len)
+static VL_ALWAYS_INLINE const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np,
+						     uint32_t pkt_len)
 {
 	uint32_t skip = vq->hdr_len;
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Packed virtqueue: availability scan, chain walking, used write-back, event suppression. */
+#include "compiler.h"
 #include "ring/packed.h"
 
-static inline void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
+/* Move a ring position by n descriptors, flipping the wrap counter at each end. Forced
+ * inline: per descriptor in the scan, the walk and the used write-back. */
+static VL_ALWAYS_INLINE void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 {
 	uint32_t p = (uint32_t)*pos + n;
 

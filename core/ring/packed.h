@@ -3,23 +3,25 @@
  * descriptor available by setting AVAIL to its wrap counter and USED to the inverse, the
  * device marks it used by setting both to its own wrap counter. Chains occupy consecutive
  * descriptors; the buffer id sits in the last one; the device writes one used descriptor per
- * chain (at the chain's first position) and skips the rest. */
+ * chain (at the chain's first position) and skips the rest. The inline operations are forced
+ * inline (compiler.h), as in split.h: per chain, a few compares each. */
 #ifndef VL_RING_PACKED_H
 #define VL_RING_PACKED_H
 
+#include "compiler.h"
 #include "ring/guest_load.h"
 #include "ring/vq_internal.h"
 
 /* A descriptor is available for a driver wrap counter w when AVAIL == w and USED != w. A
  * descriptor with both bits equal to w looks used: for the device it is simply not
  * available (spec 2.8.1). */
-static inline bool vl_packed_is_avail(uint16_t flags, bool wrap)
+static VL_ALWAYS_INLINE bool vl_packed_is_avail(uint16_t flags, bool wrap)
 {
 	return ((flags & VL_PDESC_F_AVAIL) != 0) == wrap && ((flags & VL_PDESC_F_USED) != 0) != wrap;
 }
 
 /* Start a burst: the window of available chains is found lazily by vl_packed_avail. */
-static inline void vl_packed_begin(struct vl_vq *vq)
+static VL_ALWAYS_INLINE void vl_packed_begin(struct vl_vq *vq)
 {
 	vq->pscanned = 0;
 	vq->pscan_descs = 0;
@@ -31,7 +33,7 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want);
 
 /* Complete chains available in this burst's window, at most `want`. Each descriptor's flags
  * are read once (load-acquire, so its other fields are read after) and kept for the walk. */
-static inline uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want)
+static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want)
 {
 	if (vq->pscanned < want && !vq->pscan_end && !vq->broken)
 		vl_packed_scan(vq, want);
@@ -39,7 +41,7 @@ static inline uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want)
 }
 
 /* True when every descriptor of the ring is available to the device. */
-static inline bool vl_packed_full(struct vl_vq *vq)
+static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_vq *vq)
 {
 	vl_packed_avail(vq, (uint16_t)(vq->size < 0xffffu ? vq->size : 0xffffu));
 	return vq->pscan_descs == vq->size;

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* Split virtqueue (spec 2.7): the device-side mechanics the net datapath is built on.
- * Fetch (begin/avail/fetch) and completion (push_used/consume/flush) are separate. */
+ * Fetch (begin/avail/fetch) and completion (push_used/consume/flush) are separate.
+ * The inline operations are forced inline (compiler.h): ring/ring.h calls them per burst and
+ * per chain from the layout-specialised net bodies; each is a few loads and compares. */
 #ifndef VL_RING_SPLIT_H
 #define VL_RING_SPLIT_H
 
+#include "compiler.h"
 #include "ring/guest_load.h"
 #include "ring/vq_internal.h"
 
 /* Start a burst: read avail->idx once (load-acquire, so the entries and descriptors it
  * covers are read after it). A guest claiming more than the queue size new entries breaks
  * the queue: no index it gives can be trusted after that. */
-static inline void vl_split_begin(struct vl_vq *vq)
+static VL_ALWAYS_INLINE void vl_split_begin(struct vl_vq *vq)
 {
 	uint16_t idx = vl_guest_load16_acquire(&vq->avail->idx);
 	uint16_t n = (uint16_t)(idx - vq->last_avail_idx);
@@ -24,13 +27,13 @@ static inline void vl_split_begin(struct vl_vq *vq)
 }
 
 /* Chains available in this burst's window, at most `want`. */
-static inline uint16_t vl_split_avail(const struct vl_vq *vq, uint16_t want)
+static VL_ALWAYS_INLINE uint16_t vl_split_avail(const struct vl_vq *vq, uint16_t want)
 {
 	return vq->window < want ? vq->window : want;
 }
 
 /* True when the window holds every descriptor chain the ring can: the guest posted all. */
-static inline bool vl_split_full(const struct vl_vq *vq)
+static VL_ALWAYS_INLINE bool vl_split_full(const struct vl_vq *vq)
 {
 	return vq->window == vq->size;
 }
@@ -44,8 +47,9 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
  * to the guest); the caller sees vq->broken. */
-static inline enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
-					  struct vl_chain *c, uint32_t *np, uint32_t *total)
+static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+						    struct vl_chain *c, uint32_t *np,
+						    uint32_t *total)
 {
 	uint16_t slot = (uint16_t)(vq->last_avail_idx + pos) & (uint16_t)(vq->size - 1);
 	uint16_t h = vl_guest_load16(&vq->avail->ring[slot]);
@@ -64,7 +68,7 @@ static inline enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t pos, enum v
 }
 
 /* Mark n avail entries consumed. */
-static inline void vl_split_consume(struct vl_vq *vq, uint16_t n)
+static VL_ALWAYS_INLINE void vl_split_consume(struct vl_vq *vq, uint16_t n)
 {
 	vq->last_avail_idx = (uint16_t)(vq->last_avail_idx + n);
 	vq->stats.chains += n;

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Compiler attributes of the core's hot path (technique 5 of docs/architecture.md).
+ *
+ * VL_ALWAYS_INLINE marks the per-packet and per-descriptor helpers whose inlining the
+ * datapath's design depends on, written `static VL_ALWAYS_INLINE type f(...)`. By default it
+ * forces inlining; the CMake option VL_FORCE_INLINE=OFF (compile definition
+ * VL_NO_FORCE_INLINE) turns it into a plain `inline`, leaving every decision to the compiler's
+ * heuristics -- the "no forced inline" build variant the seed-claims report measures.
+ *
+ * Why force at all: gcc 12 and clang 14 at -O2 both decline to inline dequeue_body and
+ * enqueue_body into their per-layout wrappers (too large for their single-call budgets) and
+ * instead keep ONE out-of-line body taking the ring layout as a run-time argument, so every
+ * `L == VL_LAYOUT_SPLIT` test in ring/ring.h runs per chain instead of folding away. Small
+ * helpers (guest loads, translation, copy queueing) are inlined by the heuristics today, but
+ * only while their callers stay under the budgets; forcing them keeps that true as the code
+ * grows, in every build type (the Asan build is -O1). Each use says why it is forced. */
+#ifndef VL_COMPILER_H
+#define VL_COMPILER_H
+
+#ifdef VL_NO_FORCE_INLINE
+#define VL_ALWAYS_INLINE inline
+#else
+#define VL_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
+#endif
