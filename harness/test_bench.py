@@ -1,0 +1,223 @@
+"""`vhostlab bench` (docs/cli.md): help, usage errors naming the bad value, a --quick --json
+run whose numbers are sane and whose allocation counts follow --fill, the instruction
+counts' determinism, and the CI gate (scripts/perf_gate.py) failing on a doctored baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+GATE = REPO_ROOT / "scripts" / "perf_gate.py"
+
+BENCH_OPTIONS = [
+    "--direction", "--layout", "--sizes", "--mergeable", "--in-order", "--batch",
+    "--zero-copy", "--alloc", "--fill", "--burst", "--queue-size", "--reps", "--seconds",
+    "--packets", "--quick", "--instructions", "--json", "--quiet",
+]
+
+
+def sanitizer_build(binary: Path) -> bool:
+    """valgrind cannot run a sanitizer build: the instruction tests skip there."""
+    cache = binary.resolve().parent.parent / "CMakeCache.txt"
+    try:
+        text = cache.read_text(errors="replace")
+    except OSError:
+        return False
+    return "CMAKE_BUILD_TYPE:STRING=Asan" in text
+
+
+def test_bench_help_mentions_every_option(vhostlab):
+    res = vhostlab("bench", "--help")
+    assert res.returncode == 0, res.describe()
+    missing = [o for o in BENCH_OPTIONS if o not in res.stdout]
+    assert not missing, f"bench --help does not mention {missing}\n{res.describe()}"
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--sizes", "0"], "--sizes: 0 "),
+        (["--sizes", "64,abc"], "'abc'"),
+        (["--sizes", "9217"], "9217"),
+        (["--layout", "foo"], "'foo'"),
+        (["--direction", "sideways"], "'sideways'"),
+        (["--batch", "-1"], "'-1'"),
+        (["--fill", "half"], "'half'"),
+        (["--alloc", "lazy"], "'lazy'"),
+        (["--reps", "0"], "--reps"),
+        (["--seconds", "0"], "'0'"),
+        (["--zero-copy", "on", "--direction", "enqueue"], "enqueue"),
+        (["--zero-copy", "on"], "enqueue"),
+        (["--zero-copy", "on", "--direction", "both"], "both"),
+        (["--burst", "64", "--queue-size", "32"], "--queue-size 32"),
+        (["--queue-size", "100"], "100"),
+        (["--sizes", "64,64"], "twice"),
+        (["--frobnicate"], "--frobnicate"),
+    ],
+)
+def test_bench_usage_errors_name_the_value(vhostlab, args, named):
+    res = vhostlab("bench", *args)
+    assert res.returncode == 2, res.describe()
+    assert named in res.stderr, res.describe()
+    assert res.stdout == "", res.describe()
+
+
+def test_bench_quick_json_is_sane(vhostlab):
+    res = vhostlab("bench", "--quick", "--json", "--quiet", "--reps", "3",
+                   "--direction", "dequeue,enqueue,both", "--sizes", "64,1518",
+                   "--mergeable", "on,off", timeout=60)
+    assert res.returncode == 0, res.describe()
+    doc = res.json()
+    assert doc["core"] in ("production", "lab-hooks")
+    # The lab build hands bench over to vhostlab-fast when it sits beside it.
+    if (Path(vhostlab.path).parent / "vhostlab-fast").exists():
+        assert doc["core"] == "production"
+    assert doc["reps"] == 3 and doc["packets_per_rep"] == 20000
+    assert isinstance(doc["cpu"], str) and doc["cpu"]
+    assert len(doc["cells"]) == 3 * 2 * 2 * 2
+    names = {c["name"] for c in doc["cells"]}
+    assert len(names) == len(doc["cells"])
+    for c in doc["cells"]:
+        where = json.dumps(c)[:300]
+        for key in ("mpps", "ns_per_pkt", "ns_per_call"):
+            m = c[key]
+            assert m["min"] <= m["median"] <= m["max"], f"{key}: {where}"
+        assert c["mpps"]["min"] > 0, where
+        assert c["ns_per_pkt"]["min"] > 0, where
+        assert c["driver_ns_per_pkt"] > 0, where
+        assert c["packets_per_rep"] >= 20000, where
+        assert c["calls_per_rep"] > 0, where
+        assert len(c["reps"]) == 3, where
+        assert c["checked_bytes"] > 0, where
+        if c["direction"] == "enqueue":
+            assert c["alloc_calls_per_call"] == 0, where
+        else:
+            # A full burst available: one bulk allocation per call, a burst's worth.
+            assert c["alloc_calls_per_call"] == pytest.approx(1.0, abs=0.01), where
+            assert 31 <= c["alloc_bufs_per_call"] <= 32, where
+
+
+def test_bench_fill_drives_allocations(vhostlab):
+    """Technique 4: with nothing available, AVAILABLE allocates nothing, BURST a burst."""
+    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "3200",
+                   "--direction", "dequeue", "--layout", "split,packed", "--sizes", "64",
+                   "--alloc", "available,burst", "--fill", "full,one,empty")
+    assert res.returncode == 0, res.describe()
+    cells = res.json()["cells"]
+    assert len(cells) == 2 * 2 * 3
+    for c in cells:
+        where = c["name"]
+        per_call, bufs = c["alloc_calls_per_call"], c["alloc_bufs_per_call"]
+        if c["fill"] == "empty":
+            assert c["mpps"]["median"] == 0 and c["ns_per_pkt"] is None, where
+            assert c["ns_per_call"]["median"] > 0, where
+            assert c["calls_per_rep"] == 100, where
+            if c["alloc"] == "available":
+                assert per_call == 0 and bufs == 0, where
+            else:
+                assert per_call == pytest.approx(1.0) and bufs == pytest.approx(32), where
+        elif c["fill"] == "one":
+            assert c["packets_per_rep"] == c["calls_per_rep"], where
+            expect = 1 if c["alloc"] == "available" else 32
+            assert bufs == pytest.approx(expect), where
+        else:
+            assert bufs == pytest.approx(32, abs=1), where
+
+
+def test_bench_zero_copy_dequeues_without_copying(vhostlab):
+    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
+                   "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
+                   "--in-order", "on,off")
+    assert res.returncode == 0, res.describe()
+    for c in res.json()["cells"]:
+        if c["zero_copy"]:
+            assert c["zc_packets"] >= 5000, c["name"]
+        else:
+            assert c["zc_packets"] == 0, c["name"]
+
+
+def test_bench_table_names_the_core(vhostlab):
+    res = vhostlab("bench", "--quiet", "--reps", "1", "--packets", "2000", "--sizes", "64")
+    assert res.returncode == 0, res.describe()
+    assert "core: " in res.stdout and "Mpps" in res.stdout and "ns/pkt" in res.stdout
+    assert "dequeue/split/64/" in res.stdout and "enqueue/packed/64/" in res.stdout
+
+
+def instr_cell(vhostlab, *extra):
+    res = vhostlab("bench", "--instructions", "--json", "--quiet", "--reps", "1",
+                   "--packets", "4000", "--direction", "dequeue", "--layout", "packed",
+                   "--sizes", "256", *extra, timeout=120)
+    assert res.returncode == 0, res.describe()
+    return res.json()["cells"]
+
+
+def test_bench_instructions_are_deterministic(vhostlab):
+    if sanitizer_build(vhostlab.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    first = instr_cell(vhostlab)
+    second = instr_cell(vhostlab)
+    assert len(first) == len(second) == 1
+    a, b = first[0], second[0]
+    assert a["instr_packets"] == b["instr_packets"] >= 4000
+    assert a["instr_per_pkt"] > 50, a
+    # Callgrind counts the same instructions on the same input: identical, not just close.
+    assert abs(a["instr_total"] - b["instr_total"]) <= a["instr_total"] * 0.001, (a, b)
+
+
+def gate(*args):
+    return subprocess.run([sys.executable, str(GATE), *args], capture_output=True, text=True,
+                          check=False, timeout=300)
+
+
+def test_perf_gate_fails_on_a_doctored_baseline(vhostlab, tmp_path):
+    """The gate itself can fail: a baseline 10 % below what is measured names the cell."""
+    if sanitizer_build(vhostlab.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    cells = instr_cell(vhostlab, "--zero-copy", "on,off")
+    measured = tmp_path / "measured.json"
+    measured.write_text(json.dumps({"core": "production", "cells": cells}))
+    exact = {c["name"]: c["instr_per_pkt"] for c in cells}
+
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": exact}))
+    ok = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "PASS" in ok.stdout
+
+    victim = cells[0]["name"]
+    doctored = dict(exact, **{victim: exact[victim] * 0.9})
+    baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": doctored}))
+    bad = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"REGRESSION {victim}" in bad.stdout, bad.stdout
+    assert "FAIL" in bad.stdout
+    other = cells[1]["name"]
+    assert f"REGRESSION {other}" not in bad.stdout
+
+    # An improvement beyond the tolerance is reported, not failed.
+    better = dict(exact, **{victim: exact[victim] * 1.1})
+    baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": better}))
+    imp = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert imp.returncode == 0, imp.stdout + imp.stderr
+    assert "improved" in imp.stdout and "--update" in imp.stdout
+
+    # A cell without a baseline fails too (the set of cells changed: update on purpose).
+    baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": {other: exact[other]}}))
+    missing = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert missing.returncode == 1 and "no baseline" in missing.stdout
+
+
+def test_committed_baseline_covers_the_gate_cells():
+    base = json.loads((REPO_ROOT / "reports" / "baseline" / "instructions.json").read_text())
+    assert base["build_type"] == "Release" and base["compiler"]
+    assert len(base["cells"]) >= 8
+    assert all(v > 0 for v in base["cells"].values())
+    assert os.access(GATE, os.X_OK)
