@@ -4,9 +4,11 @@
  * The guest here is deliberately lean (not sim/net_driver.c, whose oracles cost more than
  * the core): fixed buffer slots in guest RAM written once, one descriptor per TX chain
  * (header and payload together, as Linux sends with VERSION_1), one RX buffer per chain.
- * Per packet it writes and checks only a sequence number and the length; every 16th packet
- * it compares every byte. That is enough to catch a datapath that loses, repeats,
- * reorders, truncates or corrupts packets, at a cost small next to the core's.
+ * Per packet it writes and checks only the length and a sequence number at both ends of the
+ * payload; every 16th packet gets a payload of its own (so that bytes an earlier packet
+ * left in a reused buffer cannot pass for it) and is compared byte for byte. That catches a
+ * datapath that loses, repeats, reorders, truncates or corrupts packets, at a cost small
+ * next to the core's.
  *
  * Only the core's calls are timed: each burst call, and (dequeue) the vl_pkt_free_bulk of
  * the packets it returned -- allocation and free of packet buffers are both the core's
@@ -91,7 +93,9 @@ struct bench {
 	struct vl_mem *mem;
 	uint32_t hdr_len;
 	uint32_t seq_bytes;          /* min(8, size): the sequence number at payload start */
-	uint8_t *pattern;            /* [size]: the payload every packet carries */
+	bool tail_mark;              /* size >= 16: the sequence number also ends the payload */
+	uint8_t *expect;             /* [size]: a sampled packet's payload (make_payload) */
+	uint8_t tail[8];             /* RX: the last bytes received of the current packet */
 	uint8_t *scratch;            /* [hdr + size]: gathered packet of a sampled check */
 	struct gq tx, rx;
 	bool has_tx, has_rx;
@@ -173,6 +177,52 @@ static uint64_t get_seq(const uint8_t *src, uint32_t n)
 	return v;
 }
 
+static bool sampled(uint64_t seq)
+{
+	return seq % SAMPLE_EVERY == 0;
+}
+
+/* The whole payload of packet seq as a sampled packet carries it: bytes that depend on seq,
+ * with the sequence number at both ends. */
+static void make_payload(const struct bench *b, uint64_t seq, uint8_t *out)
+{
+	uint32_t size = b->c->size;
+
+	for (uint32_t i = 0; i < size; i++)
+		out[i] = (uint8_t)(i * 131u + 7u + (uint32_t)seq * 29u);
+	put_seq(out, seq, b->seq_bytes);
+	if (b->tail_mark)
+		put_seq(out + size - 8, seq, 8);
+}
+
+/* The sender's side for packet seq in a contiguous payload (a TX slot). */
+static void mark_buf(const struct bench *b, uint8_t *payload, uint64_t seq)
+{
+	if (sampled(seq)) {
+		make_payload(b, seq, payload);
+		return;
+	}
+	put_seq(payload, seq, b->seq_bytes);
+	if (b->tail_mark)
+		put_seq(payload + b->c->size - 8, seq, 8);
+}
+
+/* The same in a host packet (segments). */
+static void mark_pkt(struct bench *b, struct vl_pkt *p, uint64_t seq)
+{
+	uint8_t m[8];
+
+	if (sampled(seq)) {
+		make_payload(b, seq, b->expect);
+		vl_pkt_write(p, 0, b->expect, b->c->size);
+		return;
+	}
+	put_seq(m, seq, 8);
+	vl_pkt_write(p, 0, m, b->seq_bytes);
+	if (b->tail_mark)
+		vl_pkt_write(p, b->c->size - 8, m, 8);
+}
+
 static int gq_init(struct bench *b, struct gq *q, uint64_t ring_gpa, uint64_t slot_gpa0,
 		   uint32_t buf_len)
 {
@@ -229,6 +279,7 @@ static int setup(struct bench *b)
 	b->has_rx = c->dir != BENCH_DEQUEUE;
 	b->hdr_len = vl_net_hdr_len(features_of(c));
 	b->seq_bytes = c->size < 8 ? c->size : 8;
+	b->tail_mark = c->size >= 16;
 
 	uint32_t tx_buf = b->hdr_len + c->size;
 	uint32_t rx_buf = c->mergeable ? RX_MRG_BUF : (b->hdr_len + c->size > RX_MRG_BUF ?
@@ -262,14 +313,12 @@ static int setup(struct bench *b)
 	if (!b->mem)
 		return fail(b, "vl_mem_create: %s", vl_strerror(err));
 
-	b->pattern = malloc(c->size);
+	b->expect = malloc(c->size);
 	b->scratch = malloc(b->hdr_len + c->size + RX_MRG_BUF);
 	b->pend = calloc(b->o->burst, sizeof(*b->pend));
 	b->status = calloc(b->o->burst, sizeof(*b->status));
-	if (!b->pattern || !b->scratch || !b->pend || !b->status)
+	if (!b->expect || !b->scratch || !b->pend || !b->status)
 		return fail(b, "out of memory");
-	for (uint32_t i = 0; i < c->size; i++)
-		b->pattern[i] = (uint8_t)(i * 131u + 7u);
 
 	uint64_t ram = lab_gmem_ram_gpa(b->g), rings = lab_gmem_ring_gpa(b->g);
 
@@ -284,7 +333,7 @@ static int setup(struct bench *b)
 			uint8_t *p = gptr(b, ram + (uint64_t)s * b->tx.stride, tx_buf);
 
 			memset(p, 0, b->hdr_len);
-			memcpy(p + b->hdr_len, b->pattern, c->size);
+			make_payload(b, UINT64_MAX, p + b->hdr_len);
 		}
 	}
 	if (b->has_rx && gq_init(b, &b->rx, rings + ring_bytes, ram + tx_bytes, rx_buf) != 0)
@@ -304,8 +353,7 @@ static int setup(struct bench *b)
 
 			if (!p)
 				return fail(b, "cannot allocate the host's packets");
-			vl_pkt_write(p, 0, b->pattern, c->size);
-			put_seq(p->data, b->rx_seq_send++, b->seq_bytes);
+			mark_pkt(b, p, b->rx_seq_send++);
 			b->pend[b->npend++] = p;
 		}
 	}
@@ -329,7 +377,7 @@ static void teardown(struct bench *b)
 	}
 	vl_mem_destroy(b->mem);
 	lab_gmem_destroy(b->g);
-	free(b->pattern);
+	free(b->expect);
 	free(b->scratch);
 	free(b->pend);
 	free(b->status);
@@ -352,7 +400,7 @@ static int post_tx(struct bench *b, uint32_t want)
 		uint64_t gpa = slot_gpa(q, slot);
 		struct lab_pdesc d = {gpa, q->buf_len, 0};
 
-		put_seq(gptr(b, gpa + b->hdr_len, b->seq_bytes), b->tx_seq_post, b->seq_bytes);
+		mark_buf(b, gptr(b, gpa + b->hdr_len, b->c->size), b->tx_seq_post);
 		int id = lab_ring_post(&q->ring, &d, 1);
 
 		if (id < 0)
@@ -408,10 +456,16 @@ static int check_dequeued(struct bench *b, const struct vl_pkt *p)
 	if (!seq_matches(head, seq, b->seq_bytes))
 		return fail(b, "dequeue: expected packet %" PRIu64 ", got packet %" PRIu64
 			    " (lost, repeated or reordered)", seq, get_seq(head, b->seq_bytes));
-	if (seq % SAMPLE_EVERY == 0 && b->c->size > b->seq_bytes) {
+	if (b->tail_mark) {
+		vl_pkt_read(p, b->c->size - 8, head, 8);
+		if (!seq_matches(head, seq, 8))
+			return fail(b, "dequeue: packet %" PRIu64 " ends with packet %" PRIu64
+				    "'s sequence number", seq, get_seq(head, 8));
+	}
+	if (sampled(seq)) {
 		vl_pkt_read(p, 0, b->scratch, b->c->size);
-		if (memcmp(b->scratch + b->seq_bytes, b->pattern + b->seq_bytes,
-			   b->c->size - b->seq_bytes) != 0)
+		make_payload(b, seq, b->expect);
+		if (memcmp(b->scratch, b->expect, b->c->size) != 0)
 			return fail(b, "dequeue: packet %" PRIu64 "'s bytes differ from what the "
 				    "guest sent", seq);
 	}
@@ -455,13 +509,20 @@ static int rx_buffer(struct bench *b, const uint8_t *buf, uint32_t len)
 				    " (lost, repeated or reordered)", b->rx_seq_recv,
 				    get_seq(buf + b->hdr_len, b->seq_bytes));
 		b->rx_got = 0;
-		b->rx_sample = b->rx_seq_recv % SAMPLE_EVERY == 0;
+		b->rx_sample = sampled(b->rx_seq_recv);
 	}
 	if (b->rx_got + len > b->hdr_len + b->c->size)
 		return fail(b, "enqueue: packet %" PRIu64 " is longer than %u bytes",
 			    b->rx_seq_recv, b->hdr_len + b->c->size);
 	if (b->rx_sample)
 		memcpy(b->scratch + b->rx_got, buf, len);
+	/* Keep the last 8 bytes of the packet so far (a buffer may hold fewer). */
+	if (len >= 8) {
+		memcpy(b->tail, buf + len - 8, 8);
+	} else {
+		memmove(b->tail, b->tail + len, 8 - len);
+		memcpy(b->tail + 8 - len, buf, len);
+	}
 	b->rx_got += len;
 	if (--b->rx_left > 0)
 		return 0;
@@ -470,8 +531,12 @@ static int rx_buffer(struct bench *b, const uint8_t *buf, uint32_t len)
 	if (b->rx_got != b->hdr_len + b->c->size)
 		return fail(b, "enqueue: packet %" PRIu64 " arrived with %u bytes, the host sent %u",
 			    seq, b->rx_got - b->hdr_len, b->c->size);
-	if (b->rx_sample && memcmp(b->scratch + b->hdr_len + b->seq_bytes,
-				   b->pattern + b->seq_bytes, b->c->size - b->seq_bytes) != 0)
+	if (b->tail_mark && !seq_matches(b->tail, seq, 8))
+		return fail(b, "enqueue: packet %" PRIu64 " ends with packet %" PRIu64
+			    "'s sequence number", seq, get_seq(b->tail, 8));
+	if (b->rx_sample)
+		make_payload(b, seq, b->expect);
+	if (b->rx_sample && memcmp(b->scratch + b->hdr_len, b->expect, b->c->size) != 0)
 		return fail(b, "enqueue: packet %" PRIu64 "'s bytes differ from what the host sent",
 			    seq);
 	return 0;
@@ -579,7 +644,7 @@ static int iter_enqueue(struct bench *b, struct timing *t, uint32_t *calls, bool
 			vl_pkt_free_bulk(done, n);
 	} else {
 		for (uint16_t i = 0; i < n; i++) {
-			put_seq(done[i]->data, b->rx_seq_send++, b->seq_bytes);
+			mark_pkt(b, done[i], b->rx_seq_send++);
 			b->pend[b->npend++] = done[i];
 		}
 	}
