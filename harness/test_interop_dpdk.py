@@ -5,6 +5,7 @@ For every cell of {split, packed} x {mergeable on, off} x {in-order on, off}:
   - testpmd txonly -> serve rxonly: serve received what testpmd sent;
   - serve txonly -> testpmd rxonly: testpmd received what serve sent;
   - testpmd macswap -> serve loopback: every packet comes back.
+testpmd txonly -> serve null: every chain comes back unread (split/packed x in-order).
 Then: a front end killed and restarted gets traffic through again, in server mode and in
 serve's --client mode (testpmd server=1), and 20 reconnects leave serve's descriptors and
 resident memory where they were.
@@ -343,6 +344,26 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
     q = queue0(result)
     print(f"{cell}: serve sent {q['tx_packets']}, testpmd received {counts['rx']}")
     check_in_flight(q["tx_packets"], counts["rx"], "serve -> testpmd")
+    assert q["drops"] == 0, q
+
+
+NULL_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
+
+
+@pytest.mark.parametrize("cell", NULL_CELLS, ids=[f"{c['ring']}-ord{c['ord']}" for c in NULL_CELLS])
+def test_testpmd_txonly_to_serve_null(vhostlab, testpmd, workdir, cell):
+    """--mode null (the ceiling of reports/vs-dpdk.md): every chain testpmd sent came back,
+    unread -- serve's count of returned chains is testpmd's TX count, its bytes are the
+    descriptors' lengths less the header (testpmd's 64-byte frames), and the receive ring
+    was left alone."""
+    counts, result, _, _ = session(vhostlab, testpmd, workdir, "null", "txonly", cell)
+    q = queue0(result)
+    print(f"{cell}: testpmd sent {counts['tx']}, serve returned {q['rx_packets']} unread")
+    assert result["mode"] == "null"
+    assert q["rx_packets"] > 10000, q
+    assert q["rx_packets"] == counts["tx"], (counts, q)
+    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    assert q["tx_packets"] == 0 and counts["rx"] == 0, (counts, q)
     assert q["drops"] == 0, q
 
 

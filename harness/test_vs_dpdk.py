@@ -1,0 +1,146 @@
+"""scripts/vs_dpdk.py, the side-by-side with DPDK's vhost back end (reports/README.md):
+a --quick run on two cells into a temporary directory, then the report checked for structure
+and self-consistency -- never for who is faster, which a busy machine can turn around.
+
+Needs what the script needs: dpdk-testpmd (a missing one fails, as in
+test_interop_dpdk.py), vhostlab-fast and vl_memcpy_ceiling beside the vhostlab under test,
+python3-matplotlib for the plot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "vs_dpdk.py"
+# One cell each way, different rings and options, so both back-end modes and the null
+# ceiling run.
+CELLS = ["split-mrg1-ord1-64-g2h", "packed-mrg0-ord0-1518-h2g"]
+RING_SLACK = 256  # packets a ring holds: the most sender and receiver counts may differ by
+
+F_MRG_RXBUF = 1 << 15
+F_PACKED = 1 << 34
+F_IN_ORDER = 1 << 35
+
+
+@pytest.fixture(scope="module")
+def report(vhostlab, tmp_path_factory):
+    if shutil.which("dpdk-testpmd") is None:
+        pytest.fail("dpdk-testpmd not found: apt-get install --no-install-recommends dpdk-dev "
+                    "librte-net-virtio23 (./lab installs them)", pytrace=False)
+    out = tmp_path_factory.mktemp("vs-dpdk")
+    argv = [sys.executable, str(SCRIPT), "--quick", "--cells", ",".join(CELLS),
+            "--seconds", "0.5", "--warmup", "0.3", "--out", str(out),
+            "--vhostlab", str(vhostlab.path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, (f"{' '.join(argv)} exited {proc.returncode}\n"
+                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return out, json.loads((out / "vs-dpdk.json").read_text()), proc.stderr
+
+
+def test_files_written(report):
+    out, doc, stderr = report
+    assert (out / "vs-dpdk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "vs-dpdk.md").read_text()
+    for cell in CELLS:
+        assert f"`{cell}`" in md, md
+    assert "A partial run" in md, "a 2-cell run must say it is partial"
+    assert "null ceiling" in md and "memcpy" in md, md
+    # Progress went to stderr, one line per run.
+    assert sum(1 for line in stderr.splitlines() if " Mpps " in line) == 5, stderr
+
+
+def test_every_run_measured_traffic(report):
+    _, doc, _ = report
+    runs = doc["runs"]
+    assert {(r["cell"], r["backend"]) for r in runs} == {
+        (CELLS[0], "dpdk"), (CELLS[0], "vhostlab"), (CELLS[0], "null"),
+        (CELLS[1], "dpdk"), (CELLS[1], "vhostlab")}
+    for r in runs:
+        assert "error" not in r, r
+        assert r["mpps"] > 0 and r["packets"] > 0, r
+        # testpmd's rate (its clock) and the count over our wall clock describe the same
+        # window: they agree up to the few milliseconds a command takes to be read.
+        assert 0.7 < r["wall_mpps"] / r["mpps"] < 1.3, r
+
+
+def test_serve_totals_cover_the_window(report):
+    """What the front end counted in the window, serve counted too (over the whole
+    connection): received for guest->host, sent for host->guest."""
+    _, doc, _ = report
+    for r in doc["runs"]:
+        if r["backend"] == "dpdk":
+            continue
+        s = r["serve"]
+        assert s["drops"] == 0, r
+        if r["cell"].endswith("g2h"):
+            assert s["rx_packets"] + RING_SLACK >= r["packets"] and s["tx_packets"] == 0, r
+        else:
+            assert s["tx_packets"] >= r["packets"] and s["rx_packets"] == 0, r
+
+
+def test_ratios_and_medians_follow_from_the_runs(report):
+    _, doc, _ = report
+    assert [c["cell"] for c in doc["cells"]] == CELLS
+    for c in doc["cells"]:
+        for b in ("dpdk", "vhostlab", "null"):
+            vals = [r["mpps"] for r in doc["runs"] if r["cell"] == c["cell"] and r["backend"] == b]
+            if b == "null" and c["dir"] == "h2g":
+                assert not vals and "null" not in c, c
+                continue
+            assert c[b] == {"median": statistics.median(vals), "min": min(vals),
+                            "max": max(vals), "n": len(vals)}, (b, c)
+        assert c["ratio"] == pytest.approx(c["vhostlab"]["median"] / c["dpdk"]["median"],
+                                           rel=1e-12), c
+        assert c["null"]["median"] > 0 if c["dir"] == "g2h" else True
+
+
+def test_meta_names_what_ran(report):
+    _, doc, _ = report
+    meta = doc["meta"]
+    # serve must have handed itself over to the production core.
+    assert meta["serve_exe"].endswith("/vhostlab-fast"), meta["serve_exe"]
+    assert meta["reps"] == 1 and meta["duration_seconds"] > 0
+    assert meta["fe_cpu"] != meta["be_cpu"]
+    # Both back ends negotiated the cell's ring options with the same front end.
+    for cell in CELLS:
+        ring, mrg, ord_ = cell.split("-")[:3]
+        feats = meta["negotiated"][f"{ring}-{mrg[3:]}-{ord_[3:]}"]
+        for b in ("dpdk", "vhostlab"):
+            f = int(feats[b], 16)
+            assert bool(f & F_PACKED) == (ring == "packed"), (cell, b, hex(f))
+            assert bool(f & F_MRG_RXBUF) == (mrg == "mrg1"), (cell, b, hex(f))
+            assert bool(f & F_IN_ORDER) == (ord_ == "ord1"), (cell, b, hex(f))
+
+
+def test_memcpy_ceiling(report):
+    _, doc, _ = report
+    cases = doc["memcpy"]["cases"]
+    assert {(c["size"], c["buffers"]) for c in cases} == {
+        (64, "warm"), (64, "cold"), (1518, "warm"), (1518, "cold")}
+    for c in cases:
+        assert c["ns_per_copy"] > 0 and c["mcopies_per_s"] > 0, c
+        # The three figures are one measurement in three units.
+        assert c["mcopies_per_s"] == pytest.approx(1e3 / c["ns_per_copy"], rel=0.01), c
+        assert c["gbytes_per_s"] == pytest.approx(c["mcopies_per_s"] * c["size"] / 1e3,
+                                                  rel=0.01), c
+
+
+def test_usage_errors_name_the_value(vhostlab):
+    for args, word in ((["--cells", "nosuch-cell"], "nosuch-cell"),
+                       (["--reps", "0"], "--reps 0"),
+                       (["--seconds", "0.01"], "--seconds 0.01"),
+                       (["--vhostlab", "/nonexistent/vhostlab"], "/nonexistent/vhostlab")):
+        argv = [sys.executable, str(SCRIPT), *args]
+        if "--vhostlab" not in args:
+            argv += ["--vhostlab", str(vhostlab.path)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        assert proc.returncode == 2 and word in proc.stderr, (args, proc.stderr)

@@ -1,0 +1,805 @@
+#!/usr/bin/python3
+"""vhostlab serve side by side with DPDK's own vhost back end, under the same real front end.
+
+The front end is DPDK 22.11 testpmd driving a virtio-user port. The back end, in turn, is
+  dpdk      testpmd with a net_vhost port (DPDK's vhost library, the production reference),
+  vhostlab  `vhostlab serve` (which runs as vhostlab-fast, the production core),
+  null      `vhostlab serve --mode null`: chains go back unread, nothing is copied -- the
+            ceiling the front end allows (guest->host cells only).
+over {split, packed} x {mergeable on, off} x {in-order on, off} x {64, 1518 B} x
+{guest->host, host->guest}: 32 cells. Each run measures the front end's packet rate over a
+fixed window after a warm-up; runs are interleaved (for each repetition, for each cell, the
+back ends one after the other, in alternating order), and each cell reports the median, min
+and max over the repetitions and the ratio vhostlab / dpdk of the medians. A memcpy
+ceiling (vl_memcpy_ceiling, built beside vhostlab) is measured once.
+
+Writes OUT/vs-dpdk.md (table and method), OUT/vs-dpdk.png (plot) and OUT/vs-dpdk.json (every
+run). Progress goes to stderr. Exit status 0 when every run measured traffic, 1 otherwise,
+2 on a usage error. See reports/README.md.
+
+Debian packages only: dpdk-dev and librte-net-virtio23 (testpmd and its drivers), python3,
+python3-matplotlib (the plot), util-linux (taskset), coreutils (timeout, stdbuf).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RINGS = ("split", "packed")
+ONOFF = (1, 0)
+SIZES = (64, 1518)
+DIRS = ("g2h", "h2g")  # guest->host: the front end transmits; host->guest: it receives
+DIR_WORDS = {"g2h": "guest→host", "h2g": "host→guest"}
+TARGET = 1.10
+
+# Two CPUs: the front end on one, the back end on the other. Each testpmd runs its main and
+# its forwarding lcore on its CPU (the main lcore sleeps in the command line meanwhile).
+FE_CPU = 1
+BE_CPU = 0
+
+QUICK_CELLS = "split-mrg1-ord1-64-g2h,packed-mrg0-ord0-1518-h2g"
+START_TIMEOUT = 30.0  # testpmd's EAL start with --no-huge takes 1-2 s; more on a busy machine
+PROC_LIMIT = 600  # seconds: timeout(1) kills anything of ours that outlives this
+
+
+@dataclass(frozen=True)
+class Cell:
+    ring: str
+    mrg: int
+    ord: int
+    size: int
+    dir: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.ring}-mrg{self.mrg}-ord{self.ord}-{self.size}-{self.dir}"
+
+    @property
+    def config(self) -> tuple:
+        return (self.ring, self.mrg, self.ord)
+
+    def backends(self) -> tuple:
+        # The null back end has no host->guest meaning (docs/serve.md, null mode).
+        return ("dpdk", "vhostlab", "null") if self.dir == "g2h" else ("dpdk", "vhostlab")
+
+
+ALL_CELLS = [Cell(r, m, o, s, d) for r, m, o, s, d in
+             itertools.product(RINGS, ONOFF, ONOFF, SIZES, DIRS)]
+
+
+def log(msg: str):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class RunError(Exception):
+    """A run that did not measure traffic; the message says what was seen."""
+
+
+def tail(path: Path, n: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return "(no file)"
+
+
+class Proc:
+    """A process of ours, in a session of its own under timeout(1): killing the group kills
+    exactly what we started."""
+
+    def __init__(self, argv: list[str], logpath: Path, stdin=None, stdout=None):
+        self.argv = argv
+        self.log = logpath
+        self._logf = open(logpath, "w")
+        self.proc = subprocess.Popen(
+            ["timeout", "-s", "KILL", str(PROC_LIMIT), *argv],
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=stdout if stdout is not None else self._logf,
+            stderr=self._logf,
+            text=True,
+            start_new_session=True,
+        )
+
+    def child_pid(self) -> int:
+        """The process timeout(1) runs (taskset and stdbuf exec it, keeping the pid)."""
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                kids = path.read_text().split()
+            except OSError:
+                kids = []
+            if kids:
+                return int(kids[0])
+            time.sleep(0.01)
+        raise RunError(f"no child under timeout(1) pid {self.proc.pid}")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self._logf.close()
+
+
+STATS_BLOCK = re.compile(
+    r"NIC statistics for port 0.*?RX-packets:\s+(\d+).*?TX-packets:\s+(\d+).*?"
+    r"Rx-pps:\s+(\d+).*?Tx-pps:\s+(\d+)", re.S)
+
+
+class TestPmd(Proc):
+    """dpdk-testpmd in interactive mode: commands on stdin, output (line-buffered through
+    stdbuf, so a command's answer can be read while it runs) in a log file."""
+
+    def __init__(self, name: str, workdir: Path, prefix: str, cpu: int, vdev: str):
+        self.name = name
+        argv = [
+            "stdbuf", "-oL", "taskset", "-c", str(cpu), "dpdk-testpmd",
+            "--no-huge", "-m", "256", "--no-pci", f"--file-prefix={prefix}",
+            "--lcores", f"0@{cpu},1@{cpu}", "--vdev", vdev,
+            "--", "-i", "--total-num-mbufs=16384", "--forward-mode=rxonly",
+        ]
+        super().__init__(argv, workdir / f"{name}.log", stdin=subprocess.PIPE)
+        self._seen = 0  # stats blocks already read
+
+    def cmd(self, *lines: str):
+        if self.proc.poll() is not None:
+            raise RunError(f"{self.name} exited ({self.proc.returncode})\n{tail(self.log)}")
+        self.proc.stdin.write("".join(line + "\n" for line in lines))
+        self.proc.stdin.flush()
+
+    def stats(self, timeout: float = START_TIMEOUT) -> dict:
+        """`show port stats 0`: cumulative RX/TX packets and testpmd's own pps since the
+        previous show (timed by testpmd's clock, not ours). Also a barrier: every command
+        sent before it has been carried out when it returns."""
+        self.cmd("show port stats 0")
+        want = self._seen + 1
+        deadline = time.monotonic() + timeout
+        while True:
+            blocks = STATS_BLOCK.findall(self.log.read_text(errors="replace"))
+            if len(blocks) >= want:
+                break
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RunError(f"{self.name}: no port statistics\n{tail(self.log)}")
+            time.sleep(0.01)
+        self._seen = len(blocks)
+        rx, tx, rx_pps, tx_pps = (int(v) for v in blocks[want - 1])
+        return {"rx": rx, "tx": tx, "rx_pps": rx_pps, "tx_pps": tx_pps,
+                "t": time.monotonic()}
+
+    def quit(self):
+        if self.proc.poll() is None:
+            try:
+                self.cmd("stop", "quit")
+            except (RunError, BrokenPipeError):
+                pass
+
+    def wait_gone(self, timeout: float = 15.0):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+
+class Serve(Proc):
+    """`vhostlab serve ... --json` listening on sock: events on stderr (the log), the final
+    JSON statistics on stdout."""
+
+    def __init__(self, vhostlab: Path, workdir: Path, n: int, sock: Path, mode: str, size: int,
+                 extra: list[str]):
+        self.sock = sock
+        argv = ["taskset", "-c", str(BE_CPU), str(vhostlab), "serve", "--socket", str(sock),
+                "--mode", mode, "--size", str(size), "--json", *extra]
+        super().__init__(argv, workdir / f"serve{n}.err", stdout=subprocess.PIPE)
+
+    def events(self, name: str) -> list[dict]:
+        out = []
+        for line in tail(self.log, 10**7).splitlines():
+            if line.startswith("{"):
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if ev.get("event") == name:
+                    out.append(ev)
+        return out
+
+    def wait_socket(self):
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.sock.exists():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RunError(f"serve made no socket {self.sock}\n{tail(self.log)}")
+            time.sleep(0.005)
+
+    def wait_running(self) -> dict:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            ev = self.events("running")
+            if ev:
+                return ev[0]
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RunError(f"serve never saw the front end's rings ready\n{tail(self.log)}")
+
+    def exe(self) -> str:
+        """What the serve process runs: vhostlab hands itself over to vhostlab-fast."""
+        try:
+            return os.readlink(f"/proc/{self.child_pid()}/exe")
+        except OSError:
+            return "?"
+
+    def stop(self) -> dict:
+        if self.proc.poll() is None:
+            os.kill(self.child_pid(), signal.SIGINT)
+        try:
+            out, _ = self.proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RunError(f"serve did not stop on SIGINT\n{tail(self.log)}")
+        self._logf.close()
+        if self.proc.returncode != 0:
+            raise RunError(f"serve exited {self.proc.returncode}\n{out}\n{tail(self.log)}")
+        return json.loads(out)
+
+
+def median_min_max(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+class Bench:
+    """One invocation: the processes of one ring configuration at a time, the runs, the
+    results."""
+
+    def __init__(self, args):
+        self.a = args
+        self.workdir = Path(tempfile.mkdtemp(prefix="vhl-vsd-"))  # short socket paths
+        self.prefixes: list[str] = []
+        self.counter = itertools.count()
+        self.runs: list[dict] = []
+        self.negotiated: dict[str, dict] = {}
+        self.serve_exe = None
+
+    def prefix(self) -> str:
+        p = f"vsd{os.getpid()}-{next(self.counter)}"
+        self.prefixes.append(p)
+        return p
+
+    # --- one ring configuration: two front ends, DPDK's back end ---------------------------
+
+    def front_end(self, name: str, cfg: tuple, sock: Path, server: bool) -> TestPmd:
+        """testpmd with a virtio-user port on the front-end CPU: the cell's ring options."""
+        ring, mrg, ord_ = cfg
+        vdev = (f"net_virtio_user0,path={sock},queues=1,packed_vq={int(ring == 'packed')},"
+                f"mrg_rxbuf={mrg},in_order={ord_}" + (",server=1" if server else ""))
+        return TestPmd(name, self.workdir, self.prefix(), FE_CPU, vdev)
+
+    def start_config(self, cfg: tuple) -> dict:
+        """The DPDK pair of a ring configuration: a front end (virtio-user server) and
+        DPDK's back end (net_vhost client) connected once, for all of the configuration's
+        cells: started together, ready when both answered a command. While serve runs, the
+        pair sleeps (forwarding stopped, main lcores blocked on stdin)."""
+        n = next(self.counter)
+        socks = {"d": self.workdir / f"d{n}.sock"}
+        procs = {"fe_d": self.front_end(f"fe_d{n}", cfg, socks["d"], server=True)}
+        try:
+            # net_vhost in client mode retries until the front end's socket is there.
+            # (DPDK 22.11's net_vhost has no dequeue-zero-copy option any more: iface,
+            # queues, client, iommu-support, postcopy-support, tso, linear-buffer,
+            # ext-buffer, legacy-ol-flags; all left at their defaults.)
+            procs["be_d"] = TestPmd(f"be_d{n}", self.workdir, self.prefix(), BE_CPU,
+                                    f"net_vhost0,iface={socks['d']},queues=1,client=1")
+            # A virtio-user server waits for its back end before testpmd takes commands.
+            for k in ("be_d", "fe_d"):
+                procs[k].stats()
+            deadline = time.monotonic() + START_TIMEOUT
+            while "ready for processing" not in procs["be_d"].log.read_text(errors="replace"):
+                if time.monotonic() > deadline:
+                    raise RunError(f"DPDK's back end never connected\n{tail(procs['be_d'].log)}")
+                time.sleep(0.02)
+            m = re.findall(r"negotiated Virtio features: (0x[0-9a-f]+)",
+                           procs["be_d"].log.read_text(errors="replace"))
+            self.negotiated.setdefault("-".join(map(str, cfg)), {})["dpdk"] = m[-1] if m else "?"
+        except BaseException:
+            self.stop_config(procs)
+            raise
+        procs["socks"] = socks
+        return procs
+
+    def stop_config(self, procs: dict):
+        pmds = [p for p in procs.values() if isinstance(p, TestPmd)]
+        for p in pmds:
+            p.quit()
+        for p in pmds:
+            p.wait_gone()
+
+    # --- one run ---------------------------------------------------------------------------
+
+    def set_fwd(self, tx: TestPmd | None, rx: TestPmd | None, size: int):
+        if tx:
+            tx.cmd("set fwd txonly", f"set txpkts {size}")
+        if rx:
+            rx.cmd("set fwd rxonly")
+
+    def window(self, fe: TestPmd, cell: Cell) -> dict:
+        """Warm up, then the front end's counters across the window. The rate is testpmd's
+        Tx-pps (guest->host) or Rx-pps (host->guest) of the second show, i.e. since the
+        first one, on testpmd's clock; ours (counts over our wall time) is kept to check."""
+        time.sleep(self.a.warmup)
+        s0 = fe.stats()
+        time.sleep(self.a.seconds)
+        s1 = fe.stats()
+        key = "tx" if cell.dir == "g2h" else "rx"
+        packets = s1[key] - s0[key]
+        wall = s1["t"] - s0["t"]
+        return {"mpps": s1[key + "_pps"] / 1e6, "packets": packets,
+                "wall_seconds": round(wall, 4), "wall_mpps": packets / wall / 1e6}
+
+    def run_dpdk(self, procs: dict, cell: Cell) -> dict:
+        fe, be = procs["fe_d"], procs["be_d"]
+        if cell.dir == "g2h":
+            self.set_fwd(fe, be, cell.size)
+        else:
+            self.set_fwd(be, fe, cell.size)
+        be.cmd("start")
+        fe.cmd("start")
+        try:
+            return self.window(fe, cell)
+        finally:
+            fe.cmd("stop")
+            be.cmd("stop")
+
+    def run_serve(self, cfg_procs: dict, cell: Cell, backend: str) -> dict:
+        """serve listens, a front end of its own connects (virtio-user client), one window,
+        both go. (Not one front end for every serve: DPDK 22.11's virtio-user server sends
+        a split ring's base as 0 when a new back end connects, while its avail index is
+        far ahead, and vhostlab's core refuses that jump -- DPDK's vhost library resyncs to
+        used->idx instead. See reports/vs-dpdk.md, method.)"""
+        mode = "null" if backend == "null" else ("rxonly" if cell.dir == "g2h" else "txonly")
+        n = next(self.counter)
+        serve = Serve(self.a.vhostlab, self.workdir, n, self.workdir / f"v{n}.sock", mode,
+                      cell.size, self.a.serve_arg)
+        fe = None
+        t0 = time.monotonic()
+        try:
+            serve.wait_socket()
+            fe = self.front_end(f"fe_v{n}", cell.config, serve.sock, server=False)
+            ev = serve.wait_running()
+            fe.stats()  # the front end is up and takes commands
+            setup = time.monotonic() - t0
+            if self.serve_exe is None:
+                self.serve_exe = serve.exe()
+            m = re.search(r"features (0x[0-9a-f]+)", ev["message"])
+            self.negotiated.setdefault("-".join(map(str, cell.config)), {})["vhostlab"] = (
+                m.group(1) if m else "?")
+            if cell.dir == "g2h":
+                self.set_fwd(fe, None, cell.size)
+            else:
+                self.set_fwd(None, fe, cell.size)
+            fe.cmd("start")
+            try:
+                res = self.window(fe, cell)
+            finally:
+                fe.quit()  # stop forwarding, stop the port (GET_VRING_BASE), exit
+            fe.wait_gone(5.0)
+            final = serve.stop()
+        finally:
+            if fe:
+                fe.kill()
+            serve.kill()
+        q = final["totals"]
+        res["setup_seconds"] = round(setup, 3)
+        res["serve"] = {"rx_packets": q["rx_packets"], "tx_packets": q["tx_packets"],
+                        "drops": q["drops"], "seconds": final["seconds"]}
+        return res
+
+    # --- the matrix ------------------------------------------------------------------------
+
+    def run(self, cells: list[Cell]) -> float:
+        started = time.monotonic()
+        configs = sorted({c.config for c in cells}, key=lambda k: ALL_CELLS.index(
+            next(c for c in ALL_CELLS if c.config == k)))
+        total = self.a.reps * sum(len(c.backends()) for c in cells)
+        done = 0
+        for rep in range(self.a.reps):
+            for cfg in configs:
+                log(f"[rep {rep + 1}/{self.a.reps}] starting the front ends and DPDK's back "
+                    f"end for {cfg[0]}-mrg{cfg[1]}-ord{cfg[2]}")
+                try:
+                    procs = self.start_config(cfg)
+                except RunError as e:
+                    log(f"  FAILED to start: {e}")
+                    for cell in (c for c in cells if c.config == cfg):
+                        for b in cell.backends():
+                            self.runs.append({"rep": rep, "cell": cell.id, "backend": b,
+                                              "error": f"start: {e}"})
+                            done += 1
+                    continue
+                try:
+                    for i, cell in enumerate(c for c in cells if c.config == cfg):
+                        order = cell.backends()
+                        if (rep + i) % 2:
+                            order = tuple(reversed(order))
+                        for b in order:
+                            rec = {"rep": rep, "cell": cell.id, "backend": b}
+                            try:
+                                if b == "dpdk":
+                                    rec.update(self.run_dpdk(procs, cell))
+                                else:
+                                    rec.update(self.run_serve(procs, cell, b))
+                                if rec["mpps"] <= 0:
+                                    raise RunError("no packets in the window")
+                            except RunError as e:
+                                rec["error"] = str(e)
+                            self.runs.append(rec)
+                            done += 1
+                            el = time.monotonic() - started
+                            what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec
+                                    else "FAILED: " + rec["error"].splitlines()[0])
+                            log(f"[rep {rep + 1}/{self.a.reps}] {cell.id:28} {b:9} {what}   "
+                                f"({done}/{total}, {el:.0f} s, about "
+                                f"{el / done * (total - done):.0f} s left)")
+                finally:
+                    self.stop_config(procs)
+        return time.monotonic() - started
+
+    def cleanup(self):
+        root = Path("/var/run/dpdk")
+        for p in self.prefixes:
+            shutil.rmtree(root / p, ignore_errors=True)
+        if self.a.keep:
+            log(f"logs kept in {self.workdir}")
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def memcpy_ceiling(vhostlab: Path, seconds: float) -> dict | None:
+    exe = vhostlab.parent / "vl_memcpy_ceiling"
+    if not os.access(exe, os.X_OK):
+        log(f"note: {exe} not found: no memcpy ceiling (build the vl_memcpy_ceiling target)")
+        return None
+    out = subprocess.run(["taskset", "-c", str(BE_CPU), str(exe), "--json", "--seconds",
+                          str(seconds)], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    return json.loads(out)
+
+
+def summarize(cells: list[Cell], runs: list[dict]) -> list[dict]:
+    rows = []
+    for cell in cells:
+        row = {"cell": cell.id, "ring": cell.ring, "mrg": cell.mrg, "ord": cell.ord,
+               "size": cell.size, "dir": cell.dir}
+        for b in cell.backends():
+            vals = [r["mpps"] for r in runs
+                    if r["cell"] == cell.id and r["backend"] == b and "error" not in r]
+            row[b] = median_min_max(vals) if vals else None
+        d, v = row.get("dpdk"), row.get("vhostlab")
+        row["ratio"] = v["median"] / d["median"] if d and v and d["median"] > 0 else None
+        rows.append(row)
+    return rows
+
+
+def machine() -> dict:
+    model = "?"
+    try:
+        m = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+        model = m.group(1).strip() if m else "?"
+    except OSError:
+        pass
+    dpdk = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk-dev"],
+                          capture_output=True, text=True).stdout.strip() or "?"
+    return {"cpu": model, "cpus": os.cpu_count(), "kernel": os.uname().release,
+            "dpdk": dpdk}
+
+
+# --- the report --------------------------------------------------------------------------
+
+def fmt_mmm(x: dict | None) -> str:
+    if not x:
+        return "—"
+    return f"{x['median']:.2f} ({x['min']:.2f}–{x['max']:.2f})"
+
+
+def write_markdown(path: Path, doc: dict):
+    rows = doc["cells"]
+    meta = doc["meta"]
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    lines = [
+        "# vhostlab serve vs DPDK's vhost back end",
+        "",
+        f"Generated by `{meta['command']}` on {meta['date']} (took "
+        f"{meta['duration_seconds'] / 60:.1f} min); {len(rows)} of {len(ALL_CELLS)} cells, "
+        f"{meta['reps']} repetitions, {meta['seconds']} s window after {meta['warmup']} s "
+        f"warm-up. Machine: {meta['machine']['cpu']}, {meta['machine']['cpus']} CPUs, Linux "
+        f"{meta['machine']['kernel']}, DPDK {meta['machine']['dpdk']}; load average "
+        f"{meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end.",
+        "",
+    ]
+    if len(rows) < len(ALL_CELLS) or meta["reps"] < 3:
+        lines += ["**A partial run** (a subset of cells or fewer than 3 repetitions): not the "
+                  "full comparison.", ""]
+    if ratios:
+        hit = sum(1 for x in ratios if x >= TARGET)
+        par = sum(1 for x in ratios if x >= 1.0)
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        worst = sorted((r for r in rows if r["ratio"]), key=lambda r: r["ratio"])[:3]
+        lines += [
+            "## Summary",
+            "",
+            f"- Goal: vhostlab ≥ {TARGET:.2f}× DPDK in every cell. Met in **{hit} of "
+            f"{len(ratios)}** cells; vhostlab at least as fast as DPDK in {par}.",
+            f"- Geometric mean of the ratios: **{geo:.2f}×**; range "
+            f"{min(ratios):.2f}× – {max(ratios):.2f}×.",
+            "- Worst cells: " + ", ".join(f"`{r['cell']}` {r['ratio']:.2f}×" for r in worst)
+            + ".",
+            "",
+        ]
+    failed = [r for r in doc["runs"] if "error" in r]
+    if failed:
+        lines += [f"**{len(failed)} runs failed** (no rate; see the JSON for what was seen): "
+                  + ", ".join(sorted({f"{r['cell']}/{r['backend']}" for r in failed})), ""]
+    lines += [
+        "## Results",
+        "",
+        "Mpps: median over the repetitions (min–max). Ratio: vhostlab median / DPDK median. "
+        "Null: `vhostlab serve --mode null`, the front end's ceiling (guest→host only).",
+        "",
+        "| cell | ring | mrg | in-order | size | direction | DPDK Mpps | vhostlab Mpps | ratio "
+        f"| ≥ {TARGET:.2f} | null ceiling Mpps |",
+        "|---|---|---|---|---:|---|---:|---:|---:|:-:|---:|",
+    ]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] else "—"
+        ok = "—" if not r["ratio"] else ("yes" if r["ratio"] >= TARGET else "**no**")
+        null = fmt_mmm(r.get("null")) if r["dir"] == "g2h" else "n/a"
+        lines.append(
+            f"| `{r['cell']}` | {r['ring']} | {'on' if r['mrg'] else 'off'} | "
+            f"{'on' if r['ord'] else 'off'} | {r['size']} | {DIR_WORDS[r['dir']]} | "
+            f"{fmt_mmm(r.get('dpdk'))} | {fmt_mmm(r.get('vhostlab'))} | {ratio} | {ok} | "
+            f"{null} |")
+    lines += ["", "![vs-dpdk](vs-dpdk.png)", ""]
+    lines += ["## Ceilings", "",
+              "**Null back end** (`vhostlab serve --mode null`, `vl_net_discard`): every chain "
+              "the front end transmits goes back at once with used length 0; descriptors are "
+              "walked and checked, buffers never read, nothing allocated or copied. Its rate "
+              "is what the front end (testpmd txonly on virtio-user, one core) can do at all: "
+              "a back end at the null rate is no longer the bottleneck. The front end's "
+              "receive ring is left alone, so host→guest has no null figure: DPDK's virtio "
+              "driver takes a used length only if it covers the virtio-net header and an "
+              "Ethernet header (shorter ones are dropped as errors), and with mergeable "
+              "buffers it reads num_buffers from that header — a back end must write it, "
+              "which is no longer nothing.", ""]
+    mc = doc.get("memcpy")
+    if mc:
+        lines += ["**memcpy** (`vl_memcpy_ceiling`, glibc memcpy on the back-end CPU, length "
+                  "not known to the compiler; warm: 32 buffers each side, in L1/L2; cold: "
+                  "256 MiB each side walked at a 2176-byte stride). Mcopies/s is the packet "
+                  "rate of a back end that did nothing but that one copy per packet.", "",
+                  "| size | buffers | ns/copy | Mcopies/s | GB/s |",
+                  "|---:|---|---:|---:|---:|"]
+        for c in mc["cases"]:
+            lines.append(f"| {c['size']} | {c['buffers']} | {c['ns_per_copy']:.2f} | "
+                         f"{c['mcopies_per_s']:.2f} | {c['gbytes_per_s']:.2f} |")
+        lines.append("")
+    lines += [
+        "## How it was measured",
+        "",
+        f"- **Front end**: DPDK {meta['machine']['dpdk']} `dpdk-testpmd` with a virtio-user "
+        "port (`--no-huge -m 256 --total-num-mbufs=16384`, `--vdev net_virtio_user0,"
+        "path=SOCK,queues=1,packed_vq=…,mrg_rxbuf=…,in_order=…`), interactive, "
+        f"main and forwarding lcore on CPU {FE_CPU} (`taskset`, `--lcores "
+        f"0@{FE_CPU},1@{FE_CPU}`). guest→host: the front end runs `txonly` with `set txpkts "
+        "SIZE`, the back end counts and drops; host→guest: the back end generates SIZE-byte "
+        "frames, the front end runs `rxonly`.",
+        f"- **Back ends**, on CPU {BE_CPU}: (a) DPDK: `dpdk-testpmd` with `--vdev net_vhost0,"
+        "iface=SOCK,queues=1,client=1` (`rxonly` / `txonly` + `set txpkts SIZE`; DPDK "
+        "22.11's net_vhost has no dequeue-zero-copy option any more, every option at its "
+        "default); (b) `vhostlab serve --mode rxonly|txonly --size SIZE "
+        + " ".join(meta["serve_args"]) + "`, which ran as `" + str(meta.get("serve_exe"))
+        + "` (the production core, no lab hooks); (c) null: the same with `--mode null`. "
+        "Both poll: testpmd's forwarding lcore spins, and serve "
+        + ("runs with `--poll`." if "--poll" in meta["serve_args"] else
+           "sleeps only when a round moved nothing (no `--poll`)."),
+        "- **What is counted**: the front end's port counters (`show port stats 0`), the "
+        "same program and the same counter whichever back end runs. Two shows bracket the "
+        "window; the rate is testpmd's own `Tx-pps` (guest→host) or `Rx-pps` (host→guest) "
+        "of the second, over the interval between the two on testpmd's clock. In "
+        "guest→host the front end is the sender: it counts a packet when virtio-user put "
+        "it on the ring, and a back end that lags only makes the ring full, so sent and "
+        "received differ by at most the ring (256 packets, < 0.01 % of a window). The "
+        "count over our own wall clock is kept beside it in the JSON (`wall_mpps`), and "
+        "serve's own totals for its runs.",
+        "- **Connections**: the DPDK pair (front end as virtio-user server, net_vhost as "
+        "client) starts once per repetition and ring configuration and serves that "
+        "configuration's four size × direction cells, idle (forwarding stopped, main "
+        "lcores blocked on stdin) while serve runs. serve and a front end of its own "
+        "(virtio-user client, otherwise the same options) start for each run, which costs "
+        "under a second: a virtio-user server kept across back ends hands each new back "
+        "end a split ring with base 0 while its avail index is far ahead, which vhostlab's "
+        "core refuses as an index jump (DPDK's vhost library resyncs to the used index "
+        "instead). Which side listens changes nothing on the datapath.",
+        "- **Interleaving**: for each repetition, for each ring configuration, for each "
+        "cell, the back ends one after the other, the order reversed every other cell and "
+        "repetition, so slow drifts of the machine fall on both sides.",
+        f"- **Negotiated features** (hex, per ring configuration): "
+        + "; ".join(f"{k}: DPDK {v.get('dpdk', '?')}, vhostlab {v.get('vhostlab', '?')}"
+                    for k, v in sorted(meta["negotiated"].items())) + ".",
+        "",
+        "Raw runs: `vs-dpdk.json` beside this file (every run: rep, cell, back end, Mpps, "
+        "packets, wall time, serve's totals, or the error).",
+        "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def write_plot(path: Path, doc: dict) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("note: python3-matplotlib is not installed: no plot (apt-get install "
+            "python3-matplotlib)")
+        return False
+    rows = doc["cells"]
+    x = list(range(len(rows)))
+    fig, (ax, axr) = plt.subplots(2, 1, figsize=(max(8, 0.5 * len(rows) + 3), 9),
+                                  sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    width = 0.38
+    for off, b, color in ((-width / 2, "dpdk", "tab:gray"), (width / 2, "vhostlab", "tab:blue")):
+        med = [r[b]["median"] if r.get(b) else 0 for r in rows]
+        lo = [r[b]["median"] - r[b]["min"] if r.get(b) else 0 for r in rows]
+        hi = [r[b]["max"] - r[b]["median"] if r.get(b) else 0 for r in rows]
+        ax.bar([i + off for i in x], med, width, yerr=[lo, hi], capsize=2, color=color,
+               label="DPDK vhost" if b == "dpdk" else "vhostlab serve")
+    nx = [i for i, r in enumerate(rows) if r.get("null")]
+    if nx:
+        ax.scatter(nx, [rows[i]["null"]["median"] for i in nx], marker="_", s=400,
+                   color="black", linewidths=2, label="null back end (ceiling)", zorder=3)
+    ax.set_ylabel("Mpps (median, min–max)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ratios = [r["ratio"] or 0 for r in rows]
+    axr.bar(x, ratios, 0.6, color=["tab:green" if v >= TARGET else "tab:red" for v in ratios])
+    axr.axhline(1.0, color="black", linewidth=0.8)
+    axr.axhline(TARGET, color="tab:green", linestyle="--", linewidth=0.8,
+                label=f"goal {TARGET:.2f}×")
+    axr.set_ylabel("vhostlab / DPDK")
+    axr.legend(loc="upper right", fontsize=8)
+    axr.grid(axis="y", alpha=0.3)
+    axr.set_xticks(x)
+    axr.set_xticklabels([r["cell"] for r in rows], rotation=90, fontsize=7)
+    fig.suptitle("vhostlab serve vs DPDK vhost, DPDK virtio-user front end (testpmd)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# --- command line ------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Run DPDK testpmd (virtio-user) against DPDK's vhost back end and "
+        "`vhostlab serve` in turn over the cell matrix; write vs-dpdk.md/.png/.json.",
+        epilog="Cells are named RING-mrgM-ordO-SIZE-DIR, e.g. split-mrg1-ord1-64-g2h "
+        "(DIR: g2h guest->host, h2g host->guest). The full matrix (32 cells, 3 reps: 96 DPDK "
+        "runs, 144 serve runs with the null ceiling) takes about 19 minutes on 2 CPUs; run "
+        "it on a quiet machine.")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smoke test: cells {QUICK_CELLS} (unless --cells), 1 rep, 1 s "
+                   "window (unless given)")
+    p.add_argument("--cells", help="comma-separated cell names or shell patterns, e.g. "
+                   "'split-*-64-g2h,packed-mrg1-ord1-*' (default: all 32)")
+    p.add_argument("--reps", type=int, help="repetitions per cell (default 3)")
+    p.add_argument("--seconds", type=float, help="measuring window per run (default 3)")
+    p.add_argument("--warmup", type=float, help="seconds of traffic before the window "
+                   "(default 0.5)")
+    p.add_argument("--out", type=Path, default=ROOT / "reports",
+                   help="directory for vs-dpdk.md/.png/.json (default: reports/)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the work directory (testpmd logs, serve events) and name it")
+    p.add_argument("--json", action="store_true",
+                   help="also print the summary (cells, ratios, ceilings) as JSON on stdout")
+    p.add_argument("--vhostlab", type=Path,
+                   default=Path(os.environ.get("VHOSTLAB_BIN",
+                                               ROOT / "build/release/cli/vhostlab")),
+                   help="the vhostlab program (default: $VHOSTLAB_BIN or "
+                   "build/release/cli/vhostlab); vhostlab-fast and vl_memcpy_ceiling are "
+                   "expected beside it")
+    p.add_argument("--serve-arg", action="append", default=None, metavar="ARG",
+                   help="an extra argument for every vhostlab serve (repeatable; default "
+                   "--poll, as DPDK's back end polls too)")
+    a = p.parse_args(argv)
+    a.reps = a.reps if a.reps is not None else (1 if a.quick else 3)
+    a.seconds = a.seconds if a.seconds is not None else (1.0 if a.quick else 3.0)
+    a.warmup = a.warmup if a.warmup is not None else 0.5
+    if a.serve_arg is None:
+        a.serve_arg = ["--poll"]
+    if a.reps < 1:
+        p.error(f"--reps {a.reps}: must be at least 1")
+    if not 0.2 <= a.seconds <= 60:
+        p.error(f"--seconds {a.seconds}: must be in [0.2, 60]")
+    if not 0 <= a.warmup <= 30:
+        p.error(f"--warmup {a.warmup}: must be in [0, 30]")
+    pattern = a.cells or (QUICK_CELLS if a.quick else "*")
+    pats = [s.strip() for s in pattern.split(",") if s.strip()]
+    a.cell_list = [c for c in ALL_CELLS if any(fnmatch.fnmatchcase(c.id, q) for q in pats)]
+    if not a.cell_list:
+        p.error(f"--cells {pattern!r} names no cell (e.g. split-mrg1-ord1-64-g2h; "
+                f"patterns like 'packed-*-1518-*' work)")
+    if not os.access(a.vhostlab, os.X_OK):
+        p.error(f"--vhostlab {a.vhostlab}: not an executable (build it, or set VHOSTLAB_BIN)")
+    if not os.access(a.vhostlab.parent / "vhostlab-fast", os.X_OK):
+        p.error(f"{a.vhostlab.parent / 'vhostlab-fast'} is missing: serve would run on the "
+                "lab-hooks core; build the vhostlab-fast target")
+    for tool in ("dpdk-testpmd", "taskset", "timeout", "stdbuf"):
+        if shutil.which(tool) is None:
+            p.error(f"{tool} not found (dpdk-testpmd: apt-get install dpdk-dev "
+                    "librte-net-virtio23)")
+    if (os.cpu_count() or 1) < 2:
+        p.error("needs 2 CPUs: front end and back end each get one")
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    cmdline = "scripts/vs_dpdk.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    load_start = os.getloadavg()[0]
+    date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    log(f"vs-dpdk: {len(a.cell_list)} cells x {a.reps} reps, {a.seconds} s windows; "
+        f"front end CPU {FE_CPU}, back ends CPU {BE_CPU}")
+    mc = memcpy_ceiling(a.vhostlab, 0.2 if a.quick else 0.5)
+    bench = Bench(a)
+    try:
+        duration = bench.run(a.cell_list)
+    except KeyboardInterrupt:
+        log("interrupted: no report written")
+        return 1
+    finally:
+        bench.cleanup()
+    rows = summarize(a.cell_list, bench.runs)
+    doc = {
+        "meta": {"command": cmdline.strip(), "date": date, "reps": a.reps,
+                 "seconds": a.seconds, "warmup": a.warmup, "duration_seconds": duration,
+                 "load_start": load_start, "load_end": os.getloadavg()[0],
+                 "machine": machine(), "fe_cpu": FE_CPU, "be_cpu": BE_CPU,
+                 "serve_args": a.serve_arg, "serve_exe": bench.serve_exe,
+                 "negotiated": bench.negotiated, "target": TARGET},
+        "cells": rows,
+        "memcpy": mc,
+        "runs": bench.runs,
+    }
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "vs-dpdk.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_markdown(a.out / "vs-dpdk.md", doc)
+    write_plot(a.out / "vs-dpdk.png", doc)
+    log(f"wrote {a.out / 'vs-dpdk.md'}, .png, .json ({duration / 60:.1f} min)")
+    if a.json:
+        print(json.dumps({k: doc[k] for k in ("meta", "cells", "memcpy")}, indent=1))
+    return 1 if any("error" in r for r in bench.runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
