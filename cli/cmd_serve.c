@@ -57,6 +57,17 @@ static void serve_usage(FILE *out)
 		"    --quiet              no event lines on stderr (errors still)\n"
 		"    --features HEX       offer exactly these virtio feature bits (a subset of\n"
 		"                         0x%llx; default: all of them but MQ and CTRL_VQ)\n"
+		"    --record FILE        record the session as a trace (docs/trace-format.md) that\n"
+		"                         `vhostlab replay FILE` runs against the simulated guest:\n"
+		"                         the memory layout, rings, every chain and byte the core\n"
+		"                         read, each burst and what the front end got. The first\n"
+		"                         connection is recorded until the bound below, until it\n"
+		"                         leaves, or until serve stops; FILE is then written (to a\n"
+		"                         temporary name, renamed into place) and serve goes on.\n"
+		"                         Not with --zero-copy, null or pair mode, or more than %u\n"
+		"                         queue pairs\n"
+		"    --record-max-packets N  stop recording after N packets, both directions\n"
+		"                         together (default %u)\n"
 		"    --no-mrg-rxbuf, --no-packed, --no-in-order, --no-indirect, --no-event-idx,\n"
 		"    --no-csum            do not offer that feature (--no-csum: CSUM and GUEST_CSUM)\n"
 		"    -h, --help           this text\n"
@@ -100,7 +111,8 @@ static void serve_usage(FILE *out)
 		"        -- --total-num-mbufs=16384 --forward-mode=txonly --stats-period=1\n"
 		"\n"
 		"    See docs/serve.md for QEMU and the other modes.\n",
-		(unsigned long long)VL_VU_FEATURES_SUPPORTED);
+		(unsigned long long)VL_VU_FEATURES_SUPPORTED, SERVE_RECORD_MAX_PAIRS,
+		SERVE_RECORD_MAX_PACKETS_DEFAULT);
 }
 
 enum {
@@ -124,6 +136,8 @@ enum {
 	OPT_NO_INDIRECT,
 	OPT_NO_EVENT_IDX,
 	OPT_NO_CSUM,
+	OPT_RECORD,
+	OPT_RECORD_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +161,8 @@ static const struct option long_opts[] = {
 	{"no-indirect", no_argument, NULL, OPT_NO_INDIRECT},
 	{"no-event-idx", no_argument, NULL, OPT_NO_EVENT_IDX},
 	{"no-csum", no_argument, NULL, OPT_NO_CSUM},
+	{"record", required_argument, NULL, OPT_RECORD},
+	{"record-max-packets", required_argument, NULL, OPT_RECORD_MAX},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -227,6 +243,45 @@ static bool parse_features(const char *v, uint64_t *out)
 bad:
 	cli_usage_error("serve", "--features: '%s' is not a hexadecimal number", v);
 	return false;
+}
+
+/* --record: what a trace can hold. One guest memory per trace (not pair mode); chains the
+ * core returns in the burst that took them (not zero-copy, whose leases outlive bursts); a
+ * burst statement for every guest-visible change (not null mode's discard); 16 queues. */
+static bool check_record(struct serve_opts *o)
+{
+	const char *why = NULL;
+
+	if (!o->record) {
+		if (o->record_max_packets) {
+			cli_usage_error("serve", "--record-max-packets needs --record FILE");
+			return false;
+		}
+		return true;
+	}
+	if (o->record[0] == '\0')
+		why = "--record: the file name is empty";
+	else if (o->zero_copy)
+		why = "--record cannot record --zero-copy (chains held by packets across bursts "
+		      "have no trace statement here); drop one of them";
+	else if (o->mode == SERVE_PAIR)
+		why = "--record cannot record pair mode: a trace holds one guest's memory";
+	else if (o->mode == SERVE_NULL)
+		why = "--record cannot record null mode (its discard has no trace statement)";
+	else if (o->queues > SERVE_RECORD_MAX_PAIRS)
+		why = "--record holds at most 8 queue pairs (a trace has 16 queues)";
+#ifndef VL_GUEST_LOAD_HOOKS
+	else
+		why = "--record needs the core with lab hooks: run `vhostlab serve`, not "
+		      "vhostlab-fast";
+#endif
+	if (why) {
+		cli_usage_error("serve", "%s", why);
+		return false;
+	}
+	if (!o->record_max_packets)
+		o->record_max_packets = SERVE_RECORD_MAX_PACKETS_DEFAULT;
+	return true;
 }
 
 /* Parse argv into o. Returns -1 to go on, else the exit status (help, usage error). */
@@ -323,6 +378,14 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		case OPT_NO_EVENT_IDX:
 			off |= VL_FEATURE(VL_F_RING_EVENT_IDX);
 			break;
+		case OPT_RECORD:
+			o->record = optarg;
+			break;
+		case OPT_RECORD_MAX:
+			if (!cli_parse_u64("serve", "--record-max-packets", optarg, 1, 10000000, &v))
+				return CLI_EXIT_USAGE;
+			o->record_max_packets = v;
+			break;
 		case OPT_NO_CSUM:
 			off |= VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
 			break;
@@ -358,7 +421,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		return CLI_EXIT_USAGE;
 	}
 	o->features &= ~off;
-	return -1;
+	return check_record(o) ? -1 : CLI_EXIT_USAGE;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -377,9 +440,14 @@ int cmd_serve(int argc, char **argv)
 
 	for (uint32_t i = 0; ok && i < s.nports; i++)
 		ok = serve_port_open(&s, &s.port[i], i, i ? s.o.socket2 : s.o.socket) == 0;
+	if (ok && s.o.record)
+		ok = serve_rec_open(&s);
 
 	const char *why = ok ? serve_loop(&s) : NULL;
 	uint32_t leaked = 0;
+
+	/* Before the devices go: the recording ends with the last burst serve ran. */
+	serve_rec_close(&s, why ? why : "error");
 
 	/* Waiting packets first (zero-copy ones point into rings that are about to stop),
 	 * then the devices, then the pools: what is still out of a pool then is a leak. */
@@ -391,5 +459,8 @@ int cmd_serve(int argc, char **argv)
 		serve_stats_final(&s, serve_now(), why ? why : "error", leaked);
 	for (uint32_t i = 0; i < s.nports; i++)
 		serve_port_free(&s.port[i]);
-	return ok && why && leaked == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+	bool rec_ok = !serve_rec_failed(&s);
+
+	serve_rec_free(&s);
+	return ok && why && leaked == 0 && rec_ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

@@ -9,6 +9,7 @@
  *   serve_tap.c    the TAP device
  *   serve_null.c   the null mode: chains back unread (a ceiling, not a forwarder)
  *   serve_stats.c  counters, live lines and the final report
+ *   serve_record.c --record: the session as a trace (sim/trace/session_rec.h)
  *
  * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
  * is what serve receives from a front end (the guest's TX ring, the core's dequeue), "tx"
@@ -57,6 +58,8 @@ struct serve_opts {
 	bool json;
 	bool quiet;               /* no event lines */
 	uint64_t features;        /* offered in GET_FEATURES */
+	const char *record;       /* --record FILE, or NULL */
+	uint64_t record_max_packets;
 };
 
 /* Why a packet died inside serve. Counted on the queue pair where it died: a malformed chain
@@ -124,8 +127,11 @@ struct serve_port {
 	uint64_t features;             /* negotiated, last connection that ran */
 };
 
+struct serve_rec;
+
 struct serve {
 	struct serve_opts o;
+	struct serve_rec *rec;         /* --record, else NULL */
 	struct serve_port port[2];
 	uint32_t nports;
 	int *tap_fds;                  /* tap mode: one per queue pair */
@@ -207,6 +213,31 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair);
 void serve_stats_live(struct serve *s, double now);
 /* The final report on stdout. */
 void serve_stats_final(struct serve *s, double now, const char *stopped_by, uint32_t leaked);
+
+/* serve_record.c: each call does nothing without --record, or once recording stopped. */
+#define SERVE_RECORD_MAX_PACKETS_DEFAULT 10000u
+/* Record at most this many queue pairs: a trace holds 16 queues. */
+#define SERVE_RECORD_MAX_PAIRS 8u
+bool serve_rec_open(struct serve *s);
+/* Ring qidx of p is ready with queue vq (after serve told it whether to kick). */
+void serve_rec_ring_ready(struct serve_port *p, uint32_t qidx, struct vl_vq *vq);
+void serve_rec_mem_changed(struct serve_port *p);
+void serve_rec_disconnected(struct serve_port *p);
+void serve_rec_kicks(struct serve_port *p, uint32_t qidx, bool want);
+/* Around each burst: begin before vl_net_dequeue / vl_net_enqueue, then what it did. */
+void serve_rec_begin(struct serve_port *p, uint32_t qidx, struct vl_vq *vq);
+void serve_rec_dequeued(struct serve_port *p, uint16_t max, struct vl_pkt *const *pkts,
+			uint16_t n);
+void serve_rec_enqueued(struct serve_port *p, struct vl_pkt *const *pkts, uint16_t count,
+			uint16_t done, const uint8_t *status);
+/* Shutdown: stop recording (if it goes on) and write the file. */
+void serve_rec_close(struct serve *s, const char *stopped_by);
+void serve_rec_free(struct serve *s);
+/* The trace could not be written. */
+bool serve_rec_failed(const struct serve *s);
+/* The final report's part (JSON: one "record" member with its trailing comma). */
+void serve_rec_final_json(const struct serve *s);
+void serve_rec_final_text(const struct serve *s);
 
 /* serve_loop.c */
 /* Tell the guest on every ready ring whether to kick; true if any ring changed. */

@@ -58,7 +58,10 @@ static uint16_t receive(struct serve *s, struct serve_port *p, uint32_t pair,
 
 	if (!vq)
 		return 0;
+	serve_rec_begin(p, 2 * pair + SERVE_RING_TX, vq);
 	uint16_t n = vl_net_dequeue(vq, p->pool, pkts, (uint16_t)s->o.burst);
+
+	serve_rec_dequeued(p, (uint16_t)s->o.burst, pkts, n);
 
 	for (uint16_t i = 0; i < n; i++)
 		sp->st.rx_bytes += pkts[i]->pkt_len;
@@ -101,7 +104,10 @@ static uint32_t deliver(struct serve_port *dst, uint32_t pair)
 		return 0; /* connected, ring not (yet, or not now) enabled: wait */
 	uint8_t status[SERVE_BURST_MAX];
 	struct vl_pkt **pkts = &pd->pkts[pd->head];
+	serve_rec_begin(dst, 2 * pair + SERVE_RING_RX, vq);
 	uint16_t done = vl_net_enqueue(vq, pkts, (uint16_t)n, status);
+
+	serve_rec_enqueued(dst, pkts, (uint16_t)n, done, status);
 
 	for (uint16_t i = 0; i < done; i++) {
 		if (status[i] == VL_RX_DELIVERED) {
@@ -143,7 +149,10 @@ static bool fwd_txonly(struct serve *s, struct serve_port *p, uint32_t pair)
 	if (!vq || vl_vq_broken(vq))
 		return moved;
 	uint8_t status[SERVE_BURST_MAX];
+	serve_rec_begin(p, 2 * pair + SERVE_RING_RX, vq);
 	uint16_t done = vl_net_enqueue(vq, sp->gen, (uint16_t)s->o.burst, status);
+
+	serve_rec_enqueued(p, sp->gen, (uint16_t)s->o.burst, done, status);
 
 	if (done == 0)
 		return moved;

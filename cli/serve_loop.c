@@ -154,6 +154,7 @@ bool serve_set_kicks(struct serve *s, bool want)
 				if (!sp->vq[r] || sp->kicks_off[r] == !want)
 					continue;
 				vl_vq_set_kicks(sp->vq[r], want);
+				serve_rec_kicks(p, 2 * q + r, want);
 				sp->kicks_off[r] = !want;
 				changed = true;
 			}

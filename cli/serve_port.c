@@ -76,6 +76,7 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	 * comes back keeps what it was told, so say it again. */
 	vl_vq_set_kicks(vq, !s->o.busy_poll);
 	sp->kicks_off[ring] = s->o.busy_poll;
+	serve_rec_ring_ready(p, qidx, vq);
 	/* Announced once per connection: rings also stop and start inside one (virtio-user
 	 * disables them around every new memory table). */
 	if (p->rings_ready++ == 0 && !p->running_told) {
@@ -103,6 +104,7 @@ static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
 	/* The old mappings go right after this: zero-copy packets still waiting for room
 	 * point into them. */
 	serve_fwd_unshare(p->s, p, 0, true);
+	serve_rec_mem_changed(p);
 }
 
 int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const char *path)
@@ -205,6 +207,7 @@ static void disconnected(struct serve_port *p, int rc)
 	close(p->conn_fd);
 	p->conn_fd = -1;
 	p->disconnects++;
+	serve_rec_disconnected(p);
 	serve_fwd_disconnected(p->s, p);
 	serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
 		    vl_vu_request_name(last));

@@ -225,7 +225,9 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 		}
 		printf("\n     ]}");
 	}
-	printf("\n  ],\n  \"totals\": {\"rx_packets\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
+	printf("\n  ],\n");
+	serve_rec_final_json(s);
+	printf("  \"totals\": {\"rx_packets\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
 	       ", \"tx_packets\": %" PRIu64 ", \"tx_bytes\": %" PRIu64 ", \"drops\": %" PRIu64
 	       "}\n}\n",
 	       tot.rx_packets, tot.rx_bytes, tot.tx_packets, tot.tx_bytes, drops_of(&tot));
@@ -277,6 +279,7 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 			printf(" %s=%" PRIu64, drop_names[d], tot.drops[d]);
 	}
 	printf("\n");
+	serve_rec_final_text(s);
 	if (leaked)
 		printf("FAIL: %" PRIu32 " packet buffers were not returned to their pools\n", leaked);
 }
