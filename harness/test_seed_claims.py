@@ -1,0 +1,160 @@
+"""scripts/seed_claims.py (reports/seed-claims.md): the verdict rules on constructed ratios
+(reproduced and not reproduced, each way), the pairing of A and B cells on a fake bench
+output, the line count, and a --quick run end to end against the binary under test (the
+no-inline and LTO builds are not built here: their rows must say so)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "seed_claims.py"
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+
+from seedclaims import claims as C  # noqa: E402
+from seedclaims import evaluate  # noqa: E402
+from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED, NOT_TESTED,  # noqa: E402
+                                REPORT, REPORT_ONLY, REPRODUCED, Ratio, Stat,
+                                geomean_ratio, speed_ratio_from_times, verdict)
+
+CLAIM_IDS = ["1a", "1b", "1c", "1d", "2a", "2b", "3a", "3b", "3c", "3d", "4a", "4b", "4c",
+             "5a", "5b"]
+
+
+def test_speed_ratio_from_times():
+    # B takes 80 ns where A takes 100: 1.25 times as fast; the range pairs the extremes.
+    r = speed_ratio_from_times(Stat(100, 90, 110), Stat(80, 75, 85), 500, 400)
+    assert r.median == pytest.approx(1.25)
+    assert r.lo == pytest.approx(90 / 85)
+    assert r.hi == pytest.approx(110 / 75)
+    assert r.instr == pytest.approx(1.25)
+    with pytest.raises(ValueError):
+        speed_ratio_from_times(Stat(0, 0, 0), Stat(1, 1, 1))
+
+
+def test_paired_ratios():
+    # Repetition i of A against repetition i of B (the same round).
+    r = speed_ratio_from_times(Stat(100, 90, 200), Stat(80, 70, 150),
+                               reps_a=[100, 200, 90, 95, 105], reps_b=[80, 150, 70, 75, 85])
+    assert r.paired == pytest.approx([1.25, 200 / 150, 90 / 70, 95 / 75, 105 / 85])
+    assert r.paired_above() == 5
+    # One preempted repetition (200 ns) makes the ranges overlap; the pairs still agree.
+    assert r.lo < 1.0
+    v, reason = verdict(GAIN, r)
+    assert v == REPRODUCED and "5/5 pairs faster" in reason
+    # Too few pairs for the sign test: the ranges decide.
+    r3 = speed_ratio_from_times(Stat(100, 90, 200), Stat(80, 70, 150),
+                                reps_a=[100, 200, 90], reps_b=[80, 150, 70])
+    assert verdict(GAIN, r3)[0] == NOT_REPRODUCED
+    # One pair the other way: not every pair agrees, and the ranges overlap.
+    r4 = speed_ratio_from_times(Stat(100, 90, 200), Stat(80, 70, 150),
+                                reps_a=[100, 200, 90, 95, 60], reps_b=[80, 150, 70, 75, 85])
+    v, reason = verdict(GAIN, r4)
+    assert v == NOT_REPRODUCED and "only 4 of 5 pairs" in reason
+
+
+def test_geomean():
+    g = geomean_ratio([Ratio(2.0, 1.0, 4.0, 2.0, [2.0, 4.0]),
+                       Ratio(0.5, 0.25, 1.0, 0.5, [2.0, 1.0])])
+    assert (g.median, g.lo, g.hi, g.instr) == pytest.approx((1.0, 0.5, 2.0, 1.0))
+    assert g.paired == pytest.approx([2.0, 2.0])
+
+
+@pytest.mark.parametrize("expect,ratio,want,why", [
+    (GAIN, Ratio(1.20, 1.10, 1.30), REPRODUCED, ""),
+    (GAIN, Ratio(1.20, 0.95, 1.30), NOT_REPRODUCED, "ranges overlap"),   # noise
+    (GAIN, Ratio(0.90, 0.85, 0.95), NOT_REPRODUCED, "the opposite"),      # other way
+    (GAIN, Ratio(0.98, 0.90, 1.05), NOT_REPRODUCED, "within the noise"),
+    (GAIN, Ratio(1.01, 1.005, 1.02), NOT_REPRODUCED, "too small"),        # below 2 %
+    (LOSS, Ratio(0.80, 0.75, 0.90), REPRODUCED, ""),
+    (LOSS, Ratio(1.10, 1.05, 1.20), NOT_REPRODUCED, "the opposite"),
+    (NONE, Ratio(1.03, 0.90, 1.10), REPRODUCED, "within"),
+    (NONE, Ratio(0.90, 0.85, 0.95), NOT_REPRODUCED, "a loss beyond"),
+    (REPORT, Ratio(1.50, 1.40, 1.60), REPORT_ONLY, "no published figure"),
+])
+def test_verdict_rules(expect, ratio, want, why):
+    v, reason = verdict(expect, ratio)
+    assert v == want, reason
+    assert why in reason
+    assert f"{(ratio.median - 1) * 100:+.1f} %" in reason
+
+
+def _cell(**kw):
+    c = {"direction": "both", "layout": "split", "size": 64, "mergeable": False,
+         "in_order": False, "batch": 0, "zero_copy": False, "alloc": "available",
+         "fill": "full"}
+    ns = kw.pop("ns")
+    c.update(kw)
+    c["name"] = f"{c['layout']}/{c['size']}/batch={c['batch']}"
+    c["ns_per_pkt"] = {"median": ns, "min": ns * 0.99, "max": ns * 1.01}
+    c["instr_per_pkt"] = 500.0
+    return c
+
+
+def test_claim_rows_pair_cells_and_explain():
+    claim = next(c for c in C.CLAIMS if c.id == "1a")
+    cells = [_cell(batch=0, ns=40.0), _cell(batch=256, ns=30.0),          # a clear gain
+             _cell(layout="packed", batch=0, ns=40.0),
+             _cell(layout="packed", batch=256, ns=44.0),                   # a clear loss
+             _cell(size=1518, batch=0, ns=90.0), _cell(size=1518, batch=256, ns=90.0)]
+    rows = {r["label"]: r for r in evaluate.claim_rows(claim, cells)}
+    assert set(rows) == {"split", "packed"}  # the 1518-byte cells are not this claim's
+    assert rows["split"]["verdict"] == REPRODUCED
+    assert rows["split"]["ratio"]["median"] == pytest.approx(40 / 30)
+    assert rows["packed"]["verdict"] == NOT_REPRODUCED
+    assert "the opposite" in rows["packed"]["reason"]
+    assert "Likely why" in rows["packed"]["reason"]  # the claim's hint is quoted
+
+
+def test_claim_rows_missing_cells():
+    claim = next(c for c in C.CLAIMS if c.id == "3a")
+    rows = evaluate.claim_rows(claim, [_cell(batch=0, ns=1.0)])
+    assert [r["verdict"] for r in rows] == [NOT_TESTED]
+
+
+def test_line_count(tmp_path):
+    f = tmp_path / "x.c"
+    f.write_text("/* a\n * comment */\nint a;\n\n// b\nint b; /* c */\n")
+    assert evaluate.code_lines(f) == 2
+    row = evaluate.line_count_row(C.LINE_COUNT_CLAIM, REPO_ROOT)
+    assert row["lines"]["core/net/enqueue.c"] > 100
+    assert "enqueue.c:" in row["figure"]
+
+
+def test_help():
+    p = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0
+    for opt in ("--quick", "--reps", "--out", "--bin", "--build-root", "--instructions"):
+        assert opt in p.stdout
+
+
+def test_quick_end_to_end(vhostlab, tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--bin", str(vhostlab.path),
+                        "--out", str(out), "--build-root", str(tmp_path / "builds")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    md = (out / "seed-claims.md").read_text()
+    data = json.loads((out / "seed-claims.json").read_text())
+    for name in ("ratios", "batching", "zero-copy", "alloc"):
+        png = out / f"seed-claims-{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    table = [ln for ln in md.splitlines() if ln.startswith("| ") and "**" in ln]
+    for cid in CLAIM_IDS:
+        assert any(ln.startswith(f"| {cid} ") for ln in table), f"no row for claim {cid}"
+        assert any(r["id"] == cid for r in data["rows"])
+    allowed = {REPRODUCED, NOT_REPRODUCED, REPORT_ONLY, NOT_TESTED}
+    assert {r["verdict"] for r in data["rows"]} <= allowed
+    # The variants were not built: technique 5 says so instead of inventing a figure.
+    five = [r for r in data["rows"] if r["technique"] == 5]
+    assert five and all(r["verdict"] == NOT_TESTED and "not measured" in r["reason"]
+                        for r in five)
+    assert data["mode"] == "quick" and "noise" in md
+    assert data["machine"]["cores"] >= 1 and data["commit"]
+    assert any("bench" in c for c in data["commands"])
