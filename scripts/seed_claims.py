@@ -39,8 +39,8 @@ def parse_args(argv):
         prog="seed_claims.py",
         description="Reproduce the seeds' claims (techniques.md 1-5) with vhostlab bench and "
                     "write OUT/seed-claims.md, OUT/seed-claims.json, OUT/seed-claims-*.png.",
-        epilog="Full run: about 6-8 minutes on a 2-core machine (three builds, then "
-               "measurement). --quick: well under a minute with --bin.")
+        epilog="Full run: about 6-7 minutes on a 2-core machine (three builds, then about 5 "
+               "minutes of measurement). --quick: a few seconds with --bin.")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: split ring only, 20000 packets per repetition, 3 "
                         "repetitions unless --reps, no callgrind unless --instructions; the "
