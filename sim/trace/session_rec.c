@@ -485,6 +485,7 @@ void lab_srec_begin(struct lab_srec *r, uint32_t ring, struct vl_vq *vq)
 	r->slots_read = 0;
 	r->idx_seen = false;
 	r->ncaps = 0;
+	r->nsorted = 0;
 	r->arena_len = 0;
 	r->fault = false;
 	q->ntouched = 0;

@@ -82,9 +82,11 @@ static void sort_caps(struct lab_srec *r)
 {
 	if (r->ncaps > 1)
 		qsort(r->caps, r->ncaps, sizeof(*r->caps), cmp_cap);
+	r->nsorted = r->ncaps;
 }
 
-/* n bytes at gpa from the captures (sorted), false if some byte was never read. Captures
+/* n bytes at gpa from the captures the core read (the sorted ones: payload placed since is
+ * appended after them), false if some byte was never read. Captures
  * barely overlap (a chain walked twice in one burst reads its table twice), so looking a
  * few back from the last one starting at or before the byte finds the one holding it. */
 static bool cap_read(const struct lab_srec *r, uint64_t gpa, uint32_t n, uint8_t *out)
@@ -94,7 +96,7 @@ static bool cap_read(const struct lab_srec *r, uint64_t gpa, uint32_t n, uint8_t
 	if (end < gpa)
 		return false;
 	while (x < end) {
-		uint32_t lo = 0, hi = r->ncaps;
+		uint32_t lo = 0, hi = r->nsorted;
 
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo) / 2;
@@ -391,14 +393,21 @@ static bool header_matches(struct burst *b, uint32_t nb, const struct vl_pkt *pk
 static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t n)
 {
 	uint32_t k = 0;
+	char miss[160] = "";
 
 	for (uint32_t c = 0; c < b->nchains && k < n; c++) {
 		uint32_t nb;
-		uint64_t total;
+		uint64_t total = 0;
+		bool walked = walk(b, c, &nb, &total);
 
-		if (!walk(b, c, &nb, &total) || total <= b->hdr ||
-		    total - b->hdr != pkts[k]->pkt_len)
+		if (!walked || total <= b->hdr || total - b->hdr != pkts[k]->pkt_len) {
+			if (!miss[0])
+				snprintf(miss, sizeof(miss), " (chain %u of %u: %s, %llu bytes with "
+					 "the header; packet %u: %u bytes)", c, b->nchains,
+					 walked ? "walked" : "not all of it was seen",
+					 (unsigned long long)total, k, pkts[k]->pkt_len);
 			continue;
+		}
 		if (b->nchains != n && !header_matches(b, nb, pkts[k]))
 			continue;
 		uint32_t len = linearize(pkts[k], b->scratch), off = 0, skip = b->hdr;
@@ -425,8 +434,11 @@ static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t 
 			return fail(b, "a packet does not fill its chain");
 		k++;
 	}
-	if (k != n)
-		return fail(b, "the burst's packets cannot be matched to its chains");
+	if (k != n) {
+		snprintf(b->why, sizeof(b->why), "the burst's packets cannot be matched to its "
+			 "chains%s", miss);
+		return false;
+	}
 	return true;
 }
 

@@ -80,6 +80,7 @@ struct lab_srec {
 	bool idx_seen;
 	struct srec_cap *caps;
 	uint32_t ncaps, cap_caps;
+	uint32_t nsorted;           /* caps[0 .. nsorted) are sorted by address */
 	uint8_t *arena;
 	size_t arena_len, arena_cap;
 	bool fault;                 /* a load the recorder could not keep */
