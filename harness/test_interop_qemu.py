@@ -173,6 +173,7 @@ class Cell:
             "qemu stderr": workdir / "qemu.err",
         }
         self.vhostlab = vhostlab
+        self.serve_extra: list[str] = []  # more serve options (test_record_qemu.py)
         self.ns_made = False
         self.serve = self.peer = self.qemu = None
         self._files = []
@@ -192,7 +193,8 @@ class Cell:
 
     def start_serve(self) -> None:
         self.serve_argv = [str(self.vhostlab.path), "serve", "--socket", str(self.sock),
-                           "--mode", f"tap:{self.tap}", "--json", "--stats-interval", "1"]
+                           "--mode", f"tap:{self.tap}", "--json", "--stats-interval", "1",
+                           *self.serve_extra]
         self.serve = subprocess.Popen(
             ["timeout", "-s", "KILL", str(int(QEMU_TIMEOUT + 60)), "ip", "netns", "exec",
              self.ns, *self.serve_argv],
