@@ -7,6 +7,7 @@
 #include "net/copy.h"
 #include "net/net_hdr.h"
 #include "net/zero_copy.h"
+#include "pkt/pool_internal.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
@@ -23,7 +24,15 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 	*pkt_len = total - vq->hdr_len;
 	if (*pkt_len > VL_PKT_MAX_LEN)
 		return VL_DROP_TX_TOO_BIG;
-	vl_net_hdr_gather(vq->pieces, np, vq->hdr_len, hdr);
+	/* The usual case inline: the whole header in the first piece, read as one fixed-size
+	 * copy (10 or 12 bytes, the only header lengths); a header that straddles pieces
+	 * takes the general walk. */
+	if (vq->pieces[0].len >= vq->hdr_len && vq->hdr_len == 12)
+		vl_guest_load_bytes(hdr, vq->pieces[0].host, 12);
+	else if (vq->pieces[0].len >= vq->hdr_len && vq->hdr_len == 10)
+		vl_guest_load_bytes(hdr, vq->pieces[0].host, 10);
+	else
+		vl_net_hdr_gather(vq->pieces, np, vq->hdr_len, hdr);
 	return vl_net_hdr_to_offload(hdr, *pkt_len, ol);
 }
 
@@ -118,6 +127,14 @@ static inline void tx_give_back_heads(struct vl_vq *vq, uint32_t from, uint32_t 
 static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_len,
 			    uint32_t used, uint32_t *nheads)
 {
+	/* The usual case inline: the packet fits its head segment (vl_pkt_extend does the
+	 * same for one segment, behind a call, a division and a loop). */
+	if (pkt_len <= pkt->pool->buf_size) {
+		pkt->data_len = pkt_len;
+		pkt->pkt_len = pkt_len;
+		pkt->nb_segs = 1;
+		return 0;
+	}
 	if (vl_pkt_extend(pkt, pkt_len) == 0)
 		return 0;
 	if (*nheads <= used + 1)

@@ -151,9 +151,25 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 	vl_net_hdr_from_offload(&pkt->ol, vq->hdr_len, vq->mergeable, (uint16_t)nbufs, hdr);
 
-	/* The header goes first, scattered over as many pieces as it needs; it is copied at
-	 * once because its source is this stack frame. */
-	for (uint32_t done = 0; done < vq->hdr_len;) {
+	/* The header goes first, copied at once because its source is this stack frame. The
+	 * usual case inline: the first piece holds it, one fixed-size copy (10 or 12 bytes,
+	 * the only header lengths). Otherwise it is scattered over as many pieces as it
+	 * needs. */
+	uint32_t done = 0;
+
+	if (pc[0].len >= vq->hdr_len && (vq->hdr_len == 12 || vq->hdr_len == 10)) {
+		if (vq->hdr_len == 12)
+			memcpy(pc[0].host, hdr, 12);
+		else
+			memcpy(pc[0].host, hdr, 10);
+		vl_log_write(&vq->log, pc[0].gpa, vq->hdr_len);
+		done = piece_off = vq->hdr_len;
+		if (piece_off == pc[0].len) {
+			piece = 1;
+			piece_off = 0;
+		}
+	}
+	while (done < vq->hdr_len) {
 		uint32_t n = pc[piece].len - piece_off;
 
 		if (n > vq->hdr_len - done)

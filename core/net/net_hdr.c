@@ -28,11 +28,6 @@ static uint16_t get16(const uint8_t *p)
 	return v;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
 enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
 				   struct vl_offload *ol)
 {
@@ -70,17 +65,3 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
 	return VL_DROP_NONE;
 }
 
-void vl_net_hdr_from_offload(const struct vl_offload *ol, uint32_t hdr_len, bool mergeable,
-			     uint16_t num_buffers, uint8_t hdr[12])
-{
-	hdr[0] = ol->flags;
-	hdr[1] = ol->gso_type;
-	put16(hdr + 2, ol->hdr_len);
-	put16(hdr + 4, ol->gso_size);
-	put16(hdr + 6, ol->csum_start);
-	put16(hdr + 8, ol->csum_offset);
-	/* num_buffers exists only in the 12-byte header. Without MRG_RXBUF (a VERSION_1
-	 * device still has the field) the spec (5.1.6.4) requires it to be 1. */
-	if (hdr_len == 12)
-		put16(hdr + 10, mergeable ? num_buffers : 1);
-}

@@ -215,6 +215,23 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 		return VL_DROP_DIRECTION;
 	if (len == 0)
 		return VL_DROP_NONE;
+	/* The usual case inline: the whole buffer inside one memory region. Everything else
+	 * (a straddle, an unmapped byte, a full piece array, a total past 32 bits) takes
+	 * vl_chain_add_range, which starts over and names the failure. */
+	if (*np < VL_CHAIN_MAX_PIECES && len <= UINT32_MAX - *total) {
+		uint64_t chunk = len;
+		uint8_t *host = vl_mem_xlate(vq->mem, addr, &chunk);
+
+		if (host != NULL && chunk == len) {
+			struct vl_piece *pc = &vq->pieces[(*np)++];
+
+			pc->host = host;
+			pc->len = len;
+			pc->gpa = addr;
+			*total += len;
+			return VL_DROP_NONE;
+		}
+	}
 	return vl_chain_add_range(vq->mem, addr, len, vq->pieces, VL_CHAIN_MAX_PIECES, np, total);
 }
 
