@@ -149,20 +149,29 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n)
 }
 
 /* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we
- * poll; with event idx, DESC naming the next descriptor we will look at; else ENABLE. */
-void vl_packed_update_kick_wish(struct vl_vq *vq)
+ * poll; with event idx, DESC naming the next descriptor we will look at; else ENABLE.
+ * A burst stores it only when the area does not already hold it: the guest reads this line
+ * before every kick decision, and a store per burst would take the line from its core (a
+ * load leaves it shared). The area is the device's, so the load is not a guest input (no
+ * lab hook); comparing with it still puts the wish back if something overwrote it. */
+void vl_packed_update_kick_wish(struct vl_vq *vq, bool force)
 {
 	uint16_t flags = VL_RING_EVENT_DISABLE;
+	uint16_t off_wrap = 0;
+	bool with_off = vq->want_kicks && vq->event_idx;
 
-	if (vq->want_kicks && vq->event_idx) {
-		uint16_t off_wrap = (uint16_t)(vq->avail_pos |
-					       (vq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
-
-		__atomic_store_n(&vq->device_event->off_wrap, off_wrap, __ATOMIC_RELAXED);
+	if (with_off) {
+		off_wrap = (uint16_t)(vq->avail_pos | (vq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
 		flags = VL_RING_EVENT_DESC;
 	} else if (vq->want_kicks) {
 		flags = VL_RING_EVENT_ENABLE;
 	}
+	if (!force && __atomic_load_n(&vq->device_event->flags, __ATOMIC_RELAXED) == flags &&
+	    (!with_off ||
+	     __atomic_load_n(&vq->device_event->off_wrap, __ATOMIC_RELAXED) == off_wrap))
+		return;
+	if (with_off)
+		__atomic_store_n(&vq->device_event->off_wrap, off_wrap, __ATOMIC_RELAXED);
 	__atomic_store_n(&vq->device_event->flags, flags, __ATOMIC_RELEASE);
 	vl_log_write(&vq->log, vq->cfg.device_gpa, sizeof(struct vl_packed_event));
 }
@@ -201,7 +210,7 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 	const uint16_t old_pos = vq->used_pos;
 	const bool old_wrap = vq->used_wrap;
 
-	vl_packed_update_kick_wish(vq);
+	vl_packed_update_kick_wish(vq, false);
 	if (n == 0) {
 		vq->needs_call = false;
 		vl_log_flush(&vq->log);

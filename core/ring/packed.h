@@ -64,7 +64,8 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n);
  * buffer id (spec 2.8.11). Then decide whether the guest wants a call. */
 void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch);
 
-/* Write the device's kick wish into the device event suppression area. */
-void vl_packed_update_kick_wish(struct vl_vq *vq);
+/* Write the device's kick wish into the device event suppression area: always when `force`,
+ * else only when it differs from what was stored last. */
+void vl_packed_update_kick_wish(struct vl_vq *vq, bool force);
 
 #endif

@@ -81,20 +81,30 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 /* Our wish for kicks, written where the guest reads it (spec 2.7.7, 2.7.10): with event idx,
  * avail_event = the next entry we will look at (kick me when you pass it); leaving it stale
  * lets the guest skip kicks while we poll (one spurious kick per 16-bit wrap at most).
- * Without event idx, the NO_NOTIFY flag. */
-void vl_split_update_kick_wish(struct vl_vq *vq)
+ * Without event idx, the NO_NOTIFY flag.
+ * A burst stores the wish only when the field does not already hold it. The guest reads
+ * this cache line around every kick decision; a store per burst (empty ones included)
+ * would take the line from the guest's core each time, a load leaves it shared. The field
+ * is the device's, so the load is not a guest input (no lab hook); comparing with it,
+ * rather than with what we stored last, still puts the wish back if something overwrote
+ * it. */
+void vl_split_update_kick_wish(struct vl_vq *vq, bool force)
 {
 	if (vq->event_idx) {
-		if (vq->want_kicks) {
-			uint16_t *avail_event = (uint16_t *)&vq->used->ring[vq->size];
+		if (!vq->want_kicks)
+			return;
+		uint16_t *avail_event = (uint16_t *)&vq->used->ring[vq->size];
 
-			__atomic_store_n(avail_event, vq->last_avail_idx, __ATOMIC_RELAXED);
-			vl_log_write(&vq->log, vq->cfg.device_gpa + 4 + 8ull * vq->size, 2);
-		}
+		if (!force && __atomic_load_n(avail_event, __ATOMIC_RELAXED) == vq->last_avail_idx)
+			return;
+		__atomic_store_n(avail_event, vq->last_avail_idx, __ATOMIC_RELAXED);
+		vl_log_write(&vq->log, vq->cfg.device_gpa + 4 + 8ull * vq->size, 2);
 	} else {
-		__atomic_store_n(&vq->used->flags,
-				 (uint16_t)(vq->want_kicks ? 0 : VL_USED_F_NO_NOTIFY),
-				 __ATOMIC_RELAXED);
+		uint16_t flags = (uint16_t)(vq->want_kicks ? 0 : VL_USED_F_NO_NOTIFY);
+
+		if (!force && __atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED) == flags)
+			return;
+		__atomic_store_n(&vq->used->flags, flags, __ATOMIC_RELAXED);
 		vl_log_write(&vq->log, vq->cfg.device_gpa, 2);
 	}
 }
@@ -104,7 +114,7 @@ void vl_split_flush_used(struct vl_vq *vq)
 	uint32_t n = vq->shadow_count;
 	uint16_t old = vq->used_idx;
 
-	vl_split_update_kick_wish(vq);
+	vl_split_update_kick_wish(vq, false);
 	if (n == 0) {
 		vq->needs_call = false;
 		vl_log_flush(&vq->log);

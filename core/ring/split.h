@@ -79,7 +79,8 @@ static VL_ALWAYS_INLINE void vl_split_consume(struct vl_vq *vq, uint16_t n)
  * whether the guest wants a notification and refresh our own kick wish. */
 void vl_split_flush_used(struct vl_vq *vq);
 
-/* Write the device's kick wish (avail_event or the NO_NOTIFY flag) into guest memory. */
-void vl_split_update_kick_wish(struct vl_vq *vq);
+/* Write the device's kick wish (avail_event or the NO_NOTIFY flag) into guest memory: always
+ * when `force`, else only when it differs from what was stored last. */
+void vl_split_update_kick_wish(struct vl_vq *vq, bool force);
 
 #endif

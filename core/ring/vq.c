@@ -122,12 +122,15 @@ static int map_rings(struct vl_vq *vq, const struct vl_mem *mem)
 	return vq->layout == VL_LAYOUT_PACKED ? map_packed(vq, mem) : map_split(vq, mem);
 }
 
+/* Store the kick wish whatever was stored before: at creation (the guest's copy is whatever
+ * the ring held) and whenever the embedder turns kicks on or off (the one store a sleeping
+ * device relies on must not be skipped because a guest scribbled over the field). */
 static void update_kick_wish(struct vl_vq *vq)
 {
 	if (vq->layout == VL_LAYOUT_PACKED)
-		vl_packed_update_kick_wish(vq);
+		vl_packed_update_kick_wish(vq, true);
 	else
-		vl_split_update_kick_wish(vq);
+		vl_split_update_kick_wish(vq, true);
 	vl_log_flush(&vq->log);
 }
 
