@@ -39,11 +39,14 @@ find "$BUILD" -name '*.gcda' -delete
 ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --no-tests=error | tail -n 3
 
 mkdir -p "$BUILD/coverage"
+# The build directory is the search path: gcovr would otherwise search the whole source
+# tree, and a coverage build left inside it (build/cov of an earlier run with another
+# VHOSTLAB_BUILD_ROOT) holds .gcda files of older sources that cannot be merged.
 gcovr -r "$ROOT" --object-directory "$BUILD" --filter "$ROOT/core/" \
     --exclude-unreachable-branches \
     --html-details "$BUILD/coverage/index.html" \
     --json-summary-pretty --json-summary "$BUILD/coverage/summary.json" \
-    --print-summary | tee "$BUILD/coverage/summary.txt"
+    --print-summary "$BUILD" | tee "$BUILD/coverage/summary.txt"
 
 /usr/bin/python3 - "$BUILD/coverage/summary.json" "$COMMITTED" "$TOLERANCE" "$update" <<'PY'
 import json, shutil, sys

@@ -393,7 +393,7 @@ static bool header_matches(struct burst *b, uint32_t nb, const struct vl_pkt *pk
 static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t n)
 {
 	uint32_t k = 0;
-	char miss[160] = "";
+	char miss[140] = "";
 
 	for (uint32_t c = 0; c < b->nchains && k < n; c++) {
 		uint32_t nb;
