@@ -20,17 +20,6 @@
 /* How long an idle round sleeps at most, in seconds. Kicks wake it earlier. */
 #define SERVE_IDLE_WAIT 0.02
 #define SERVE_IDLE_WAIT_TXONLY 0.001
-/* While packets flow, the sockets (and kick fds) are polled at most this often, in seconds.
- * A poll(2) costs about as much as moving a 32-packet burst through the core; front ends
- * send no message that needs an answer within 100 us (DPDK's own vhost back end reads its
- * socket in another thread and the datapath never waits for it). */
-#define SERVE_BUSY_POLL_GAP 0.0001
-/* A polling round that found nothing to do waits this long before the next one, in
- * seconds. An empty round costs a few dozen nanoseconds, and each one reads the avail index
- * the front end is about to write: spinning that fast takes the cache line from the front
- * end's core again and again and slows the side that is the bottleneck. (A DPDK application
- * that finds no room pays for a whole burst of buffers and so backs off by itself.) */
-#define SERVE_EMPTY_ROUND_WAIT 0.000001
 
 enum fd_kind { FD_KICK, FD_LISTEN, FD_CONN, FD_TAP, FD__COUNT };
 
@@ -176,23 +165,6 @@ bool serve_set_kicks(struct serve *s, bool want)
 	return changed;
 }
 
-/* Let the other side work: spin (with the CPU's pause hint, which also saves the sibling
- * hyperthread some cycles) until `seconds` have passed. */
-static void relax(double seconds)
-{
-	double until = serve_now() + seconds;
-
-	do {
-		for (int i = 0; i < 16; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#elif defined(__aarch64__)
-			__asm__ __volatile__("yield");
-#endif
-		}
-	} while (serve_now() < until);
-}
-
 static void install_signals(void)
 {
 	struct sigaction sa;
@@ -225,8 +197,6 @@ const char *serve_loop(struct serve *s)
 	double next_stats = s->o.stats_interval > 0 ? s->start + s->o.stats_interval : SERVE_NEVER;
 
 	s->last_stats = s->start;
-	double last_poll = 0;
-
 	for (;;) {
 		if (stop_signal) {
 			why = "signal";
@@ -257,14 +227,6 @@ const char *serve_loop(struct serve *s)
 			if (next_stats <= now)
 				next_stats = now + s->o.stats_interval;
 		}
-		/* A busy round goes straight on to the next burst, and so does every round under
-		 * --poll (which never sleeps): the sockets wait their turn. */
-		if ((busy || s->o.busy_poll) && now - last_poll < SERVE_BUSY_POLL_GAP) {
-			if (!busy)
-				relax(SERVE_EMPTY_ROUND_WAIT);
-			continue;
-		}
-		last_poll = now;
 		build(s, &ps);
 
 		int rc = poll(ps.fds, ps.n, poll_timeout_ms(s, busy, now, end, next_stats));
