@@ -104,6 +104,7 @@ struct serve_pair {
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
+	uint64_t resyncs_told[2];      /* vl_vu_dev_ring_resyncs already announced */
 	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */
 };
 

@@ -62,6 +62,16 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		return;
 	sp->vq[ring] = vq;
 	sp->broken_told[ring] = false;
+	uint64_t resyncs = vl_vu_dev_ring_resyncs(dev, qidx);
+
+	if (resyncs != sp->resyncs_told[ring]) {
+		sp->resyncs_told[ring] = resyncs;
+		serve_event(s, "resync", p,
+			    "queue pair %u %s ring resumes at the guest's used index %u, not at "
+			    "the base it was given (a front end that outlived its back end)",
+			    qidx / 2, ring == SERVE_RING_RX ? "RX" : "TX",
+			    (unsigned)vl_vq_last_avail(vq));
+	}
 	if (ring == SERVE_RING_TX) {
 		/* A queue may come back (enable 0/1 around a new memory table) with counters it
 		 * already had: count only what it drops from now on. */
@@ -209,6 +219,9 @@ static void disconnected(struct serve_port *p, int rc)
 	p->disconnects++;
 	serve_rec_disconnected(p);
 	serve_fwd_disconnected(p->s, p);
+	/* The device's per-ring counts start again with the next connection. */
+	for (uint32_t q = 0; q < p->s->o.queues; q++)
+		memset(p->pairs[q].resyncs_told, 0, sizeof(p->pairs[q].resyncs_told));
 	serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
 		    vl_vu_request_name(last));
 	/* A client retries soon: a front end that restarts comes back within moments. */

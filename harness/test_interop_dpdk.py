@@ -497,6 +497,39 @@ def test_client_mode_reconnects_to_testpmd_server(vhostlab, testpmd, workdir):
     assert result["client"] is True
 
 
+def test_back_end_restart_under_a_virtio_user_server(vhostlab, testpmd, workdir):
+    """serve killed while testpmd (server=1, split ring) keeps its rings and traffic; a new
+    serve --client gets base 0 with the guest's indices far ahead: it resumes at the guest's
+    used index (a `resync` event) instead of breaking the queue, and packets flow again."""
+    sock = workdir / "fe-keep.sock"
+    fe = FrontEnd(testpmd, workdir, sock, "txonly", server=True,
+                  cell={"ring": "split", "mrg": 1, "ord": 0})
+    first = Serve(vhostlab, workdir, "--client", "--mode", "rxonly", sock=sock)
+    second = None
+    try:
+        first.wait_event("running", 1, [fe.log])
+        fe.traffic(first, 0.3, stop=False)
+        first.kill()  # gone without a word; testpmd keeps transmitting into a full ring
+        second = Serve(vhostlab, workdir, "--client", "--mode", "rxonly", sock=sock)
+        second.wait_event("running", 1, [fe.log])
+        ev = second.wait_event("resync", 1, [fe.log])
+        assert "resumes at the guest's used index" in ev.get("message", str(ev)), ev
+        base = second.moved()
+        wait_for(lambda: second.moved() > base + 10 * QUEUE_SIZE, START_TIMEOUT,
+                 "packets through the second back end", [second.err, fe.log])
+        counts = fe.quit()
+        result = second.stop()
+    finally:
+        fe.kill()
+        first.kill()
+        if second:
+            second.kill()
+    assert not second.events("broken"), second.events("broken")
+    got = queue0(result)["rx_packets"]
+    print(f"second back end received {got} packets; testpmd sent {counts['tx']} in all")
+    assert got > 10 * QUEUE_SIZE, result
+
+
 def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 

@@ -116,6 +116,29 @@ int vu_ring_try_start(struct vl_vu_dev *dev, struct vu_ring *ring)
 			return rc;
 	}
 
+	if (L == VL_LAYOUT_SPLIT) {
+		/* A split ring resumes where the guest's used->idx says the device stopped, when
+		 * that differs from the base it was given: a virtio-user server that outlives its
+		 * back end hands the next one base 0 with its indices far ahead (DPDK's vhost
+		 * library resyncs the same way). Every buffer up to used->idx is the guest's
+		 * again; what the old back end took and never returned is lost to both sides
+		 * (the guest still counts it in flight), and the window check of every burst
+		 * still guards against an avail index more than a ring ahead. The field is the
+		 * device's: read once, the value only chooses where the ring starts. */
+		uint64_t len = 4;
+		const struct vl_split_used *u =
+			vl_mem_translate(dev->table.mem, gpa[2], &len, VL_ACCESS_READ);
+
+		if (u != NULL && len >= 4) {
+			uint16_t guest_used = __atomic_load_n(&u->idx, __ATOMIC_ACQUIRE);
+
+			if (guest_used != avail) {
+				ring->resyncs++;
+				avail = used = guest_used;
+			}
+		}
+	}
+
 	struct vl_vq_config cfg;
 
 	vl_vq_config_init(&cfg, L, ring->num);

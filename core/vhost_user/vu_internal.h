@@ -41,6 +41,7 @@ struct vu_ring {
 	bool enabled;
 	bool ready_told;        /* last readiness reported through queue_ready */
 	bool err_told;          /* a broken queue was reported on err_fd */
+	uint64_t resyncs;       /* split starts that took the guest's used->idx over the base */
 	struct vl_vq *vq;       /* the datapath queue (started + num + addr + table) */
 };
 

@@ -470,17 +470,72 @@ static void test_vring_base_split_beyond_16_bits(void **state)
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, 0x10000u), VL_ERR_RING_BASE);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, UINT32_MAX), VL_ERR_RING_BASE);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, 0xffffu), VL_OK);
-	/* Resuming a split ring from a base: the device continues at that index. */
+	/* Resuming a split ring from a base: the device continues at that index (the guest's
+	 * ring agrees: its used->idx says the device stopped there). */
 	struct vuf_region r = vuf_region(&f, 0, VUF_MEM_SIZE);
 	uint64_t d, a, u;
 
 	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
 	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 16, false);
+	((struct vl_split_used *)f.ring[0].device)->idx = 0xffff;
+	((struct vl_split_avail *)f.ring[0].driver)->idx = 0xffff;
 	vuf_ring_uaddrs(&f, 0, &d, &a, &u);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
 	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_OK);
 	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 0, -1), VL_OK);
 	assert_int_equal(vl_vq_last_avail(vl_vu_dev_queue(f.dev, 0)), 0xffff);
+	assert_int_equal(vl_vu_dev_ring_resyncs(f.dev, 0), 0);
+	vuf_fini(&f);
+}
+
+/* A front end that outlived its back end (DPDK virtio-user as server) hands the next one
+ * base 0 while its rings are far ahead. The split ring starts at the guest's used->idx
+ * instead (counted), and the buffers it posts after that index are served; without the
+ * resync the first burst would see an avail index thousands ahead and break the queue. */
+static void test_vring_base_split_resync_to_used(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct vuf_region r;
+	uint64_t d, a, u;
+
+	vuf_init(&f, NULL);
+	r = vuf_region(&f, 0, VUF_MEM_SIZE);
+	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
+	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 16, false);
+	/* The guest's view after 40000 buffers moved through an earlier back end. */
+	((struct vl_split_used *)f.ring[0].device)->idx = 40000;
+	((struct vl_split_avail *)f.ring[0].driver)->idx = 40000;
+	f.ring[0].avail_idx = f.ring[0].used_idx = 40000;
+	vuf_ring_uaddrs(&f, 0, &d, &a, &u);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
+	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, 0), VL_OK);
+	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_OK);
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 0, -1), VL_OK);
+	struct vl_vq *vq = vl_vu_dev_queue(f.dev, 0);
+
+	assert_non_null(vq);
+	assert_int_equal(vl_vq_last_avail(vq), 40000);
+	assert_int_equal(vl_vu_dev_ring_resyncs(f.dev, 0), 1);
+	/* RX buffers posted now are filled: the ring works from there. */
+	for (int i = 0; i < 3; i++)
+		assert_true(vuf_post_rx(&f, 0, 256) >= 0);
+	struct vl_pkt *pkts[3];
+	uint8_t st[3];
+
+	for (int i = 0; i < 3; i++) {
+		pkts[i] = vl_pkt_alloc_len(f.pool, 60);
+		assert_non_null(pkts[i]);
+	}
+	assert_int_equal(vl_net_enqueue(vq, pkts, 3, st), 3);
+	vl_pkt_free_bulk(pkts, 3);
+	assert_false(vl_vq_broken(vq));
+	uint32_t id, len;
+
+	for (int i = 0; i < 3; i++) {
+		assert_true(vuf_pop_used(&f, 0, &id, &len));
+		assert_int_equal(len, 60 + vl_net_hdr_len(vl_vu_dev_features(f.dev)));
+	}
 	vuf_fini(&f);
 }
 
@@ -869,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_vring_base_packed_index_beyond_size_or_inconsistent_wrap),
 		cmocka_unit_test(test_vring_base_checked_again_at_start),
 		cmocka_unit_test(test_vring_base_split_beyond_16_bits),
+		cmocka_unit_test(test_vring_base_split_resync_to_used),
 		cmocka_unit_test(test_unexpected_fds_are_closed),
 		cmocka_unit_test(test_replaced_ring_fds_are_closed),
 		cmocka_unit_test(test_payload_size_larger_or_smaller_than_needed),

@@ -175,6 +175,12 @@ bool vl_vu_dev_consume_kick(struct vl_vu_dev *dev, uint32_t qidx);
  * vl_vq_broken) is also reported once on the ring's error eventfd (SET_VRING_ERR). */
 bool vl_vu_dev_notify(struct vl_vu_dev *dev, uint32_t qidx);
 
+/* How often split ring qidx started at the guest's used->idx instead of the base it was given
+ * (SET_VRING_BASE or the last stop) because the two differed: a front end that kept its
+ * rings across a back end's restart. Counted per connection (a reset clears it); 0 for qidx
+ * out of range. */
+uint64_t vl_vu_dev_ring_resyncs(const struct vl_vu_dev *dev, uint32_t qidx);
+
 /* ---- negotiated state ------------------------------------------------------------------ */
 
 uint64_t vl_vu_dev_features(const struct vl_vu_dev *dev);          /* SET_FEATURES */
