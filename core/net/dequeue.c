@@ -151,17 +151,8 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	uint16_t got = 0, consumed = 0;
 	uint32_t nheads, used_heads = 0;
 
-	vq->stats.bursts++;
-	if (vq->broken)
+	if (!vl_tx_burst_start(vq, &count))
 		return 0;
-	/* Chains whose zero-copy packets were freed since the last burst go back now. */
-	if (vq->zc_held)
-		vl_zc_return(vq);
-	/* Those and this burst's chains share the shadow used ring (queue-size entries). An
-	 * honest guest cannot exceed it (a held chain keeps its descriptors); one re-posting
-	 * held heads must not make the burst write past it. */
-	if (count > vq->size - vq->shadow_count)
-		count = (uint16_t)(vq->size - vq->shadow_count);
 	vl_lab_burst_begin(); /* the window reads: avail->idx, the packed scan */
 	vl_ring_begin(vq, L);
 	uint16_t n = vl_ring_avail(vq, L, count);

@@ -13,15 +13,8 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 	uint16_t consumed = 0, good = 0;
 	uint64_t sum = 0;
 
-	vq->stats.bursts++;
-	if (vq->broken)
+	if (!vl_tx_burst_start(vq, &count))
 		return 0;
-	/* Zero-copy leases freed since the last dequeue go back first, and the shadow used
-	 * ring they share with this burst bounds it (as in dequeue). */
-	if (vq->zc_held)
-		vl_zc_return(vq);
-	if (count > vq->size - vq->shadow_count)
-		count = (uint16_t)(vq->size - vq->shadow_count);
 	vl_lab_burst_begin();
 	vl_ring_begin(vq, L);
 	uint16_t n = vl_ring_avail(vq, L, count);

@@ -37,6 +37,24 @@ void vl_zc_release(struct vl_pkt *pkt);
 /* Move every returnable lease to the shadow used ring (published by the burst's flush). */
 void vl_zc_return(struct vl_vq *vq);
 
+/* The start of every TX burst (dequeue and discard): count it; nothing on a broken queue
+ * (returns 0); chains whose zero-copy packets were freed since the last burst go back first;
+ * and the burst is bounded by what is left of the shadow used ring those returns share with
+ * it (queue-size entries: an honest guest cannot exceed it, as a held chain keeps its
+ * descriptors, but one re-posting held heads must not make the burst write past it).
+ * False on a broken queue (the burst does nothing); else *count is what the burst may take. */
+static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count)
+{
+	vq->stats.bursts++;
+	if (vq->broken)
+		return false;
+	if (vq->zc_held)
+		vl_zc_return(vq);
+	if (*count > vq->size - vq->shadow_count)
+		*count = (uint16_t)(vq->size - vq->shadow_count);
+	return true;
+}
+
 /* Where the payload of a walked TX chain starts, if all pkt_len bytes after the header lie
  * in one piece (one host-contiguous run); NULL otherwise. */
 static VL_ALWAYS_INLINE const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np,

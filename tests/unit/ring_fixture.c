@@ -167,6 +167,22 @@ void rf_setup_gran(struct rf *f, uint64_t granularity)
 	rf_setup(f, &cfg);
 }
 
+void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
+	    uint64_t extra_features)
+{
+	struct rf_cfg cfg;
+	struct rf f;
+
+	if (layout == VL_LAYOUT_PACKED)
+		rf_cfg_init_packed(&cfg, granularity, 256);
+	else
+		rf_cfg_init(&cfg, granularity);
+	cfg.features |= extra_features;
+	rf_setup(&f, &cfg);
+	fn(&f);
+	rf_teardown(&f);
+}
+
 static void q_teardown(struct rf_q *s)
 {
 	vl_vq_destroy(s->q);

@@ -13,21 +13,9 @@
 
 #define IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
 
-typedef void (*scn_fn)(struct rf *f);
-
-static void run(scn_fn fn, enum vl_layout layout, uint64_t extra)
+static void run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t extra)
 {
-	struct rf_cfg cfg;
-	struct rf f;
-
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, RF_COARSE, 256);
-	else
-		rf_cfg_init(&cfg, RF_COARSE);
-	cfg.features |= extra;
-	rf_setup(&f, &cfg);
-	fn(&f);
-	rf_teardown(&f);
+	rf_run(fn, layout, RF_COARSE, extra);
 }
 
 #define WRAP4(name)                                                                          \

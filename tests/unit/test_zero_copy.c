@@ -23,44 +23,28 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f);
-
-static void run(scn_fn fn, enum vl_layout layout, uint64_t gran, uint64_t extra)
-{
-	struct rf_cfg cfg;
-	struct rf f;
-
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, gran, 256);
-	else
-		rf_cfg_init(&cfg, gran);
-	cfg.features |= extra;
-	rf_setup(&f, &cfg);
-	fn(&f);
-	rf_teardown(&f);
-}
 
 /* split / packed, without and with IN_ORDER, coarse RAM. */
 #define WRAP4(name)                                                                          \
 	static void test_##name##_split(void **state)                                        \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
 	}                                                                                    \
 	static void test_##name##_packed(void **state)                                       \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
 	}                                                                                    \
 	static void test_##name##_split_in_order(void **state)                               \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, IN_ORDER);                       \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, IN_ORDER);                       \
 	}                                                                                    \
 	static void test_##name##_packed_in_order(void **state)                              \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, IN_ORDER);                      \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, IN_ORDER);                      \
 	}
 #define TESTS4(name)                                                                         \
 	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
@@ -72,12 +56,12 @@ static void run(scn_fn fn, enum vl_layout layout, uint64_t gran, uint64_t extra)
 	static void test_##name##_split(void **state)                                        \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, extra);                          \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, extra);                          \
 	}                                                                                    \
 	static void test_##name##_packed(void **state)                                       \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, extra);                         \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, extra);                         \
 	}
 #define TESTS2(name) cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed)
 
@@ -86,22 +70,22 @@ static void run(scn_fn fn, enum vl_layout layout, uint64_t gran, uint64_t extra)
 	static void test_##name##_split_coarse(void **state)                                 \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
 	}                                                                                    \
 	static void test_##name##_split_4k(void **state)                                     \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_4K, 0);                                  \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_4K, 0);                                  \
 	}                                                                                    \
 	static void test_##name##_packed_coarse(void **state)                                \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
 	}                                                                                    \
 	static void test_##name##_packed_4k_in_order(void **state)                           \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_4K, IN_ORDER);                          \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_4K, IN_ORDER);                          \
 	}
 #define TESTS_GRANS(name)                                                                    \
 	cmocka_unit_test(test_##name##_split_coarse), cmocka_unit_test(test_##name##_split_4k), \
