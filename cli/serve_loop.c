@@ -20,6 +20,13 @@
 /* How long an idle round sleeps at most, in seconds. Kicks wake it earlier. */
 #define SERVE_IDLE_WAIT 0.02
 #define SERVE_IDLE_WAIT_TXONLY 0.001
+/* While packets flow (and always under --poll) the sockets are polled at most this often, in
+ * seconds, not every round. A poll(2) costs about as much as moving a 32-packet burst: every
+ * round paying it cost 20 % of the 64-byte host-to-guest rate (A/B against testpmd, 24 vs
+ * 30 Mpps). 20 us keeps it near 2 % and answers any message far sooner than a front end
+ * notices (DPDK's own vhost back end reads its socket in another thread and its datapath
+ * never waits for it). */
+#define SERVE_BUSY_POLL_GAP 0.00002
 
 enum fd_kind { FD_KICK, FD_LISTEN, FD_CONN, FD_TAP, FD__COUNT };
 
@@ -197,6 +204,8 @@ const char *serve_loop(struct serve *s)
 	double next_stats = s->o.stats_interval > 0 ? s->start + s->o.stats_interval : SERVE_NEVER;
 
 	s->last_stats = s->start;
+	double last_poll = 0;
+
 	for (;;) {
 		if (stop_signal) {
 			why = "signal";
@@ -227,6 +236,14 @@ const char *serve_loop(struct serve *s)
 			if (next_stats <= now)
 				next_stats = now + s->o.stats_interval;
 		}
+		/* A busy round goes straight on to the next burst, and so does every round under
+		 * --poll (which never sleeps): the sockets wait their turn. A round that does not
+		 * poll cannot sleep either, so no kick is missed: kicks are wanted again only
+		 * after a round that was not busy, and such a round polls (unless --poll, which
+		 * ignores kicks). */
+		if ((busy || s->o.busy_poll) && now - last_poll < SERVE_BUSY_POLL_GAP)
+			continue;
+		last_poll = now;
 		build(s, &ps);
 
 		int rc = poll(ps.fds, ps.n, poll_timeout_ms(s, busy, now, end, next_stats));
