@@ -53,7 +53,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_ring_fetch(struct vl_vq *vq, const enum 
 {
 	if (L == VL_LAYOUT_SPLIT)
 		return vl_split_fetch(vq, pos, dir, c, np, total);
-	return vl_packed_fetch(vq, pos, dir, c, np, total);
+	return vl_packed_fetch_inline(vq, pos, dir, c, np, total);
 }
 
 static VL_ALWAYS_INLINE void vl_ring_push_used(struct vl_vq *vq, const enum vl_layout L,

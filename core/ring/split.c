@@ -17,8 +17,8 @@ static VL_ALWAYS_INLINE uint16_t next_stamp(struct vl_vq *vq)
 	return vq->seen_stamp;
 }
 
-enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uint32_t *np,
-			   uint32_t *total)
+enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_split_desc *first,
+			   enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
 	const uint8_t *itable = NULL; /* the indirect table, once entered */
 	uint32_t entries = vq->size;
@@ -42,7 +42,12 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uin
 		if (vq->seen[idx] == stamp)
 			return VL_DROP_CHAIN_LOOP;
 		vq->seen[idx] = stamp;
-		if (indirect) {
+		if (first) {
+			/* The head, already read by vl_split_fetch. */
+			d = *first;
+			first = NULL;
+			vq->walk_ring_descs++;
+		} else if (indirect) {
 			vl_guest_load_bytes(&d, itable + (size_t)idx * sizeof(d), sizeof(d));
 		} else {
 			vl_guest_load_split_desc(&d, &vq->desc[idx]);

@@ -40,9 +40,10 @@ static VL_ALWAYS_INLINE bool vl_split_full(const struct vl_vq *vq)
 
 /* Walk the chain at `head` (direct descriptors, then at most one indirect table), appending
  * translated pieces to vq->pieces from index *np (up to VL_CHAIN_MAX_PIECES). *total receives
- * the chain's byte length. Returns VL_DROP_NONE or why the chain must be dropped. */
-enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, enum vl_dir dir, uint32_t *np,
-			   uint32_t *total);
+ * the chain's byte length. Returns VL_DROP_NONE or why the chain must be dropped. `first`:
+ * the head descriptor as the caller already read it (not read again), or NULL to read it. */
+enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_split_desc *first,
+			   enum vl_dir dir, uint32_t *np, uint32_t *total);
 
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
@@ -59,7 +60,18 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t p
 		return VL_DROP_HEAD_OUT_OF_RANGE;
 	}
 	c->id = h;
-	enum vl_drop why = vl_split_walk(vq, h, dir, np, total);
+	/* The head read once here. The usual chain, one direct descriptor (every receive
+	 * buffer of DPDK's and Linux's drivers), is handled inline: it cannot loop, point
+	 * anywhere or nest. Anything else continues in the walk with this copy. */
+	struct vl_split_desc d;
+
+	vl_guest_load_split_desc(&d, &vq->desc[h]);
+	if (!(d.flags & (VL_DESC_F_NEXT | VL_DESC_F_INDIRECT))) {
+		c->ndescs = 1;
+		*total = 0;
+		return vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
+	}
+	enum vl_drop why = vl_split_walk(vq, h, &d, dir, np, total);
 
 	/* Ring descriptors the chain holds (an indirect table counts as its one descriptor):
 	 * what the guest cannot post again until the chain comes back. */

@@ -251,7 +251,7 @@ static enum vl_drop buggy_split_fetch(struct vl_vq *vq, uint16_t pos, struct vl_
 	c->ndescs = 1;
 	if (h >= vq->size)
 		return VL_DROP_HEAD_OUT_OF_RANGE; /* (the unsafe original would not check) */
-	return vl_split_walk(vq, h, VL_DIR_DEVICE_READS, np, total);
+	return vl_split_walk(vq, h, NULL, VL_DIR_DEVICE_READS, np, total);
 }
 
 /* The packed variant: re-reading a descriptor's flags in the chain after the scan kept them
