@@ -23,4 +23,13 @@
 #define VL_ALWAYS_INLINE inline __attribute__((always_inline))
 #endif
 
+/* Ask for the cache line at p with intent to write: the line is fetched (from another core's
+ * cache, usually: guest buffers were last touched by the driver) while the CPU goes on, so the
+ * store that follows does not wait for it. x86 PREFETCHW, a no-op hint on CPUs without it. */
+#if defined(__x86_64__) || defined(__i386__)
+#define VL_PREFETCH_W(p) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
+#else
+#define VL_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+#endif
+
 #endif

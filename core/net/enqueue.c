@@ -139,6 +139,14 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 			b->drop_reason = VL_DROP_RX_TOO_BIG;
 			return RESERVE_DROP;
 		}
+		/* The chain's first two lines, asked for now (VL_PREFETCH_W): the header and the
+		 * start of the payload, which the driver touched last. Their stores come at the
+		 * burst's flush (rx_store_hdrs, vl_copy_flush), by which time the lines of the
+		 * whole burst have been on their way together instead of one miss after another.
+		 * The second only when it is still this buffer's. */
+		VL_PREFETCH_W(vq->pieces[first].host);
+		if (vq->pieces[first].len > 64)
+			VL_PREFETCH_W(vq->pieces[first].host + 64);
 		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
 
 		rb->chain = c;
@@ -154,26 +162,32 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 /* Write header and payload into the reserved chains and record their used entries (after
  * any deferred bad chains). Small payload copies go through the batch. */
 static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
-				     const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred)
+				     const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred,
+				     uint16_t nth)
 {
-	uint8_t hdr[12];
+	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
+	const uint8_t *hdr = slot->bytes;
 	const struct vl_piece *pc = &vq->pieces[0];
 	uint32_t piece = 0, piece_off = 0;
 
-	vl_net_hdr_from_offload(&pkt->ol, vq->hdr_len, vq->mergeable, (uint16_t)nbufs, hdr);
+	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, (uint16_t)nbufs, slot->bytes);
 
-	/* The header goes first, copied at once because its source is this stack frame. The
-	 * usual case inline: the first piece holds it, one fixed-size copy (10 or 12 bytes,
-	 * the only header lengths). Otherwise it is scattered over as many pieces as it
-	 * needs. */
+	/* The header is built in this packet's slot of vq->rx_hdrs. The usual case: the first
+	 * piece holds it, and rx_store_hdrs stores it just before the burst's payload batch is
+	 * flushed, so the stores into the guest's buffers come together, after rx_reserve's
+	 * prefetches have had the burst's time to bring the lines. Otherwise (no batching, or
+	 * a header scattered over pieces) it goes through the copy engine now. */
 	uint32_t done = 0;
 
-	if (pc[0].len >= vq->hdr_len && (vq->hdr_len == 12 || vq->hdr_len == 10)) {
-		if (vq->hdr_len == 12)
-			memcpy(pc[0].host, hdr, 12);
-		else
-			memcpy(pc[0].host, hdr, 10);
-		vl_log_write(&vq->log, pc[0].gpa, vq->hdr_len);
+	slot->dst = NULL;
+	if (pc[0].len >= vq->hdr_len) {
+		if (vq->batch_threshold >= vq->hdr_len) {
+			slot->dst = pc[0].host;
+			slot->gpa = pc[0].gpa;
+			vq->stats.copies_batched++; /* a small copy done at the flush, like one */
+		} else {
+			vl_copy(vq, pc[0].host, hdr, vq->hdr_len, pc[0].gpa);
+		}
 		done = piece_off = vq->hdr_len;
 		if (piece_off == pc[0].len) {
 			piece = 1;
@@ -185,8 +199,7 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 		if (n > vq->hdr_len - done)
 			n = vq->hdr_len - done;
-		memcpy(pc[piece].host + piece_off, hdr + done, n);
-		vl_log_write(&vq->log, pc[piece].gpa + piece_off, n);
+		vl_copy(vq, pc[piece].host + piece_off, hdr + done, n, pc[piece].gpa + piece_off);
 		done += n;
 		piece_off += n;
 		if (piece_off == pc[piece].len) {
@@ -229,12 +242,35 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 	}
 }
 
+/* The headers rx_fill left in vq->rx_hdrs[0..n): one fixed-size copy each (10 or 12 bytes,
+ * the only header lengths), inline. */
+static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
+{
+	const uint32_t hdr_len = vq->hdr_len;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct vl_rx_hdr *h = &vq->rx_hdrs[i];
+
+		if (!h->dst)
+			continue;
+		if (hdr_len == 12)
+			memcpy(h->dst, h->bytes, 12);
+		else
+			memcpy(h->dst, h->bytes, 10);
+	}
+	/* Logged after the stores (one predictable branch per burst when logging is off). */
+	if (vq->log.bitmap)
+		for (uint16_t i = 0; i < n; i++)
+			if (vq->rx_hdrs[i].dst)
+				vl_log_write(&vq->log, vq->rx_hdrs[i].gpa, hdr_len);
+}
+
 static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
 					      uint16_t count, uint8_t *status,
 					      const enum vl_layout L)
 {
 	struct rx_burst b = {0};
-	uint16_t handled = 0;
+	uint16_t handled = 0, delivered = 0;
 
 	vq->stats.bursts++;
 	if (vq->broken)
@@ -270,7 +306,9 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 							  : VL_RX_DROPPED_TOO_MANY_PIECES;
 			continue;
 		}
-		rx_fill(vq, L, pkt, nbufs, ndeferred);
+		/* Each delivered packet took at least one chain of the window: delivered <
+		 * size, a valid rx_hdrs slot. */
+		rx_fill(vq, L, pkt, nbufs, ndeferred, delivered++);
 		b.committed = pos;
 		vq->stats.packets++;
 		vq->stats.bytes += pkt->pkt_len;
@@ -283,6 +321,7 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 	vl_ring_consume(vq, L, b.committed);
 	vl_lab_burst_end();
 	/* Every byte in place before the used index tells the guest it is there. */
+	rx_store_hdrs(vq, delivered);
 	vl_copy_flush(vq);
 	vl_ring_flush_used(vq, L, false);
 	return handled;

@@ -19,10 +19,11 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
 				   struct vl_offload *ol);
 
 /* Build the RX header bytes the guest will see for a packet spread over num_buffers chains.
- * Inline: once per RX packet, a handful of stores. */
+ * All 12 bytes are written whatever hdr_len is; a 10-byte header is the first 10 of them.
+ * Inline: once per RX packet, a handful of stores of fixed size. */
 static VL_ALWAYS_INLINE void vl_net_hdr_from_offload(const struct vl_offload *ol,
-						     uint32_t hdr_len, bool mergeable,
-						     uint16_t num_buffers, uint8_t hdr[12])
+						     bool mergeable, uint16_t num_buffers,
+						     uint8_t hdr[12])
 {
 	uint16_t f[5] = {ol->hdr_len, ol->gso_size, ol->csum_start, ol->csum_offset,
 			 (uint16_t)(mergeable ? num_buffers : 1)};
@@ -32,7 +33,7 @@ static VL_ALWAYS_INLINE void vl_net_hdr_from_offload(const struct vl_offload *ol
 	/* num_buffers (the fifth field) exists only in the 12-byte header. Without MRG_RXBUF
 	 * (a VERSION_1 device still has the field) the spec (5.1.6.4) requires it to be 1.
 	 * Little-endian fields, like every virtio 1.x field (vl_virtio.h). */
-	memcpy(hdr + 2, f, hdr_len == 12 ? 10 : 8);
+	memcpy(hdr + 2, f, 10);
 }
 
 #endif

@@ -144,6 +144,7 @@ static void free_scratch(struct vl_vq *vq)
 	free(vq->indirect_copy);
 	free(vq->rx_bufs);
 	free(vq->rx_deferred_bad);
+	free(vq->rx_hdrs);
 	free(vq->heads);
 	free(vq->seen);
 	vl_zc_teardown(vq);
@@ -207,6 +208,7 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->indirect_copy = vl_calloc(size, 16);
 	vq->rx_bufs = vl_calloc(size, sizeof(*vq->rx_bufs));
 	vq->rx_deferred_bad = vl_calloc(size, sizeof(*vq->rx_deferred_bad));
+	vq->rx_hdrs = vl_calloc(size, sizeof(*vq->rx_hdrs));
 	vq->heads = vl_calloc(size, sizeof(*vq->heads));
 	vq->seen = vl_calloc(size, sizeof(*vq->seen));
 	if (packed) {
@@ -214,7 +216,7 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 		vq->pchains = vl_calloc(size, sizeof(*vq->pchains));
 	}
 	if (!vq->shadow || !vq->batch || !vq->pieces || !vq->indirect_copy || !vq->rx_bufs ||
-	    !vq->rx_deferred_bad || !vq->heads || !vq->seen ||
+	    !vq->rx_deferred_bad || !vq->rx_hdrs || !vq->heads || !vq->seen ||
 	    (packed && (!vq->pflags || !vq->pchains)) ||
 	    vl_zc_setup(vq) != VL_OK) {
 		free_scratch(vq);

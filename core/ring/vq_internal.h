@@ -25,6 +25,13 @@ struct vl_piece {
 };
 
 /* A deferred small copy (technique 1). */
+/* An RX packet's header, waiting to be stored at dst (guest address gpa). */
+struct vl_rx_hdr {
+	uint8_t *dst;
+	uint64_t gpa;
+	uint8_t bytes[12];
+};
+
 struct vl_copy {
 	void *dst;
 	const void *src;
@@ -133,6 +140,10 @@ struct vl_vq {
 	uint8_t *indirect_copy;    /* [16 * size]: tables not contiguous in host memory */
 	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
 	struct vl_rx_deferred *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
+	/* [size]: the virtio-net header of each packet of an RX burst, written into the guest
+	 * buffer just before the payload batch is flushed (at most one packet per chain:
+	 * size slots are enough). */
+	struct vl_rx_hdr *rx_hdrs;
 	/* Split walks: seen[i] == seen_stamp when descriptor (or table entry) i was visited by
 	 * the current walk, so a loop stops before any descriptor is read twice. */
 	uint16_t *seen;            /* [size] */

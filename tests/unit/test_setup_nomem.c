@@ -94,9 +94,10 @@ static void test_vq_create_nomem(void **state)
 	uint64_t packed = countdown(packed_create, vq_destroy);
 
 	/* The queue, its shadow used ring, copy batch, piece vector, indirect copy-out buffer,
-	 * RX reservation and deferral arrays, dequeue heads, the walk's visit stamps (9), and
-	 * the four zero-copy lease tables; packed adds the scan's flags and chain tables. */
-	assert_int_equal(split, 13);
+	 * RX reservation, deferral and header arrays, dequeue heads, the walk's visit stamps
+	 * (10), and the four zero-copy lease tables; packed adds the scan's flags and chain
+	 * tables. */
+	assert_int_equal(split, 14);
 	assert_int_equal(packed, split + 2);
 	vl_mem_destroy(shared_mem);
 }
