@@ -193,6 +193,7 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->features = cfg->features;
 	vq->hdr_len = vl_net_hdr_len(cfg->features);
 	vq->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
+	vq->tx_offloads = (cfg->features & VL_FEATURE(VL_F_NET_CSUM)) != 0;
 	vq->indirect_ok = (cfg->features & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) != 0;
 	vq->in_order = (cfg->features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
 	vq->event_idx = (cfg->features & VL_FEATURE(VL_F_RING_EVENT_IDX)) != 0;

@@ -96,6 +96,7 @@ struct vl_vq {
 	uint64_t features;
 	uint32_t hdr_len;          /* virtio-net header bytes: 10 or 12 */
 	bool mergeable;            /* VIRTIO_NET_F_MRG_RXBUF negotiated */
+	bool tx_offloads;          /* VIRTIO_NET_F_CSUM negotiated: TX headers carry offloads */
 	bool indirect_ok;          /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
 	bool in_order;             /* VIRTIO_F_IN_ORDER negotiated */
 	bool event_idx;            /* VIRTIO_RING_F_EVENT_IDX negotiated */

@@ -19,7 +19,9 @@ void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity)
 {
 	*cfg = (struct rf_cfg){
 		.granularity = granularity,
-		.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_VERSION_1),
+		/* CSUM: TX headers carry offloads the core checks (without it they are ignored). */
+		.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_VERSION_1) |
+			    VL_FEATURE(VL_F_NET_CSUM),
 		.qsize = 256,
 		.start_idx = 0,
 		.batch_threshold = VL_BATCH_THRESHOLD_DEFAULT,

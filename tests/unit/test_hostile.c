@@ -38,7 +38,7 @@ static void setup(struct env *e, enum vl_layout layout, bool rx, uint64_t gran)
 	struct lab_gmem_config gc = {.ram_size = 1 << 20, .ring_area_size = 4 * LAB_PAGE_SIZE,
 				     .granularity = gran, .seed = 7};
 	uint64_t features = VL_FEATURE(VL_F_VERSION_1) | VL_FEATURE(VL_F_RING_INDIRECT_DESC) |
-			    VL_FEATURE(VL_F_NET_MRG_RXBUF);
+			    VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_NET_CSUM);
 	struct vl_vq_config qc;
 	uint32_t n;
 	int err;

@@ -839,7 +839,8 @@ static void test_header_spread_legacy_hdr(void **state)
 
 	(void)state;
 	rf_cfg_init(&cfg, RF_4K);
-	cfg.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC); /* 10-byte header */
+	/* 10-byte header */
+	cfg.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_NET_CSUM);
 	run_scn_cfg(scn_header_spread, &cfg, false);
 }
 
@@ -911,9 +912,12 @@ static uint16_t post_tx_hdr(struct rf *f, struct rf_q *s, const struct vl_net_hd
 }
 
 /* Offload fields beyond the packet (CVE-2024-11614) are dropped; legal ones, including the
- * exact boundaries, pass and reach pkt->ol unchanged. */
+ * exact boundaries, pass and reach pkt->ol unchanged. Without VIRTIO_NET_F_CSUM the header
+ * means nothing and is ignored: every chain, bad header or good, is a packet without
+ * offloads. */
 static void scn_bad_offload(struct rf *f, struct rf_q *s)
 {
+	const bool csum = (f->cfg.features & VL_FEATURE(VL_F_NET_CSUM)) != 0;
 	const uint32_t plen = 200;
 	const struct vl_net_hdr bad_hdr[] = {
 		/* checksum field ends one byte past the packet: 100 + 99 + 2 = 201 */
@@ -940,16 +944,39 @@ static void scn_bad_offload(struct rf *f, struct rf_q *s)
 	const uint32_t nbad = sizeof(bad_hdr) / sizeof(bad_hdr[0]);
 	const uint32_t ngood = sizeof(good_hdr) / sizeof(good_hdr[0]);
 	uint16_t heads[16];
+	uint8_t seeds[16];
 	uint32_t n = 0;
 
 	/* Interleaved: bad, good, bad, good, ... then the rest. */
 	for (uint32_t i = 0; i < nbad || i < ngood; i++) {
-		if (i < nbad)
-			heads[n++] = post_tx_hdr(f, s, &bad_hdr[i], plen, (uint8_t)(0xB0 + i));
-		if (i < ngood)
-			heads[n++] = post_tx_hdr(f, s, &good_hdr[i], plen, (uint8_t)(0xC0 + i));
+		if (i < nbad) {
+			seeds[n] = (uint8_t)(0xB0 + i);
+			heads[n] = post_tx_hdr(f, s, &bad_hdr[i], plen, seeds[n]);
+			n++;
+		}
+		if (i < ngood) {
+			seeds[n] = (uint8_t)(0xC0 + i);
+			heads[n] = post_tx_hdr(f, s, &good_hdr[i], plen, seeds[n]);
+			n++;
+		}
 	}
 	struct vl_pkt *pkts[32];
+
+	if (!csum) {
+		const struct vl_offload none = {0};
+
+		assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), n);
+		for (uint32_t i = 0; i < n; i++) {
+			rf_assert_pkt_pattern(pkts[i], plen, seeds[i]);
+			assert_memory_equal(&pkts[i]->ol, &none, sizeof(none));
+			vl_pkt_free(pkts[i]);
+			rf_expect_used(s, heads[i], 0);
+		}
+		assert_int_equal(rf_drops(s, VL_DROP_BAD_OFFLOAD), 0);
+		assert_int_equal(rf_drops_other(s, VL_DROP_BAD_OFFLOAD), 0);
+		rf_expect_no_used(s);
+		return;
+	}
 
 	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), ngood);
 	for (uint32_t i = 0; i < ngood; i++) {
@@ -971,6 +998,16 @@ static void scn_bad_offload(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 }
 WRAP_TX_GRANS(bad_offload)
+
+static void test_offload_ignored_without_csum(void **state)
+{
+	struct rf_cfg cfg;
+
+	(void)state;
+	rf_cfg_init(&cfg, RF_4K);
+	cfg.features &= ~VL_FEATURE(VL_F_NET_CSUM);
+	run_scn_cfg(scn_bad_offload, &cfg, false);
+}
 
 /* TX packets longer than VL_PKT_MAX_LEN are dropped; exactly VL_PKT_MAX_LEN is fine. */
 static void scn_tx_too_big(struct rf *f, struct rf_q *s)
@@ -1225,6 +1262,7 @@ int main(void)
 		TESTS_TX_GRANS(short_chain),
 		TESTS_TX_GRANS(tx_write_desc),
 		TESTS_TX_GRANS(bad_offload),
+		cmocka_unit_test(test_offload_ignored_without_csum),
 		TESTS_TX_GRANS(tx_too_big),
 		TESTS_TX_GRANS(pool_exhaustion),
 		cmocka_unit_test(test_index_wrap_tx_coarse),
