@@ -89,6 +89,8 @@ bool serve_gen_init(struct serve_port *p, uint32_t pair, uint32_t size, uint32_t
 	return ok;
 }
 
+/* Once per frame per burst, so the usual case is a plain 8-byte store: the frame's first
+ * segment holds the sequence number (every size serve sends but the largest jumbo frames). */
 void serve_gen_stamp(struct vl_pkt **frames, uint32_t n, uint64_t seq)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -97,7 +99,10 @@ void serve_gen_stamp(struct vl_pkt **frames, uint32_t n, uint64_t seq)
 
 		for (int b = 7; b >= 0; b--, v >>= 8)
 			be[b] = (uint8_t)v;
-		vl_pkt_write(frames[i], SEQ_OFF, be, sizeof(be));
+		if (frames[i]->data_len >= SEQ_OFF + sizeof(be))
+			memcpy(frames[i]->data + SEQ_OFF, be, sizeof(be));
+		else
+			vl_pkt_write(frames[i], SEQ_OFF, be, sizeof(be));
 	}
 }
 
