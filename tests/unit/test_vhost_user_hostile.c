@@ -461,6 +461,22 @@ static void test_vring_base_checked_again_at_start(void **state)
 	vuf_fini(&f);
 }
 
+/* A 16-entry split ring in a fresh memory table whose guest indices (avail->idx, used->idx
+ * and the fixture's own copies) all stand at idx, as a driver that has run before leaves
+ * them; its addresses in *d, *a, *u for SET_VRING_ADDR. */
+static void split_ring_with_guest_at(struct vuf *f, uint16_t idx, uint64_t *d, uint64_t *a,
+				     uint64_t *u)
+{
+	struct vuf_region r = vuf_region(f, 0, VUF_MEM_SIZE);
+
+	assert_int_equal(vuf_mem_table(f, &r, 1), VL_OK);
+	vuf_ring_init(f, 0, VL_LAYOUT_SPLIT, 16, false);
+	((struct vl_split_used *)f->ring[0].device)->idx = idx;
+	((struct vl_split_avail *)f->ring[0].driver)->idx = idx;
+	f->ring[0].avail_idx = f->ring[0].used_idx = idx;
+	vuf_ring_uaddrs(f, 0, d, a, u);
+}
+
 static void test_vring_base_split_beyond_16_bits(void **state)
 {
 	(void)state;
@@ -472,14 +488,9 @@ static void test_vring_base_split_beyond_16_bits(void **state)
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, 0xffffu), VL_OK);
 	/* Resuming a split ring from a base: the device continues at that index (the guest's
 	 * ring agrees: its used->idx says the device stopped there). */
-	struct vuf_region r = vuf_region(&f, 0, VUF_MEM_SIZE);
 	uint64_t d, a, u;
 
-	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
-	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 16, false);
-	((struct vl_split_used *)f.ring[0].device)->idx = 0xffff;
-	((struct vl_split_avail *)f.ring[0].driver)->idx = 0xffff;
-	vuf_ring_uaddrs(&f, 0, &d, &a, &u);
+	split_ring_with_guest_at(&f, 0xffff, &d, &a, &u);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
 	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_OK);
 	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 0, -1), VL_OK);
@@ -496,18 +507,11 @@ static void test_vring_base_split_resync_to_used(void **state)
 {
 	(void)state;
 	struct vuf f;
-	struct vuf_region r;
 	uint64_t d, a, u;
 
 	vuf_init(&f, NULL);
-	r = vuf_region(&f, 0, VUF_MEM_SIZE);
-	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_OK);
-	vuf_ring_init(&f, 0, VL_LAYOUT_SPLIT, 16, false);
 	/* The guest's view after 40000 buffers moved through an earlier back end. */
-	((struct vl_split_used *)f.ring[0].device)->idx = 40000;
-	((struct vl_split_avail *)f.ring[0].driver)->idx = 40000;
-	f.ring[0].avail_idx = f.ring[0].used_idx = 40000;
-	vuf_ring_uaddrs(&f, 0, &d, &a, &u);
+	split_ring_with_guest_at(&f, 40000, &d, &a, &u);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 0, 16), VL_OK);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_BASE, 0, 0), VL_OK);
 	assert_int_equal(vuf_addr(&f, 0, 0, d, u, a, 0), VL_OK);
