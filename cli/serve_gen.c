@@ -97,8 +97,12 @@ void serve_gen_stamp(struct vl_pkt **frames, uint32_t n, uint64_t seq)
 		uint8_t be[8];
 		uint64_t v = seq + i;
 
-		for (int b = 7; b >= 0; b--, v >>= 8)
-			be[b] = (uint8_t)v;
+		/* One byte swap instead of a loop of eight shifts and stores (which gcc 12 at
+		 * -O2 keeps as a loop: about 60 instructions a frame). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		v = __builtin_bswap64(v);
+#endif
+		memcpy(be, &v, sizeof(be));
 		if (frames[i]->data_len >= SEQ_OFF + sizeof(be))
 			memcpy(frames[i]->data + SEQ_OFF, be, sizeof(be));
 		else

@@ -172,6 +172,22 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, (uint16_t)nbufs, slot->bytes);
 
+	/* The usual case on its own: one chain whose first piece holds header and a one-segment
+	 * packet, the header left for rx_store_hdrs. The general walk below does the same in
+	 * more steps. */
+	if (nbufs == 1 && ndeferred == 0 && !pkt->next && vq->batch_threshold >= vq->hdr_len &&
+	    pc[0].len >= vq->hdr_len + pkt->data_len) {
+		slot->dst = pc[0].host;
+		slot->gpa = pc[0].gpa;
+		vq->stats.copies_batched++;
+		if (pkt->data_len > 0)
+			vl_copy(vq, pc[0].host + vq->hdr_len, pkt->data, pkt->data_len,
+				pc[0].gpa + vq->hdr_len);
+		const uint32_t want = vq->hdr_len + pkt->pkt_len, cap = vq->rx_bufs[0].cap;
+
+		vl_ring_push_used(vq, L, &vq->rx_bufs[0].chain, cap < want ? cap : want);
+		return;
+	}
 	/* The header is built in this packet's slot of vq->rx_hdrs. The usual case: the first
 	 * piece holds it, and rx_store_hdrs stores it just before the burst's payload batch is
 	 * flushed, so the stores into the guest's buffers come together, after rx_reserve's

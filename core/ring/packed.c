@@ -16,57 +16,80 @@ static VL_ALWAYS_INLINE void advance(uint16_t *pos, bool *wrap, uint32_t n, uint
 	*pos = (uint16_t)p;
 }
 
+/* The AVAIL and USED bits of a descriptor available for driver wrap counter w: AVAIL == w
+ * and USED != w. A descriptor with both bits equal to w looks used: for the device it is
+ * simply not available (spec 2.8.1). */
+static VL_ALWAYS_INLINE uint16_t avail_bits(bool wrap)
+{
+	return wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED;
+}
+
+/* The window state lives in locals while the loop runs: each flags load is an acquire,
+ * after which the compiler would otherwise reload every vq field it touches. */
 void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 {
 	const uint32_t size = vq->size;
+	const struct vl_packed_desc *ring = vq->pdesc;
+	uint16_t *pflags = vq->pflags;
+	struct vl_packed_chain *chains = vq->pchains;
+	uint32_t scanned = vq->pscanned, descs = vq->pscan_descs;
+	uint16_t pos = vq->avail_pos;
+	bool wrap = vq->avail_wrap;
 
-	while (vq->pscanned < want && !vq->pscan_end) {
-		if (vq->pscan_descs >= size) {
+	if (scanned >= want || vq->pscan_end)
+		return;
+	advance(&pos, &wrap, descs, size);
+	uint16_t bits = avail_bits(wrap);
+
+	while (scanned < want) {
+		if (descs >= size) {
 			/* The whole ring is in the window: nothing more can be available. */
-			vq->pscan_end = true;
-			return;
+			goto end;
 		}
-		uint16_t pos = vq->avail_pos, start;
-		bool wrap = vq->avail_wrap, start_wrap;
+		const uint16_t start = (uint16_t)pos;
+		const bool start_wrap = wrap;
 		uint32_t n = 0;
 
-		advance(&pos, &wrap, vq->pscan_descs, size);
-		start = pos;
-		start_wrap = wrap;
 		for (;;) {
 			/* A chain longer than what is left of the ring would run into itself. */
-			if (vq->pscan_descs + n >= size) {
+			if (descs + n >= size) {
 				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
-				vq->pscan_end = true;
-				return;
+				goto end;
 			}
-			uint16_t flags = vl_guest_load16_acquire(&vq->pdesc[pos].flags);
+			const uint16_t flags = vl_guest_load16_acquire(&ring[pos].flags);
 
-			if (!vl_packed_is_avail(flags, wrap)) {
-				if (n == 0) {
-					vq->pscan_end = true;
-					return;
-				}
+			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits) {
 				/* The driver makes a chain's head available after all its other
 				 * descriptors (spec 2.8.6): a visible head with a missing tail is
 				 * a lie, and the positions that follow cannot be trusted. */
-				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
-				vq->pscan_end = true;
-				return;
+				if (n > 0)
+					vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				goto end;
 			}
-			vq->pflags[pos] = flags;
+			pflags[pos] = flags;
 			n++;
-			advance(&pos, &wrap, 1, size);
+			if (++pos == size) {
+				pos = 0;
+				wrap = !wrap;
+				bits = avail_bits(wrap);
+			}
 			if (!(flags & VL_DESC_F_NEXT))
 				break;
 		}
-		struct vl_packed_chain *pc = &vq->pchains[vq->pscanned++];
+		struct vl_packed_chain *pc = &chains[scanned++];
 
 		pc->start = start;
 		pc->wrap = start_wrap;
 		pc->ndescs = (uint16_t)n;
-		vq->pscan_descs += n;
+		descs += n;
 	}
+	vq->pscanned = scanned;
+	vq->pscan_descs = descs;
+	return;
+end:
+	vq->pscanned = scanned;
+	vq->pscan_descs = descs;
+	vq->pscan_end = true;
 }
 
 /* Walk an indirect table: entries are consecutive (NEXT is ignored, spec 2.8.8); only WRITE
@@ -139,10 +162,13 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 
 void vl_packed_consume(struct vl_vq *vq, uint16_t n)
 {
-	uint32_t descs = 0;
+	uint32_t descs = vq->pscan_descs; /* the usual case: the whole window was consumed */
 
-	for (uint16_t i = 0; i < n; i++)
-		descs += vq->pchains[i].ndescs;
+	if (n < vq->pscanned) {
+		descs = 0;
+		for (uint16_t i = 0; i < n; i++)
+			descs += vq->pchains[i].ndescs;
+	}
 	advance(&vq->avail_pos, &vq->avail_wrap, descs, vq->size);
 	vq->stats.chains += n;
 	vl_packed_begin(vq);
@@ -228,34 +254,49 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 		vq->shadow[0].ndescs = (uint16_t)descs; /* <= size <= 32768 */
 		n = 1;
 	}
-	uint16_t head_flags = 0;
+	/* Position, wrap counter and the flags they imply live in locals: each flags store is
+	 * a release, after which the compiler would otherwise reload the vq fields. */
+	struct vl_packed_desc *ring = vq->pdesc;
+	const struct vl_used_elem *sh = vq->shadow;
+	const uint32_t size = vq->size;
+	uint32_t pos = old_pos;
+	bool wrap = old_wrap;
+	uint16_t wbits = wrap ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0;
+	const uint16_t head_flags = (uint16_t)(wbits | (sh[0].len ? VL_DESC_F_WRITE : 0));
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct vl_used_elem *e = &vq->shadow[i];
-		struct vl_packed_desc *d = &vq->pdesc[vq->used_pos];
-		uint16_t flags = (uint16_t)((vq->used_wrap ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0) |
-					    (e->len ? VL_DESC_F_WRITE : 0));
+		const struct vl_used_elem *e = &sh[i];
+		struct vl_packed_desc *d = &ring[pos];
 
 		__atomic_store_n(&d->id, e->id, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->len, e->len, __ATOMIC_RELAXED);
-		if (i == 0)
-			head_flags = flags;
-		else
-			__atomic_store_n(&d->flags, flags, __ATOMIC_RELEASE);
-		advance(&vq->used_pos, &vq->used_wrap, e->ndescs, vq->size);
+		if (i > 0)
+			__atomic_store_n(&d->flags,
+					 (uint16_t)(wbits | (e->len ? VL_DESC_F_WRITE : 0)),
+					 __ATOMIC_RELEASE);
+		pos += e->ndescs;
+		/* An in-order batch may cover more than the ring (zero-copy leases held across
+		 * bursts: fuzz/regressions/.../zc-in-order-batch-longer-than-ring). */
+		while (pos >= size) {
+			pos -= size;
+			wrap = !wrap;
+			wbits ^= VL_PDESC_F_AVAIL | VL_PDESC_F_USED;
+		}
 	}
+	vq->used_pos = (uint16_t)pos;
+	vq->used_wrap = wrap;
 	/* The first used descriptor last: it exposes the whole burst, data included. */
 	__atomic_store_n(&vq->pdesc[old_pos].flags, head_flags, __ATOMIC_RELEASE);
 	/* Logged only now: a full page cache is flushed to the bitmap on the way, and the head's
 	 * page must not be marked before its flags are written. len, id and flags: the last 8
 	 * bytes of each descriptor. */
 	if (vq->log.bitmap) {
-		uint16_t pos = old_pos;
-		bool wrap = old_wrap;
+		uint16_t lpos = old_pos;
+		bool lwrap = old_wrap;
 
 		for (uint32_t i = 0; i < n; i++) {
-			vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * pos + 8, 8);
-			advance(&pos, &wrap, vq->shadow[i].ndescs, vq->size);
+			vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * lpos + 8, 8);
+			advance(&lpos, &lwrap, vq->shadow[i].ndescs, vq->size);
 		}
 	}
 	vq->stats.used_entries += n;

@@ -12,14 +12,6 @@
 #include "ring/guest_load.h"
 #include "ring/vq_internal.h"
 
-/* A descriptor is available for a driver wrap counter w when AVAIL == w and USED != w. A
- * descriptor with both bits equal to w looks used: for the device it is simply not
- * available (spec 2.8.1). */
-static VL_ALWAYS_INLINE bool vl_packed_is_avail(uint16_t flags, bool wrap)
-{
-	return ((flags & VL_PDESC_F_AVAIL) != 0) == wrap && ((flags & VL_PDESC_F_USED) != 0) != wrap;
-}
-
 /* Start a burst: the window of available chains is found lazily by vl_packed_avail. */
 static VL_ALWAYS_INLINE void vl_packed_begin(struct vl_vq *vq)
 {
