@@ -13,7 +13,8 @@
 
 /* Validate what a walked TX chain holds and read its header: the chain must be longer than
  * the header (CVE-2022-2132: a chain no longer than the header carries no packet), the packet
- * must fit VL_PKT_MAX_LEN, and the offload fields must point inside the packet. */
+ * must fit VL_PKT_MAX_LEN, and the offload fields must point inside the packet. ol is
+ * filled only when offloads were negotiated (vq->tx_offloads); the caller copies it then. */
 static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_t total,
 					      struct vl_offload *ol, uint32_t *pkt_len)
 {
@@ -28,10 +29,8 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 	 * flags 0 and no GSO (every GSO feature needs CSUM, spec 5.1.3.1), and a device may
 	 * ignore the header, as DPDK's vhost library does. It is not read at all: its cache
 	 * line, which the driver writes for every packet, stays in the driver's cache. */
-	if (!vq->tx_offloads) {
-		memset(ol, 0, sizeof(*ol));
-		return VL_DROP_NONE;
-	}
+	if (!vq->tx_offloads)
+		return VL_DROP_NONE; /* ol untouched: the packet keeps the none it was reset to */
 	/* The usual case inline: the whole header in the first piece, read as one fixed-size
 	 * copy (10 or 12 bytes, the only header lengths); a header that straddles pieces
 	 * takes the general walk. */
@@ -51,6 +50,12 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 	struct vl_pkt *seg = pkt;
 	uint32_t seg_off = 0;
 
+	/* The usual case on its own: one piece holds header and payload, one segment the
+	 * packet (sized to the chain, so the lengths agree). */
+	if (np == 1 && !pkt->next) {
+		vl_copy(vq, pkt->data, vq->pieces[0].host + skip, pkt->data_len, VL_NO_LOG);
+		return;
+	}
 	for (uint32_t i = 0; i < np; i++) {
 		const uint8_t *src = vq->pieces[i].host;
 		uint32_t left = vq->pieces[i].len;
@@ -239,7 +244,8 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 			tx_done(vq, L, &c);
 		}
 		used_heads++;
-		pkt->ol = ol;
+		if (vq->tx_offloads)
+			pkt->ol = ol;
 		pkts[got++] = pkt;
 		vq->stats.packets++;
 		vq->stats.bytes += pkt_len;

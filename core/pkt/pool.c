@@ -82,12 +82,16 @@ int vl_pool_alloc_bulk(struct vl_pool *pool, struct vl_pkt **out, uint32_t n)
 		pool->alloc_failures++;
 		return -1;
 	}
+	/* nfree in a local: the resets' stores would otherwise make the compiler reload it. */
+	uint32_t nfree = pool->nfree;
+
 	for (uint32_t i = 0; i < n; i++) {
-		struct vl_pkt *p = pool->free_stack[--pool->nfree];
+		struct vl_pkt *p = pool->free_stack[--nfree];
 
 		vl_pkt_reset(p);
 		out[i] = p;
 	}
+	pool->nfree = nfree;
 	return 0;
 }
 
@@ -132,6 +136,15 @@ void vl_pkt_free(struct vl_pkt *pkt)
 
 void vl_pkt_free_bulk(struct vl_pkt **pkts, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
-		vl_pkt_free(pkts[i]);
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_pkt *p = pkts[i];
+
+		/* The usual case inline: one segment, last reference, own data. */
+		if (p && p->refcnt == 1 && !p->release && !p->next) {
+			p->refcnt = 0;
+			seg_release(p);
+		} else {
+			vl_pkt_free(p);
+		}
+	}
 }

@@ -41,29 +41,33 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 	advance(&pos, &wrap, descs, size);
 	uint16_t bits = avail_bits(wrap);
 
-	while (scanned < want) {
-		if (descs >= size) {
-			/* The whole ring is in the window: nothing more can be available. */
-			goto end;
-		}
+	/* The whole ring in the window (descs == size): nothing more can be available. */
+	while (scanned < want && descs < size) {
 		const uint16_t start = (uint16_t)pos;
 		const bool start_wrap = wrap;
-		uint32_t n = 0;
+		uint16_t flags = vl_guest_load16_acquire(&ring[pos].flags);
+		uint32_t n = 1;
 
-		for (;;) {
+		if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits)
+			goto end;
+		pflags[pos] = flags;
+		if (++pos == size) {
+			pos = 0;
+			wrap = !wrap;
+			bits = avail_bits(wrap);
+		}
+		while (flags & VL_DESC_F_NEXT) {
 			/* A chain longer than what is left of the ring would run into itself. */
 			if (descs + n >= size) {
 				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
 				goto end;
 			}
-			const uint16_t flags = vl_guest_load16_acquire(&ring[pos].flags);
-
+			flags = vl_guest_load16_acquire(&ring[pos].flags);
+			/* The driver makes a chain's head available after all its other
+			 * descriptors (spec 2.8.6): a visible head with a missing tail is a lie,
+			 * and the positions that follow cannot be trusted. */
 			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits) {
-				/* The driver makes a chain's head available after all its other
-				 * descriptors (spec 2.8.6): a visible head with a missing tail is
-				 * a lie, and the positions that follow cannot be trusted. */
-				if (n > 0)
-					vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
 				goto end;
 			}
 			pflags[pos] = flags;
@@ -73,8 +77,6 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 				wrap = !wrap;
 				bits = avail_bits(wrap);
 			}
-			if (!(flags & VL_DESC_F_NEXT))
-				break;
 		}
 		struct vl_packed_chain *pc = &chains[scanned++];
 
@@ -83,6 +85,8 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 		pc->ndescs = (uint16_t)n;
 		descs += n;
 	}
+	if (scanned < want)
+		goto end;
 	vq->pscanned = scanned;
 	vq->pscan_descs = descs;
 	return;
