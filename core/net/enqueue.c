@@ -25,6 +25,15 @@ struct rx_burst {
 	enum vl_drop drop_reason;  /* for RESERVE_DROP */
 };
 
+/* The chain at window position `committed`, fetched once by rx_fetch_first: either a packet
+ * fits it whole (rx_fill_one) or rx_reserve carries on from it without reading it again. */
+struct rx_first {
+	struct vl_chain c;
+	enum vl_drop why;
+	uint32_t np;   /* pieces it took in vq->pieces, from index 0 */
+	uint32_t len;  /* bytes those pieces hold */
+};
+
 /* A chain that cannot take data is returned at once with length 0 if no good chain precedes
  * it in this packet's window (so the consumed part of the ring stays a prefix); otherwise it
  * is remembered and returned just before the packet's own chains when the packet commits.
@@ -70,7 +79,8 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
 static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_layout L,
 						       struct rx_burst *b, uint32_t need,
 						       uint16_t ahead, uint32_t *nbufs,
-						       uint32_t *ndeferred, uint16_t *pos)
+						       uint32_t *ndeferred, uint16_t *pos,
+						       const struct rx_first *f)
 {
 	uint32_t np = 0, cap = 0, ring_descs = 0;
 
@@ -80,7 +90,17 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 	while (cap < need) {
 		struct vl_chain c;
 		uint32_t first = np, len = 0;
+		enum vl_drop why;
 
+		if (f) {
+			/* The first chain, already fetched (pieces from index 0, as here). */
+			c = f->c;
+			why = f->why;
+			np = f->np;
+			len = f->len;
+			f = NULL;
+			goto fetched;
+		}
 		/* *pos < size <= 32768 and ahead <= 65535: no wrap in 32 bits. Split: the
 		 * window is already known, one more chain is all there is to ask. */
 		uint32_t want = (uint32_t)*pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
@@ -103,9 +123,9 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 		}
 		/* One chain's guest reads form one unit (RX reads no header). */
 		vl_lab_chain_begin();
-		enum vl_drop why = vl_ring_fetch(vq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
-
+		why = vl_ring_fetch(vq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
 		vl_lab_chain_end();
+fetched:
 		/* This chain has no id it could be returned under: stop. (The packed scan ahead
 		 * may have broken the queue already on a lie further on; the chains before the
 		 * lie are sound and are filled first, as dequeue serves them.) */
@@ -172,22 +192,6 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, (uint16_t)nbufs, slot->bytes);
 
-	/* The usual case on its own: one chain whose first piece holds header and a one-segment
-	 * packet, the header left for rx_store_hdrs. The general walk below does the same in
-	 * more steps. */
-	if (nbufs == 1 && ndeferred == 0 && !pkt->next && vq->batch_threshold >= vq->hdr_len &&
-	    pc[0].len >= vq->hdr_len + pkt->data_len) {
-		slot->dst = pc[0].host;
-		slot->gpa = pc[0].gpa;
-		vq->stats.copies_batched++;
-		if (pkt->data_len > 0)
-			vl_copy(vq, pc[0].host + vq->hdr_len, pkt->data, pkt->data_len,
-				pc[0].gpa + vq->hdr_len);
-		const uint32_t want = vq->hdr_len + pkt->pkt_len, cap = vq->rx_bufs[0].cap;
-
-		vl_ring_push_used(vq, L, &vq->rx_bufs[0].chain, cap < want ? cap : want);
-		return;
-	}
 	/* The header is built in this packet's slot of vq->rx_hdrs. The usual case: the first
 	 * piece holds it, and rx_store_hdrs stores it just before the burst's payload batch is
 	 * flushed, so the stores into the guest's buffers come together, after rx_reserve's
@@ -258,6 +262,58 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 	}
 }
 
+/* Fetch the chain at the window position the next packet starts at. False when the window
+ * has none there (rx_reserve then decides between waiting and dropping, without reading the
+ * guest again: the split window and the packed scan are kept per burst). */
+static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
+					    const struct rx_burst *b, uint16_t ahead,
+					    struct rx_first *f)
+{
+	const uint32_t pos = b->committed;
+	/* As in rx_reserve: pos < size <= 32768, ahead <= 65535. */
+	const uint32_t want = pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
+
+	if (vl_ring_avail(vq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
+		return false;
+	f->np = 0;
+	f->len = 0;
+	vl_lab_chain_begin();
+	f->why = vl_ring_fetch(vq, L, (uint16_t)pos, VL_DIR_DEVICE_WRITES, &f->c, &f->np, &f->len);
+	vl_lab_chain_end();
+	return true;
+}
+
+/* The usual case whole: the packet is one segment and the fetched chain's first piece holds
+ * header and packet (a guest posts buffers of a full frame or more). One header slot, one
+ * copy, one used entry; no bookkeeping of reserved chains. The buffer's first two lines are
+ * asked for now, as rx_reserve does, and written at the burst's flush. */
+static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
+					 const struct rx_first *f, uint32_t need)
+{
+	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need &&
+	       !pkt->next && vq->batch_threshold >= vq->hdr_len;
+}
+
+static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
+					 const struct vl_pkt *pkt, const struct rx_first *f,
+					 uint32_t need, uint16_t nth)
+{
+	const struct vl_piece *pc = &vq->pieces[0];
+	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
+	const uint32_t hdr_len = vq->hdr_len;
+
+	VL_PREFETCH_W(pc->host);
+	if (pc->len > 64)
+		VL_PREFETCH_W(pc->host + 64);
+	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, 1, slot->bytes);
+	slot->dst = pc->host;
+	slot->gpa = pc->gpa;
+	vq->stats.copies_batched++; /* the header: a small copy done at the flush */
+	if (pkt->data_len > 0)
+		vl_copy(vq, pc->host + hdr_len, pkt->data, pkt->data_len, pc->gpa + hdr_len);
+	vl_ring_push_used(vq, L, &f->c, need);
+}
+
 /* The headers rx_fill left in vq->rx_hdrs[0..n): one fixed-size copy each (10 or 12 bytes,
  * the only header lengths), inline. */
 static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
@@ -306,9 +362,25 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 				status[handled] = VL_RX_DROPPED_TOO_BIG;
 			continue;
 		}
-		enum reserve_result r = rx_reserve(vq, L, &b, vq->hdr_len + pkt->pkt_len,
-						   (uint16_t)(count - handled), &nbufs, &ndeferred,
-						   &pos);
+		const uint32_t need = vq->hdr_len + pkt->pkt_len;
+		const uint16_t ahead = (uint16_t)(count - handled);
+		struct rx_first f;
+		const bool have = rx_fetch_first(vq, L, &b, ahead, &f);
+
+		if (have && rx_fits_one(vq, pkt, &f, need)) {
+			/* Each delivered packet took at least one chain of the window:
+			 * delivered < size, a valid rx_hdrs slot. */
+			rx_fill_one(vq, L, pkt, &f, need, delivered++);
+			b.committed++;
+			vq->stats.packets++;
+			vq->stats.bytes += pkt->pkt_len;
+			vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
+			if (status)
+				status[handled] = VL_RX_DELIVERED;
+			continue;
+		}
+		enum reserve_result r = rx_reserve(vq, L, &b, need, ahead, &nbufs, &ndeferred,
+						   &pos, have ? &f : NULL);
 		if (r == RESERVE_NO_ROOM) {
 			if (!vq->broken)
 				vq->stats.rx_no_room++;
