@@ -16,7 +16,8 @@
  * must fit VL_PKT_MAX_LEN, and the offload fields must point inside the packet. ol is
  * filled only when offloads were negotiated (vq->tx_offloads); the caller copies it then. */
 static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_t total,
-					      struct vl_offload *ol, uint32_t *pkt_len)
+					      struct vl_offload *ol, uint32_t *pkt_len,
+					      const bool plain)
 {
 	uint8_t hdr[12];
 
@@ -29,7 +30,7 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 	 * flags 0 and no GSO (every GSO feature needs CSUM, spec 5.1.3.1), and a device may
 	 * ignore the header, as DPDK's vhost library does. It is not read at all: its cache
 	 * line, which the driver writes for every packet, stays in the driver's cache. */
-	if (!vq->tx_offloads)
+	if (plain || !vq->tx_offloads)
 		return VL_DROP_NONE; /* ol untouched: the packet keeps the none it was reset to */
 	/* The usual case inline: the whole header in the first piece, read as one fixed-size
 	 * copy (10 or 12 bytes, the only header lengths); a header that straddles pieces
@@ -93,9 +94,9 @@ static inline void count_drop(struct vl_vq *vq, enum vl_drop why)
 /* Return a chain the device is done with: at once, or -- under IN_ORDER, behind a chain a
  * zero-copy packet still holds -- in its turn. */
 static VL_ALWAYS_INLINE void tx_done(struct vl_vq *vq, const enum vl_layout L,
-				     const struct vl_chain *c)
+				     const struct vl_chain *c, const bool plain)
 {
-	if (vl_zc_must_queue(vq))
+	if (!plain && vl_zc_must_queue(vq))
 		vl_zc_take(vq, c, true);
 	else
 		vl_ring_push_used(vq, L, c, 0);
@@ -157,12 +158,16 @@ static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_l
 	return vl_pkt_extend(pkt, pkt_len);
 }
 
+/* plain (a compile-time constant, like L): the burst started with zero-copy off, no lease
+ * held and no offloads negotiated, so none of their per-chain tests can come out true (a
+ * lease is only taken with zero-copy on or behind a held one). */
 static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 					      struct vl_pkt **pkts, uint16_t count,
-					      const enum vl_layout L)
+					      const enum vl_layout L, const bool plain)
 {
 	uint16_t got = 0, consumed = 0;
 	uint32_t nheads, used_heads = 0;
+	uint64_t bytes = 0; /* counted here, added to the stats once (got counts the packets) */
 
 	if (!vl_tx_burst_start(vq, &count))
 		return 0;
@@ -191,18 +196,18 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		}
 		/* Under IN_ORDER every chain behind a held one needs a lease; at the bound the
 		 * burst stops so the guest keeps the rest of its descriptors. */
-		if (vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
+		if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
 			vq->stats.zc_stalls++;
 			vl_lab_chain_end();
 			break;
 		}
 		if (why == VL_DROP_NONE)
-			why = tx_check(vq, np, total, &ol, &pkt_len);
+			why = tx_check(vq, np, total, &ol, &pkt_len, plain);
 		vl_lab_chain_end();
 		if (why != VL_DROP_NONE) {
 			/* Return the chain (the guest gets its descriptors back) and skip it. */
 			count_drop(vq, why);
-			tx_done(vq, L, &c);
+			tx_done(vq, L, &c, plain);
 			consumed++;
 			continue;
 		}
@@ -214,7 +219,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		struct vl_pkt *pkt = vq->heads[used_heads];
 		const uint8_t *zc = NULL;
 
-		if (vq->zc_on) {
+		if (!plain && vq->zc_on) {
 			if (pkt_len < vq->zc_min_len)
 				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
 			else if ((zc = vl_zc_payload(vq, np, pkt_len)) == NULL)
@@ -241,17 +246,18 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				break;
 			}
 			tx_copy_payload(vq, np, pkt);
-			tx_done(vq, L, &c);
+			tx_done(vq, L, &c, plain);
 		}
 		used_heads++;
-		if (vq->tx_offloads)
+		if (!plain && vq->tx_offloads)
 			pkt->ol = ol;
 		pkts[got++] = pkt;
-		vq->stats.packets++;
-		vq->stats.bytes += pkt_len;
+		bytes += pkt_len;
 		vq->stats.size_bins[vl_size_bin(pkt_len)]++;
 		consumed++;
 	}
+	vq->stats.packets += got;
+	vq->stats.bytes += bytes;
 	if (used_heads < nheads)
 		tx_give_back_heads(vq, used_heads, nheads);
 	if (consumed == 0)
@@ -268,20 +274,37 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 static uint16_t dequeue_split(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
 			      uint16_t count)
 {
-	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_SPLIT);
+	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_SPLIT, false);
 }
 
 static uint16_t dequeue_packed(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
 			       uint16_t count)
 {
-	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_PACKED);
+	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_PACKED, false);
+}
+
+static uint16_t dequeue_split_plain(struct vl_vq *vq, struct vl_pool *pool,
+				    struct vl_pkt **pkts, uint16_t count)
+{
+	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_SPLIT, true);
+}
+
+static uint16_t dequeue_packed_plain(struct vl_vq *vq, struct vl_pool *pool,
+				     struct vl_pkt **pkts, uint16_t count)
+{
+	return dequeue_body(vq, pool, pkts, count, VL_LAYOUT_PACKED, true);
 }
 
 uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
 			uint16_t count)
 {
-	/* Dispatch once per burst. */
+	/* Dispatch once per burst. vl_tx_burst_start may return leases (zc_held), never take
+	 * one, so zc_order_count only falls before the body runs. */
+	const bool plain = !vq->zc_on && vq->zc_order_count == 0 && !vq->tx_offloads;
+
 	if (vq->layout == VL_LAYOUT_PACKED)
-		return dequeue_packed(vq, pool, pkts, count);
-	return dequeue_split(vq, pool, pkts, count);
+		return plain ? dequeue_packed_plain(vq, pool, pkts, count)
+			     : dequeue_packed(vq, pool, pkts, count);
+	return plain ? dequeue_split_plain(vq, pool, pkts, count)
+		     : dequeue_split(vq, pool, pkts, count);
 }
