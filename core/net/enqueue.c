@@ -343,6 +343,7 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 {
 	struct rx_burst b = {0};
 	uint16_t handled = 0, delivered = 0;
+	uint64_t bytes = 0; /* added to the stats once, with delivered as the packet count */
 
 	vq->stats.bursts++;
 	if (vq->broken)
@@ -372,8 +373,7 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 			 * delivered < size, a valid rx_hdrs slot. */
 			rx_fill_one(vq, L, pkt, &f, need, delivered++);
 			b.committed++;
-			vq->stats.packets++;
-			vq->stats.bytes += pkt->pkt_len;
+			bytes += pkt->pkt_len;
 			vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
 			if (status)
 				status[handled] = VL_RX_DELIVERED;
@@ -398,12 +398,13 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		 * size, a valid rx_hdrs slot. */
 		rx_fill(vq, L, pkt, nbufs, ndeferred, delivered++);
 		b.committed = pos;
-		vq->stats.packets++;
-		vq->stats.bytes += pkt->pkt_len;
+		bytes += pkt->pkt_len;
 		vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
 		if (status)
 			status[handled] = VL_RX_DELIVERED;
 	}
+	vq->stats.packets += delivered;
+	vq->stats.bytes += bytes;
 	if (b.committed == 0)
 		vq->stats.empty_bursts++;
 	vl_ring_consume(vq, L, b.committed);
