@@ -41,13 +41,30 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 	advance(&pos, &wrap, descs, size);
 	uint16_t bits = avail_bits(wrap);
 
-	/* The whole ring in the window (descs == size): nothing more can be available. */
-	while (scanned < want && descs < size) {
+	/* Chains that may still join the window: up to want, and no more descriptors than the
+	 * ring has (the whole ring in the window: nothing more can be available). */
+	uint32_t room = want - scanned < size - descs ? want - scanned : size - descs;
+
+	while (room > 0) {
 		const uint16_t start = (uint16_t)pos;
 		const bool start_wrap = wrap;
 		uint16_t flags = vl_guest_load16_acquire(&ring[pos].flags);
 		uint32_t n = 1;
 
+		if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED | VL_DESC_F_NEXT)) == bits) {
+			/* The usual chain: one available descriptor (one compare). */
+			pflags[pos] = flags;
+			chains[scanned++] = (struct vl_packed_chain){
+				.start = start, .ndescs = 1, .wrap = start_wrap};
+			descs++;
+			room--;
+			if (++pos == size) {
+				pos = 0;
+				wrap = !wrap;
+				bits = avail_bits(wrap);
+			}
+			continue;
+		}
 		if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits)
 			goto end;
 		pflags[pos] = flags;
@@ -78,12 +95,10 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 				bits = avail_bits(wrap);
 			}
 		}
-		struct vl_packed_chain *pc = &chains[scanned++];
-
-		pc->start = start;
-		pc->wrap = start_wrap;
-		pc->ndescs = (uint16_t)n;
+		chains[scanned++] = (struct vl_packed_chain){
+			.start = start, .ndescs = (uint16_t)n, .wrap = start_wrap};
 		descs += n;
+		room = want - scanned < size - descs ? want - scanned : size - descs;
 	}
 	if (scanned < want)
 		goto end;
