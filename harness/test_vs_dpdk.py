@@ -101,6 +101,34 @@ def test_ratios_and_medians_follow_from_the_runs(report):
         assert c["ratio"] == pytest.approx(c["vhostlab"]["median"] / c["dpdk"]["median"],
                                            rel=1e-12), c
         assert c["null"]["median"] > 0 if c["dir"] == "g2h" else True
+        # One repetition: the paired ratio is that repetition's ratio, the ratio itself.
+        assert c["paired_ratio"] == pytest.approx(c["ratio"], rel=1e-12), c
+
+
+def test_paired_ratio_pairs_runs_of_one_repetition():
+    """Repetitions whose runs moved together (a slow spell in the first, vhostlab alone slow
+    in the third, DPDK failed in the fourth): the ratio of medians would be 16/20 = 0.8; the
+    paired ratio is the median of each complete repetition's own ratio (1.0, 1.1, 0.5), 1.0.
+    Other cells and the null runs do not count."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    runs = [
+        {"rep": 0, "cell": "c", "backend": "dpdk", "mpps": 10.0},
+        {"rep": 0, "cell": "c", "backend": "vhostlab", "mpps": 10.0},
+        {"rep": 1, "cell": "c", "backend": "dpdk", "mpps": 20.0},
+        {"rep": 1, "cell": "c", "backend": "vhostlab", "mpps": 22.0},
+        {"rep": 2, "cell": "c", "backend": "vhostlab", "mpps": 10.0},
+        {"rep": 2, "cell": "c", "backend": "dpdk", "mpps": 20.0},
+        {"rep": 3, "cell": "c", "backend": "dpdk", "error": "no statistics"},
+        {"rep": 3, "cell": "c", "backend": "vhostlab", "mpps": 40.0},
+        {"rep": 0, "cell": "other", "backend": "dpdk", "mpps": 1.0},
+        {"rep": 0, "cell": "c", "backend": "null", "mpps": 99.0},
+    ]
+    assert vs_dpdk.paired_ratio("c", runs) == pytest.approx(1.0)
+    assert vs_dpdk.paired_ratio("missing", runs) is None
 
 
 def test_meta_names_what_ran(report):
