@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The session recorder, one burst: what the core read during it (session_rec.c's observer)
- * and what it returned become guest statements, the host statement and expectations.
+ * and what it returned become guest statements, the host statement and expectations. The
+ * burst's chains are read back from the recorder's copies by session_rec_walk.c.
  *
  * Everything here works on the recorder's own copies (descriptor snapshots, avail slots,
  * captured bytes), never on guest memory again, except the split used ring the core itself
@@ -11,340 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session_rec_internal.h"
+#include "session_rec_burst.h"
 #include "vhostlab/vl_net.h"
 #include "vhostlab/vl_virtio.h"
-
-/* A descriptor (ring entry or indirect table entry) as the guest wrote it. */
-struct rdesc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t a, b;   /* split: flags, next; packed: id, flags */
-};
-
-struct rbuf {
-	uint64_t gpa;
-	uint32_t len;
-	bool write;
-};
-
-/* A chain of the burst: split, its head; packed, its first position, wrap and length. */
-struct rchain {
-	uint16_t head_or_pos;
-	bool wrap;
-	uint16_t ndescs;
-	uint16_t id;
-};
-
-struct burst {
-	struct lab_srec *r;
-	struct srec_q *q;
-	bool dequeue;
-	uint32_t hdr;           /* virtio-net header bytes */
-	bool mergeable, in_order;
-	struct rchain *chains;  /* [q->size] */
-	uint32_t nchains;
-	struct rbuf *bufs;      /* [q->size]: one chain's buffers */
-	uint8_t *scratch;       /* [VL_PKT_MAX_LEN]: a packet's bytes in one piece */
-	char why[200];
-};
-
-static bool fail(struct burst *b, const char *why)
-{
-	if (!b->why[0])
-		snprintf(b->why, sizeof(b->why), "%s", why);
-	return false;
-}
-
-static struct rdesc parse_desc(const uint8_t *p)
-{
-	struct rdesc d;
-
-	memcpy(&d.addr, p, 8);
-	memcpy(&d.len, p + 8, 4);
-	memcpy(&d.a, p + 12, 2);
-	memcpy(&d.b, p + 14, 2);
-	return d;
-}
-
-/* ---- captured bytes ----------------------------------------------------------------- */
-
-static int cmp_cap(const void *x, const void *y)
-{
-	const struct srec_cap *a = x, *b = y;
-
-	if (a->gpa != b->gpa)
-		return a->gpa < b->gpa ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static void sort_caps(struct lab_srec *r)
-{
-	if (r->ncaps > 1)
-		qsort(r->caps, r->ncaps, sizeof(*r->caps), cmp_cap);
-	r->nsorted = r->ncaps;
-}
-
-/* n bytes at gpa from the captures the core read (the sorted ones: payload placed since is
- * appended after them), false if some byte was never read. Captures
- * barely overlap (a chain walked twice in one burst reads its table twice), so looking a
- * few back from the last one starting at or before the byte finds the one holding it. */
-static bool cap_read(const struct lab_srec *r, uint64_t gpa, uint32_t n, uint8_t *out)
-{
-	uint64_t x = gpa, end = gpa + n;
-
-	if (end < gpa)
-		return false;
-	while (x < end) {
-		uint32_t lo = 0, hi = r->nsorted;
-
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (r->caps[mid].gpa <= x)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		const struct srec_cap *hit = NULL;
-
-		for (uint32_t k = lo, seen = 0; k > 0 && seen < 16; k--, seen++) {
-			const struct srec_cap *c = &r->caps[k - 1];
-
-			if (x - c->gpa < c->len) {
-				hit = c;
-				break;
-			}
-		}
-		if (!hit)
-			return false;
-		uint64_t take = hit->gpa + hit->len - x;
-
-		if (take > end - x)
-			take = end - x;
-		memcpy(out + (x - gpa), r->arena + hit->off + (x - hit->gpa), (size_t)take);
-		x += take;
-	}
-	return true;
-}
-
-/* ---- chains ------------------------------------------------------------------------- */
-
-static bool snap_desc(const struct burst *b, uint32_t i, struct rdesc *d)
-{
-	if (i >= b->q->size || b->q->snap_stamp[i] != b->r->stamp)
-		return false;
-	*d = parse_desc(b->q->snap[i]);
-	return true;
-}
-
-static bool table_entry(const struct burst *b, uint64_t table, uint32_t i, struct rdesc *d)
-{
-	uint8_t raw[16];
-
-	if (!cap_read(b->r, table + 16ull * i, 16, raw))
-		return false;
-	*d = parse_desc(raw);
-	return true;
-}
-
-static bool add_buf(struct burst *b, uint32_t *nb, uint64_t *total, uint64_t gpa, uint32_t len,
-		    bool write)
-{
-	if (len == 0)
-		return true; /* the core skips empty descriptors */
-	if (*nb >= b->q->size)
-		return false;
-	b->bufs[(*nb)++] = (struct rbuf){gpa, len, write};
-	*total += len;
-	return true;
-}
-
-/* An indirect table's entries at `table`, `len` bytes, as the core walked them. */
-static bool walk_table(struct burst *b, uint64_t table, uint32_t len, uint32_t *nb,
-		       uint64_t *total)
-{
-	uint32_t entries = len / 16, idx = 0;
-
-	if (len == 0 || len % 16 || entries > b->q->size)
-		return false;
-	for (uint32_t hops = 0; hops < entries; hops++) {
-		struct rdesc d;
-
-		if (!table_entry(b, table, idx, &d))
-			return false;
-		uint16_t flags = b->q->packed ? d.b : d.a;
-
-		if (flags & VL_DESC_F_INDIRECT)
-			return false;
-		if (!add_buf(b, nb, total, d.addr, d.len, (flags & VL_DESC_F_WRITE) != 0))
-			return false;
-		if (b->q->packed) {
-			idx++; /* packed tables are consecutive entries (spec 2.8.8) */
-			if (idx == entries)
-				return true;
-			continue;
-		}
-		if (!(flags & VL_DESC_F_NEXT))
-			return true;
-		if (d.b >= entries)
-			return false;
-		idx = d.b;
-	}
-	return false;
-}
-
-/* The buffers of split chain `head` into b->bufs. */
-static bool walk_split(struct burst *b, uint16_t head, uint32_t *nb, uint64_t *total)
-{
-	uint32_t idx = head;
-
-	*nb = 0;
-	*total = 0;
-	for (uint32_t hops = 0; hops < b->q->size; hops++) {
-		struct rdesc d;
-
-		if (!snap_desc(b, idx, &d))
-			return false;
-		if (d.a & VL_DESC_F_INDIRECT)
-			return !(d.a & VL_DESC_F_NEXT) && walk_table(b, d.addr, d.len, nb, total);
-		if (!add_buf(b, nb, total, d.addr, d.len, (d.a & VL_DESC_F_WRITE) != 0))
-			return false;
-		if (!(d.a & VL_DESC_F_NEXT))
-			return true;
-		idx = d.b;
-	}
-	return false;
-}
-
-static void padvance(uint32_t size, uint16_t *pos, bool *wrap, uint32_t n)
-{
-	uint32_t p = *pos + n;
-
-	while (p >= size) {
-		p -= size;
-		*wrap = !*wrap;
-	}
-	*pos = (uint16_t)p;
-}
-
-static bool pavail(uint16_t flags, bool wrap)
-{
-	return ((flags & VL_PDESC_F_AVAIL) != 0) == wrap && ((flags & VL_PDESC_F_USED) != 0) != wrap;
-}
-
-/* The packed chain at (pos, wrap) as the snapshots show it: available descriptors joined by
- * NEXT, at most `room` of them; its id from the last. */
-static bool packed_chain(const struct burst *b, uint16_t pos, bool wrap, uint32_t room,
-			 struct rchain *c)
-{
-	uint16_t p = pos;
-	bool w = wrap;
-
-	c->head_or_pos = pos;
-	c->wrap = wrap;
-	for (uint32_t n = 1; n <= room; n++) {
-		struct rdesc d;
-
-		if (!snap_desc(b, p, &d) || !pavail(d.b, w))
-			return false;
-		if (!(d.b & VL_DESC_F_NEXT)) {
-			c->ndescs = (uint16_t)n;
-			c->id = d.a;
-			return true;
-		}
-		padvance(b->q->size, &p, &w, 1);
-	}
-	return false;
-}
-
-static bool walk_packed(struct burst *b, const struct rchain *c, uint32_t *nb, uint64_t *total)
-{
-	uint16_t p = c->head_or_pos;
-	bool w = c->wrap;
-
-	*nb = 0;
-	*total = 0;
-	for (uint32_t i = 0; i < c->ndescs; i++, padvance(b->q->size, &p, &w, 1)) {
-		struct rdesc d;
-
-		if (!snap_desc(b, p, &d))
-			return false;
-		if (d.b & VL_DESC_F_INDIRECT)
-			return c->ndescs == 1 && walk_table(b, d.addr, d.len, nb, total);
-		if (!add_buf(b, nb, total, d.addr, d.len, (d.b & VL_DESC_F_WRITE) != 0))
-			return false;
-	}
-	return true;
-}
-
-static bool walk(struct burst *b, uint32_t k, uint32_t *nb, uint64_t *total)
-{
-	if (b->q->packed)
-		return walk_packed(b, &b->chains[k], nb, total);
-	return walk_split(b, b->chains[k].head_or_pos, nb, total);
-}
-
-static uint32_t pdist(uint32_t size, uint16_t from, bool fw, uint16_t to, bool tw)
-{
-	uint32_t a = from + (fw ? size : 0), z = to + (tw ? size : 0);
-
-	return (z + 2 * size - a) % (2 * size);
-}
-
-/* The chains whose descriptors go into the trace. Dequeue: exactly those consumed. Enqueue:
- * those the core walked (a chain reserved for a packet that then found no room stays
- * available, and the replay must see it), or -- when a mergeable packet was dropped for a
- * full ring -- every chain the scan saw. Not the descriptor that ended the scan: copied after
- * the core read it, it may already show a chain the core did not see. */
-static bool collect_chains(struct burst *b, uint16_t a_avail)
-{
-	struct lab_srec *r = b->r;
-	struct srec_q *q = b->q;
-	const struct vl_vq_stats *st = vl_vq_stats(r->cur_vq);
-
-	b->nchains = 0;
-	if (!q->packed) {
-		uint16_t consumed = (uint16_t)(a_avail - r->b_avail);
-
-		if (consumed > q->size || consumed > r->slots_read)
-			return fail(b, "the queue consumed chains whose heads were not seen");
-		for (uint16_t i = 0; i < consumed; i++) {
-			uint32_t slot = (uint16_t)(r->b_avail + i) % q->size;
-
-			if (q->slot_stamp[slot] != r->stamp)
-				return fail(b, "an avail slot the core used was not seen");
-			b->chains[b->nchains++] = (struct rchain){q->slot_val[slot], false, 0, 0};
-		}
-		return true;
-	}
-	uint16_t pos = r->b_avail & 0x7fffu;
-	bool wrap = (r->b_avail & VL_PACKED_WRAP_BIT) != 0;
-	uint32_t consumed = pdist(q->size, pos, wrap, a_avail & 0x7fffu,
-				  (a_avail & VL_PACKED_WRAP_BIT) != 0);
-	bool full = !b->dequeue && b->mergeable &&
-		    st->drops[VL_DROP_RX_TOO_BIG] > r->b_stats.drops[VL_DROP_RX_TOO_BIG];
-	uint32_t descs = 0;
-
-	if (consumed > q->size)
-		return fail(b, "the packed queue moved by more than its size");
-	while (descs < q->size && (!b->dequeue || descs < consumed)) {
-		struct rchain c;
-
-		if (!packed_chain(b, pos, wrap, q->size - descs, &c))
-			break;
-		if (!full && q->walk_stamp[pos] != r->stamp && descs >= consumed)
-			break;
-		b->chains[b->nchains++] = c;
-		descs += c.ndescs;
-		padvance(q->size, &pos, &wrap, c.ndescs);
-	}
-	if (descs < consumed)
-		return fail(b, "the packed queue consumed descriptors that were not seen");
-	if (b->dequeue && descs != consumed)
-		return fail(b, "the packed queue consumed part of a chain");
-	return true;
-}
 
 /* ---- payload ------------------------------------------------------------------------ */
 
@@ -372,7 +42,7 @@ static bool header_matches(struct burst *b, uint32_t nb, const struct vl_pkt *pk
 	for (uint32_t i = 0; i < nb && got < b->hdr; i++) {
 		uint32_t n = b->bufs[i].len < b->hdr - got ? b->bufs[i].len : b->hdr - got;
 
-		if (!cap_read(b->r, b->bufs[i].gpa, n, h + got))
+		if (!srec_cap_read(b->r, b->bufs[i].gpa, n, h + got))
 			return false;
 		got += n;
 	}
@@ -398,7 +68,7 @@ static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t 
 	for (uint32_t c = 0; c < b->nchains && k < n; c++) {
 		uint32_t nb;
 		uint64_t total = 0;
-		bool walked = walk(b, c, &nb, &total);
+		bool walked = srec_walk(b, c, &nb, &total);
 
 		if (!walked || total <= b->hdr || total - b->hdr != pkts[k]->pkt_len) {
 			if (!miss[0])
@@ -416,7 +86,7 @@ static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t 
 			uint32_t bl = b->bufs[i].len;
 
 			if (b->bufs[i].write)
-				return fail(b, "a TX chain with a device-writable buffer made a packet");
+				return srec_fail(b, "a TX chain with a device-writable buffer made a packet");
 			if (skip >= bl) {
 				skip -= bl;
 				continue;
@@ -426,12 +96,12 @@ static bool place_payload(struct burst *b, struct vl_pkt *const *pkts, uint16_t 
 			if (take > len - off)
 				take = len - off;
 			if (!srec_keep(b->r, b->bufs[i].gpa + skip, b->scratch + off, take))
-				return fail(b, "out of memory");
+				return srec_fail(b, "out of memory");
 			off += take;
 			skip = 0;
 		}
 		if (off != len)
-			return fail(b, "a packet does not fill its chain");
+			return srec_fail(b, "a packet does not fill its chain");
 		k++;
 	}
 	if (k != n) {
@@ -457,7 +127,7 @@ static bool put_write(struct burst *b, uint64_t gpa, const uint8_t *bytes, uint3
 	op.pat.bytes = malloc(n);
 	op.pat.nbytes = n;
 	if (!op.pat.bytes)
-		return fail(b, "out of memory");
+		return srec_fail(b, "out of memory");
 	memcpy(op.pat.bytes, bytes, n);
 	return put(b, &op);
 }
@@ -480,7 +150,7 @@ static bool put_data(struct burst *b)
 	size_t cap = 0;
 	bool ok = true;
 
-	sort_caps(r);
+	srec_sort_caps(r);
 	for (uint32_t i = 0; ok && i < r->ncaps;) {
 		uint64_t start = r->caps[i].gpa, end = start;
 		size_t len = 0;
@@ -504,7 +174,7 @@ static bool put_data(struct burst *b)
 
 				if (!nrun) {
 					free(run);
-					return fail(b, "out of memory");
+					return srec_fail(b, "out of memory");
 				}
 				run = nrun;
 				cap = ncap;
@@ -517,7 +187,7 @@ static bool put_data(struct burst *b)
 			uint64_t stop = region_end(&r->t, at), n = end - at;
 
 			if (stop <= at) {
-				ok = fail(b, "captured bytes outside the trace's regions");
+				ok = srec_fail(b, "captured bytes outside the trace's regions");
 				break;
 			}
 			if (n > stop - at)
@@ -540,10 +210,10 @@ static bool put_split_ring(struct burst *b, uint16_t a_avail, bool broke)
 	bool any = false;
 
 	if (rel_pub > q->size)
-		return fail(b, "the trace's avail index ran ahead of the ring");
+		return srec_fail(b, "the trace's avail index ran ahead of the ring");
 	for (uint32_t i = 0; i < q->ntouched; i++) {
 		uint32_t idx = q->touched[i];
-		struct rdesc d = parse_desc(q->snap[idx]);
+		struct rdesc d = srec_parse_desc(q->snap[idx]);
 		struct lab_trace_op op = {.kind = LAB_T_DESC, .queue = q->tq, .index = idx,
 					  .addr = d.addr, .len = d.len, .flags = d.a, .next = d.b,
 					  .given = LAB_TA_FLAGS | LAB_TA_NEXT};
@@ -558,7 +228,7 @@ static bool put_split_ring(struct burst *b, uint16_t a_avail, bool broke)
 		uint16_t v = q->slot_val[slot];
 
 		if (q->slot_stamp[slot] != r->stamp)
-			return fail(b, "the core skipped an avail slot");
+			return srec_fail(b, "the core skipped an avail slot");
 		if (i < rel_pub) {
 			if (q->slot_set[slot] && q->slot_head[slot] == v)
 				continue;
@@ -606,16 +276,16 @@ static bool put_packed_ring(struct burst *b)
 	struct srec_q *q = b->q;
 	uint16_t pos = r->b_avail & 0x7fffu;
 	bool wrap = (r->b_avail & VL_PACKED_WRAP_BIT) != 0;
-	uint32_t dpub = pdist(q->size, pos, wrap, q->pub, q->pub_wrap), off = 0;
+	uint32_t dpub = srec_pdist(q->size, pos, wrap, q->pub, q->pub_wrap), off = 0;
 	bool any = false;
 
 	if (dpub > q->size)
-		return fail(b, "the trace's ring position ran ahead of the ring");
+		return srec_fail(b, "the trace's ring position ran ahead of the ring");
 	/* Positions before the published one were written (and stay available) already. */
 	for (uint32_t c = 0; c < b->nchains; c++) {
 		for (uint32_t i = 0; i < b->chains[c].ndescs; i++, off++) {
 			if (off >= dpub) {
-				struct rdesc d = parse_desc(q->snap[pos]);
+				struct rdesc d = srec_parse_desc(q->snap[pos]);
 				struct lab_trace_op op = {.kind = LAB_T_PDESC, .queue = q->tq,
 							  .index = pos, .addr = d.addr,
 							  .len = d.len, .id = d.a, .flags = d.b};
@@ -624,7 +294,7 @@ static bool put_packed_ring(struct burst *b)
 					return false;
 				any = true;
 			}
-			padvance(q->size, &pos, &wrap, 1);
+			srec_padvance(q->size, &pos, &wrap, 1);
 		}
 	}
 	if (off > dpub) {
@@ -661,7 +331,7 @@ static bool put_enqueue(struct burst *b, struct vl_pkt *const *pkts, uint16_t m)
 
 	op.pkts = calloc(m ? m : 1, sizeof(*op.pkts));
 	if (!op.pkts)
-		return fail(b, "out of memory");
+		return srec_fail(b, "out of memory");
 	for (uint16_t i = 0; i < m; i++) {
 		struct lab_trace_pkt *p = &op.pkts[i];
 		uint32_t len = linearize(pkts[i], b->scratch);
@@ -672,7 +342,7 @@ static bool put_enqueue(struct burst *b, struct vl_pkt *const *pkts, uint16_t m)
 		p->data.bytes = malloc(len ? len : 1);
 		if (!p->data.bytes) {
 			lab_trace_op_free(&op);
-			return fail(b, "out of memory");
+			return srec_fail(b, "out of memory");
 		}
 		memcpy(p->data.bytes, b->scratch, len);
 		put_ol(&pkts[i]->ol, &p->ol);
@@ -699,7 +369,7 @@ static bool expect_used_split(struct burst *b, uint16_t a_used)
 	uint16_t n = (uint16_t)(a_used - r->b_used);
 
 	if (n > q->size)
-		return fail(b, "the used index moved by more than the ring's size");
+		return srec_fail(b, "the used index moved by more than the ring's size");
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t slot = (uint16_t)(r->b_used + i) % q->size;
 		uint64_t len = 8;
@@ -708,7 +378,7 @@ static bool expect_used_split(struct burst *b, uint16_t a_used)
 		uint32_t id, ulen;
 
 		if (!e || len < 8)
-			return fail(b, "the used ring is not mapped");
+			return srec_fail(b, "the used ring is not mapped");
 		memcpy(&id, e, 4);
 		memcpy(&ulen, e + 4, 4);
 		if (!put_used(b, id, ulen))
@@ -730,7 +400,7 @@ static bool expect_used_packed(struct burst *b, uint16_t a_avail, uint16_t done,
 	const struct vl_vq_stats *st = vl_vq_stats(r->cur_vq);
 	uint32_t consumed = 0, k = 0;
 
-	for (uint32_t c = 0, d = pdist(q->size, r->b_avail & 0x7fffu,
+	for (uint32_t c = 0, d = srec_pdist(q->size, r->b_avail & 0x7fffu,
 				       (r->b_avail & VL_PACKED_WRAP_BIT) != 0, a_avail & 0x7fffu,
 				       (a_avail & VL_PACKED_WRAP_BIT) != 0);
 	     c < b->nchains && d > 0; c++) {
@@ -764,7 +434,7 @@ static bool expect_used_packed(struct burst *b, uint16_t a_avail, uint16_t done,
 			uint32_t nb;
 			uint64_t total;
 
-			if (k >= consumed || !walk(b, k, &nb, &total)) {
+			if (k >= consumed || !srec_walk(b, k, &nb, &total)) {
 				q->used_known = false;
 				return true;
 			}
@@ -818,7 +488,7 @@ static bool put_expectations(struct burst *b, struct vl_pkt *const *pkts, uint16
 						 .index = i, .value = status[i]};
 
 			if (status[i] > VL_RX_DROPPED_TOO_MANY_PIECES)
-				return fail(b, "an enqueue status the format has no name for");
+				return srec_fail(b, "an enqueue status the format has no name for");
 			if (!put(b, &s))
 				return false;
 		}
@@ -861,8 +531,8 @@ static bool record(struct burst *b, uint16_t max, struct vl_pkt *const *pkts, ui
 			return false;
 		q->kicks_trace = q->kicks_want;
 	}
-	sort_caps(b->r);
-	if (!collect_chains(b, a_avail))
+	srec_sort_caps(b->r);
+	if (!srec_collect_chains(b, a_avail))
 		return false;
 	if (b->dequeue && !place_payload(b, pkts, done))
 		return false;
@@ -920,7 +590,7 @@ void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_p
 	bool broke = broken && !r->b_broken;
 	bool ok = b.chains && b.bufs && b.scratch ? record(&b, max, pkts, count, done, status,
 							   a_avail, a_used, broke)
-						  : fail(&b, "out of memory");
+						  : srec_fail(&b, "out of memory");
 
 	free(b.chains);
 	free(b.bufs);
