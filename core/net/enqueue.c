@@ -284,14 +284,14 @@ static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layo
 }
 
 /* The usual case whole: the packet is one segment and the fetched chain's first piece holds
- * header and packet (a guest posts buffers of a full frame or more). One header slot, one
- * copy, one used entry; no bookkeeping of reserved chains. The buffer's first two lines are
- * asked for now, as rx_reserve does, and written at the burst's flush. */
+ * header and packet (a guest posts buffers of a full frame or more). One header slot (or,
+ * with batching off, one header copy), one payload copy, one used entry; no bookkeeping of
+ * reserved chains. The buffer's first two lines are asked for now, as rx_reserve does, and
+ * written at the burst's flush. */
 static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
 					 const struct rx_first *f, uint32_t need)
 {
-	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need &&
-	       !pkt->next && vq->batch_threshold >= vq->hdr_len;
+	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need && !pkt->next;
 }
 
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
@@ -306,9 +306,14 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 	if (pc->len > 64)
 		VL_PREFETCH_W(pc->host + 64);
 	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, 1, slot->bytes);
-	slot->dst = pc->host;
-	slot->gpa = pc->gpa;
-	vq->stats.copies_batched++; /* the header: a small copy done at the flush */
+	if (vq->batch_threshold >= hdr_len) {
+		slot->dst = pc->host;
+		slot->gpa = pc->gpa;
+		vq->stats.copies_batched++; /* the header: a small copy done at the flush */
+	} else {
+		slot->dst = NULL; /* no batching: stored now, as every copy is */
+		vl_copy(vq, pc->host, slot->bytes, hdr_len, pc->gpa);
+	}
 	if (pkt->data_len > 0)
 		vl_copy(vq, pc->host + hdr_len, pkt->data, pkt->data_len, pc->gpa + hdr_len);
 	vl_ring_push_used(vq, L, &f->c, need);
