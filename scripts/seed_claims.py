@@ -120,6 +120,9 @@ def executables(a, commands) -> dict:
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    # The tree as measured: taken before this run writes its own outputs, which are tracked
+    # files in reports/ and would otherwise always make the tree look modified.
+    measured = commit()
     commands = ["scripts/seed_claims.py " + " ".join(argv if argv is not None else sys.argv[1:])]
     layouts = "split" if a.quick else "split,packed"
     reps = ["--reps", str(a.reps)]
@@ -177,7 +180,7 @@ def main(argv=None) -> int:
     m = machine() | {"compiler": first.get("compiler"), "bench_cpu": first.get("cpu")}
     data = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": commit(), "machine": m, "mode": "quick" if a.quick else "full",
+        "commit": measured, "machine": m, "mode": "quick" if a.quick else "full",
         "bench_args": " ".join(["--layout", layouts, *reps, *length, *instr]),
         "rows": rows, "build_details": build_details,
         "cells": {name: out["cells"] for name, out in runs.items()}
