@@ -41,10 +41,12 @@ struct bench_cell {
 	bool zero_copy;         /* dequeue only */
 	enum vl_alloc_policy alloc;
 	enum bench_fill fill;
+	bool csum;              /* VIRTIO_NET_F_CSUM: dequeue reads and checks every TX header */
 };
 
 /* "dequeue/split/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full": the cell's
- * stable name (the instruction-count baseline is keyed by it). */
+ * stable name (the instruction-count baseline is keyed by it); "/csum=on" is appended only
+ * when VIRTIO_NET_F_CSUM is negotiated, so the names of cells without it never change. */
 void bench_cell_name(const struct bench_cell *c, char *buf, size_t len);
 
 struct bench_opts {

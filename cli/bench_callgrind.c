@@ -132,6 +132,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		"--zero-copy", (char *)onoff(c->zero_copy),
 		"--alloc", (char *)bench_alloc_name(c->alloc),
 		"--fill", (char *)bench_fill_name(c->fill),
+		"--csum", (char *)onoff(c->csum),
 		"--burst", burst, "--queue-size", qsize, "--reps", "1", "--packets", packets,
 		"--quiet", NULL,
 	};

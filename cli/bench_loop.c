@@ -137,6 +137,8 @@ static uint64_t features_of(const struct bench_cell *c)
 		f |= VL_FEATURE(VL_F_RING_PACKED);
 	if (c->in_order)
 		f |= VL_FEATURE(VL_F_IN_ORDER);
+	if (c->csum)
+		f |= VL_FEATURE(VL_F_NET_CSUM);
 	return f;
 }
 

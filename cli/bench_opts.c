@@ -36,6 +36,9 @@ static void bench_usage(FILE *out)
 		"  --alloc LIST       available, burst: dequeue allocation policy (default available)\n"
 		"  --fill LIST        chains the guest makes available before each core call: full\n"
 		"                     (a burst), one (one packet's), empty (none) (default full)\n"
+		"  --csum LIST        on, off: VIRTIO_NET_F_CSUM, with which dequeue reads and checks\n"
+		"                     every TX header (off: it is not read); enqueue cells keep the\n"
+		"                     first value (default off)\n"
 		"run:\n"
 		"  --burst N          packets per core call, 1..256 (default 32)\n"
 		"  --queue-size N     entries per queue, burst..32768, a power of two (default 256)\n"
@@ -94,6 +97,12 @@ void bench_cell_name(const struct bench_cell *c, char *buf, size_t len)
 		 bench_dir_name(c->dir), bench_layout_name(c->layout), c->size,
 		 c->mergeable ? "on" : "off", c->in_order ? "on" : "off", batch,
 		 c->zero_copy ? "on" : "off", bench_alloc_name(c->alloc), bench_fill_name(c->fill));
+	if (c->csum) {
+		size_t used = strlen(buf);
+
+		if (used < len)
+			snprintf(buf + used, len - used, "/csum=on");
+	}
 }
 
 /* One list option: up to BENCH_MAX_LIST values, each parsed by one(). */
@@ -243,11 +252,12 @@ static bool list_has(const struct list *l, uint32_t v)
 }
 
 struct dims {
-	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill;
+	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum;
 };
 
 /* Options that do not apply to a direction would only repeat a cell: enqueue cells have no
- * allocation policy, so they keep the first one listed, and are measured once. */
+ * allocation policy and read no TX header (CSUM), so they keep the first value listed of
+ * each, and are measured once. */
 static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 {
 	char a[160], b[160];
@@ -268,9 +278,9 @@ static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 
 static bool build_cells(struct bench_opts *o, const struct dims *d)
 {
-	uint32_t idx[9] = {0};
-	const struct list *dims[9] = {&d->dir, &d->layout, &d->size, &d->mrg, &d->order,
-				      &d->batch, &d->zc, &d->alloc, &d->fill};
+	uint32_t idx[10] = {0};
+	const struct list *dims[10] = {&d->dir, &d->layout, &d->size, &d->mrg, &d->order,
+				       &d->batch, &d->zc, &d->alloc, &d->fill, &d->csum};
 
 	o->ncells = 0;
 	for (;;) {
@@ -284,14 +294,17 @@ static bool build_cells(struct bench_opts *o, const struct dims *d)
 			.zero_copy = d->zc.v[idx[6]] != 0,
 			.alloc = (enum vl_alloc_policy)d->alloc.v[idx[7]],
 			.fill = (enum bench_fill)d->fill.v[idx[8]],
+			.csum = d->csum.v[idx[9]] != 0,
 		};
 
-		if (c.dir == BENCH_ENQUEUE)
+		if (c.dir == BENCH_ENQUEUE) {
 			c.alloc = (enum vl_alloc_policy)d->alloc.v[0];
+			c.csum = d->csum.v[0] != 0;
+		}
 		if (!add_cell(o, &c))
 			return false;
-		/* Odometer over the nine dimensions, the last one fastest. */
-		int k = 8;
+		/* Odometer over the ten dimensions, the last one fastest. */
+		int k = 9;
 
 		while (k >= 0 && ++idx[k] == dims[k]->n)
 			idx[k--] = 0;
@@ -324,7 +337,7 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
-	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL,
+	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
 	       O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON, O_QUIET,
 	       O_CHILD };
 	static const struct option longopts[] = {
@@ -337,6 +350,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"zero-copy", required_argument, NULL, O_ZC},
 		{"alloc", required_argument, NULL, O_ALLOC},
 		{"fill", required_argument, NULL, O_FILL},
+		{"csum", required_argument, NULL, O_CSUM},
 		{"burst", required_argument, NULL, O_BURST},
 		{"queue-size", required_argument, NULL, O_QSIZE},
 		{"reps", required_argument, NULL, O_REPS},
@@ -360,6 +374,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		.zc = {{0}, 1},
 		.alloc = {{VL_ALLOC_AVAILABLE}, 1},
 		.fill = {{BENCH_FILL_FULL}, 1},
+		.csum = {{0}, 1},
 	};
 	bool reps_given = false, len_given = false;
 	uint64_t v;
@@ -388,6 +403,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case O_ZC: ok = parse_list("--zero-copy", optarg, one_onoff, &d.zc); break;
 		case O_ALLOC: ok = parse_list("--alloc", optarg, one_alloc, &d.alloc); break;
 		case O_FILL: ok = parse_list("--fill", optarg, one_fill, &d.fill); break;
+		case O_CSUM: ok = parse_list("--csum", optarg, one_onoff, &d.csum); break;
 		case O_BURST:
 			ok = cli_parse_u64(CMD, "--burst", optarg, 1, 256, &v);
 			o->burst = (uint32_t)v;

@@ -19,7 +19,7 @@ GATE = REPO_ROOT / "scripts" / "perf_gate.py"
 
 BENCH_OPTIONS = [
     "--direction", "--layout", "--sizes", "--mergeable", "--in-order", "--batch",
-    "--zero-copy", "--alloc", "--fill", "--burst", "--queue-size", "--reps", "--seconds",
+    "--zero-copy", "--alloc", "--fill", "--csum", "--burst", "--queue-size", "--reps", "--seconds",
     "--packets", "--quick", "--instructions", "--json", "--quiet",
 ]
 
@@ -51,6 +51,7 @@ def test_bench_help_mentions_every_option(vhostlab):
         (["--direction", "sideways"], "'sideways'"),
         (["--batch", "-1"], "'-1'"),
         (["--fill", "half"], "'half'"),
+        (["--csum", "maybe"], "'maybe'"),
         (["--alloc", "lazy"], "'lazy'"),
         (["--reps", "0"], "--reps"),
         (["--seconds", "0"], "'0'"),
@@ -142,6 +143,22 @@ def test_bench_zero_copy_dequeues_without_copying(vhostlab):
             assert c["zc_packets"] >= 5000, c["name"]
         else:
             assert c["zc_packets"] == 0, c["name"]
+
+
+def test_bench_csum_reads_the_tx_header(vhostlab):
+    """With VIRTIO_NET_F_CSUM negotiated dequeue reads and checks each TX header, which costs
+    instructions; enqueue reads no header, so --csum makes no second enqueue cell."""
+    res = vhostlab("bench", "--json", "--quiet", "--instructions", "--reps", "1",
+                   "--packets", "5000", "--direction", "dequeue,enqueue", "--layout", "packed",
+                   "--sizes", "64", "--csum", "off,on")
+    assert res.returncode == 0, res.describe()
+    cells = {c["name"]: c for c in res.json()["cells"]}
+    base = "packed/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full"
+    assert sorted(cells) == sorted([f"dequeue/{base}", f"dequeue/{base}/csum=on",
+                                    f"enqueue/{base}"]), sorted(cells)
+    off, on = cells[f"dequeue/{base}"], cells[f"dequeue/{base}/csum=on"]
+    assert off["csum"] is False and on["csum"] is True
+    assert on["instr_per_pkt"] > off["instr_per_pkt"], (on["instr_per_pkt"], off["instr_per_pkt"])
 
 
 def test_bench_table_names_the_core(vhostlab):
