@@ -283,17 +283,17 @@ static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layo
 	return true;
 }
 
-/* The usual case whole: the packet is one segment and the fetched chain's first piece holds
- * header and packet (a guest posts buffers of a full frame or more). One header slot (or,
- * with batching off, one header copy), one payload copy, one used entry; no bookkeeping of
- * reserved chains. The buffer's first two lines are asked for now, as rx_reserve does, and
- * written at the burst's flush. */
+/* The usual case: the packet is one segment and the fetched chain's first piece holds header
+ * and packet (a guest posts buffers of a full frame or more). */
 static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
 					 const struct rx_first *f, uint32_t need)
 {
 	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need && !pkt->next;
 }
 
+/* Fill a packet rx_fits_one accepted: one header slot (or, with batching off, one header
+ * copy), one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's
+ * first two lines are asked for now, as rx_reserve does, and written at the burst's flush. */
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
 					 const struct vl_pkt *pkt, const struct rx_first *f,
 					 uint32_t need, uint16_t nth)

@@ -41,6 +41,9 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 	advance(&pos, &wrap, descs, size);
 	uint16_t bits = avail_bits(wrap);
 
+	/* The ring-end step (pos, wrap and the bits they imply) is written out at each of its
+	 * three places: as a helper taking pointers, gcc 12 spent 3 more instructions per packet
+	 * in this loop (perf gate, packed cells). */
 	/* Chains that may still join the window: up to want, and no more descriptors than the
 	 * ring has (the whole ring in the window: nothing more can be available). */
 	uint32_t room = want - scanned < size - descs ? want - scanned : size - descs;
@@ -100,10 +103,11 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 		descs += n;
 		room = want - scanned < size - descs ? want - scanned : size - descs;
 	}
-	if (scanned < want)
-		goto end;
 	vq->pscanned = scanned;
 	vq->pscan_descs = descs;
+	/* Room ran out before want: the whole ring is in the window, nothing more can come. */
+	if (scanned < want)
+		vq->pscan_end = true;
 	return;
 end:
 	vq->pscanned = scanned;
