@@ -83,6 +83,10 @@ struct serve_qstats {
 	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT]; /* copied anyway, by reason */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
 	uint64_t calls;                /* call eventfd signals (both rings) */
+	/* Burst calls per ring (SERVE_RING_RX / _TX) and those that moved nothing: on the TX
+	 * ring a poll that found no packet, on the RX ring a burst that found no room. Their
+	 * ratio says which side waits for the other. */
+	uint64_t bursts[2], idle_bursts[2];
 };
 
 /* Packets waiting for room in one RX ring, in order: pkts[head .. head + n). Filled only
@@ -102,6 +106,7 @@ struct serve_pair {
 	uint64_t folded_drops;         /* TX ring drops already counted as MALFORMED */
 	uint64_t folded_zc;            /* TX ring zero-copy packets already counted */
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
+	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint64_t resyncs_told[2];      /* vl_vu_dev_ring_resyncs already announced */
@@ -211,6 +216,8 @@ struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, boo
 uint64_t serve_stats_core_drops(const struct vl_vq *vq);
 /* Count the core's TX-ring drops and zero-copy packets of (p, pair) not counted yet. */
 void serve_stats_fold(struct serve_port *p, uint32_t pair);
+/* Fold the burst counters of one ring of (p, pair) into its serve_qstats. */
+void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring);
 void serve_stats_live(struct serve *s, double now);
 /* The final report on stdout. */
 void serve_stats_final(struct serve *s, double now, const char *stopped_by, uint32_t leaked);

@@ -51,6 +51,8 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 			 * no zero-copy packet of it may outlive it. */
 			serve_stats_fold(p, pair);
 			serve_fwd_unshare(s, p, pair, false);
+		} else {
+			serve_stats_fold_bursts(p, pair, ring);
 		}
 		sp->vq[ring] = NULL;
 		p->rings_ready--;
@@ -72,6 +74,9 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 			    qidx / 2, ring == SERVE_RING_RX ? "RX" : "TX",
 			    (unsigned)vl_vq_last_avail(vq));
 	}
+	/* A queue may come back with its counters: fold only what it does from now on. */
+	sp->folded_bursts[ring] = vl_vq_stats(vq)->bursts;
+	sp->folded_idle[ring] = vl_vq_stats(vq)->empty_bursts;
 	if (ring == SERVE_RING_TX) {
 		/* A queue may come back (enable 0/1 around a new memory table) with counters it
 		 * already had: count only what it drops from now on. */

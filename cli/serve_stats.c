@@ -111,11 +111,28 @@ uint64_t serve_stats_core_drops(const struct vl_vq *vq)
 	return sum;
 }
 
+void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring)
+{
+	struct serve_pair *sp = &p->pairs[pair];
+	const struct vl_vq *vq = sp->vq[ring];
+
+	if (!vq)
+		return;
+	const struct vl_vq_stats *st = vl_vq_stats(vq);
+
+	sp->st.bursts[ring] += st->bursts - sp->folded_bursts[ring];
+	sp->folded_bursts[ring] = st->bursts;
+	sp->st.idle_bursts[ring] += st->empty_bursts - sp->folded_idle[ring];
+	sp->folded_idle[ring] = st->empty_bursts;
+}
+
 void serve_stats_fold(struct serve_port *p, uint32_t pair)
 {
 	struct serve_pair *sp = &p->pairs[pair];
 	struct vl_vq *vq = sp->vq[SERVE_RING_TX];
 
+	serve_stats_fold_bursts(p, pair, SERVE_RING_RX);
+	serve_stats_fold_bursts(p, pair, SERVE_RING_TX);
 	if (!vq)
 		return;
 	uint64_t now = serve_stats_core_drops(vq);
@@ -204,9 +221,13 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"rx_bytes\": %" PRIu64 ", \"tx_packets\": %" PRIu64
 			       ", \"tx_bytes\": %" PRIu64 ", \"drops\": %" PRIu64
 			       ", \"zero_copied\": %" PRIu64 ", \"kicks\": %" PRIu64
-			       ", \"calls\": %" PRIu64 ", \"drops_by_reason\": {",
+			       ", \"calls\": %" PRIu64 ", \"rx_polls\": %" PRIu64
+			       ", \"rx_idle_polls\": %" PRIu64 ", \"tx_bursts\": %" PRIu64
+			       ", \"tx_no_room_bursts\": %" PRIu64 ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
-			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls);
+			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls,
+			       st->bursts[SERVE_RING_TX], st->idle_bursts[SERVE_RING_TX],
+			       st->bursts[SERVE_RING_RX], st->idle_bursts[SERVE_RING_RX]);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);

@@ -311,6 +311,19 @@ def check_in_flight(sent: int, received: int, what: str, limit: int = QUEUE_SIZE
     )
 
 
+SERVE_BURST = 32  # serve's default --burst
+
+
+def check_bursts(q: dict, direction: str, packets: int):
+    """The burst counters of a queue that moved `packets` one way: every burst that was not
+    idle moved between 1 and a burst of packets, and idle ones are a part of all."""
+    total, idle = ((q["rx_polls"], q["rx_idle_polls"]) if direction == "rx"
+                   else (q["tx_bursts"], q["tx_no_room_bursts"]))
+    busy = total - idle
+    assert 0 <= idle < total, q
+    assert busy <= packets <= SERVE_BURST * busy, (direction, packets, q)
+
+
 def queue0(result: dict) -> dict:
     return result["ports"][0]["queues"][0]
 
@@ -344,6 +357,8 @@ def test_testpmd_txonly_to_serve_rxonly(vhostlab, testpmd, workdir, cell):
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}")
     check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
     assert q["drops"] == 0, q
+    check_bursts(q, "rx", q["rx_packets"])
+    assert q["tx_bursts"] == 0, q
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=CELL_IDS)
@@ -354,6 +369,7 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
     assert counts["rx_errors"] == 0, (counts, tail(tp.log))
     check_in_flight(q["tx_packets"], counts["rx"], "serve -> testpmd", logs=(serve.err, tp.log))
     assert q["drops"] == 0, q
+    check_bursts(q, "tx", q["tx_packets"])
 
 
 NULL_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
@@ -374,6 +390,7 @@ def test_testpmd_txonly_to_serve_null(vhostlab, testpmd, workdir, cell):
     assert q["rx_bytes"] == 64 * q["rx_packets"], q
     assert q["tx_packets"] == 0 and counts["rx"] == 0, (counts, q)
     assert q["drops"] == 0, q
+    check_bursts(q, "rx", q["rx_packets"])
 
 
 # testpmd sends 4 bursts of 32 first, then returns (macswapped) whatever it receives: 128
