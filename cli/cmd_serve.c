@@ -47,6 +47,10 @@ static void serve_usage(FILE *out)
 		"    --poll               busy polling: never sleep, tell the guest not to kick and\n"
 		"                         ignore kick eventfds (one CPU at 100%%). Default: sleep in\n"
 		"                         poll() until a kick, a message or a short timeout\n"
+		"    --idle-pause NS      with --poll: after a round that moved nothing, wait NS\n"
+		"                         nanoseconds (spinning, 0..1000000) before polling again,\n"
+		"                         so the front end's stores to the ring are not slowed by\n"
+		"                         our reads of it (default %u; 0: poll again at once)\n"
 		"    --stats-interval S   every S seconds (decimals allowed), one line per queue\n"
 		"                         pair on stderr: rx and tx packets and packets per second,\n"
 		"                         drops (default 0: none)\n"
@@ -111,7 +115,8 @@ static void serve_usage(FILE *out)
 		"        -- --total-num-mbufs=16384 --forward-mode=txonly --stats-period=1\n"
 		"\n"
 		"    See docs/serve.md for QEMU and the other modes.\n",
-		(unsigned long long)VL_VU_FEATURES_SUPPORTED, SERVE_RECORD_MAX_PAIRS,
+		SERVE_IDLE_PAUSE_DEFAULT_NS, (unsigned long long)VL_VU_FEATURES_SUPPORTED,
+		SERVE_RECORD_MAX_PAIRS,
 		SERVE_RECORD_MAX_PACKETS_DEFAULT);
 }
 
@@ -138,6 +143,7 @@ enum {
 	OPT_NO_CSUM,
 	OPT_RECORD,
 	OPT_RECORD_MAX,
+	OPT_IDLE_PAUSE,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +156,7 @@ static const struct option long_opts[] = {
 	{"zero-copy", no_argument, NULL, OPT_ZERO_COPY},
 	{"batch-threshold", required_argument, NULL, OPT_BATCH},
 	{"poll", no_argument, NULL, OPT_POLL},
+	{"idle-pause", required_argument, NULL, OPT_IDLE_PAUSE},
 	{"stats-interval", required_argument, NULL, OPT_STATS},
 	{"duration", required_argument, NULL, OPT_DURATION},
 	{"json", no_argument, NULL, OPT_JSON},
@@ -294,6 +301,7 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 	vl_vu_config_init(&defaults);
 	*o = (struct serve_opts){.mode = SERVE_LOOPBACK, .queues = 1, .size = 64,
 				 .burst = SERVE_BURST_DEFAULT,
+				 .idle_pause_ns = SERVE_IDLE_PAUSE_DEFAULT_NS,
 				 .batch_threshold = VL_BATCH_THRESHOLD_DEFAULT,
 				 .features = defaults.features};
 	optind = 1;
@@ -343,6 +351,11 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 			break;
 		case OPT_POLL:
 			o->busy_poll = true;
+			break;
+		case OPT_IDLE_PAUSE:
+			if (!cli_parse_u64("serve", "--idle-pause", optarg, 0, 1000000, &v))
+				return CLI_EXIT_USAGE;
+			o->idle_pause_ns = (uint32_t)v;
 			break;
 		case OPT_STATS:
 			if (!parse_seconds("--stats-interval", optarg, &o->stats_interval))

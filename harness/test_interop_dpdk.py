@@ -372,6 +372,22 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
     check_bursts(q, "tx", q["tx_packets"])
 
 
+def test_idle_pause_bounds_idle_polls(vhostlab, testpmd, workdir):
+    """--poll --idle-pause 200000: every round that found the ring empty is followed by
+    200 us of spinning, so serve's idle polls are at most its run time / 200 us (+1); traffic
+    still flows and nothing is lost. (At --idle-pause 0 an idle serve polls millions of times
+    a second.)"""
+    cell = {"ring": "packed", "mrg": 1, "ord": 0}
+    counts, result, _, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+                                   serve_args=("--poll", "--idle-pause", "200000"))
+    q = queue0(result)
+    print(f"idle-pause 200 us: {q['rx_idle_polls']} idle of {q['rx_polls']} polls in "
+          f"{result['seconds']} s, {q['rx_packets']} packets")
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    check_bursts(q, "rx", q["rx_packets"])
+    assert q["rx_idle_polls"] <= result["seconds"] / 200e-6 + 1, (result["seconds"], q)
+
+
 NULL_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
 
 

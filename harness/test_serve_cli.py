@@ -22,7 +22,7 @@ SERVE_OPTIONS = [
     "--batch-threshold", "--poll", "--stats-interval", "--duration", "--json", "--quiet",
     "--features", "--no-mrg-rxbuf", "--no-packed", "--no-in-order", "--no-indirect",
     "--no-event-idx", "--no-csum", "loopback", "rxonly", "txonly", "tap:IFNAME",
-    "pair:SOCKET2", "EXIT STATUS",
+    "pair:SOCKET2", "EXIT STATUS", "--idle-pause",
 ]
 
 
@@ -56,6 +56,8 @@ def test_serve_help_mentions_every_option(vhostlab):
         (["--socket", "S", "--duration", "soon"], "soon"),
         (["--socket", "S", "--stats-interval", "-1"], "-1"),
         (["--socket", "S", "--batch-threshold", "x"], "x"),
+        (["--socket", "S", "--idle-pause", "1000001"], "1000001"),
+        (["--socket", "S", "--idle-pause", "-5"], "-5"),
         (["--socket", "S", "--features", "zz"], "zz"),
         (["--socket", "S", "--features", "4"], "0x4"),  # bit 2: not implemented
         (["--socket", "S", "--mode", "pair:S"], "pair:S"),
