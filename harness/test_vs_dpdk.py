@@ -131,6 +131,56 @@ def test_paired_ratio_pairs_runs_of_one_repetition():
     assert vs_dpdk.paired_ratio("missing", runs) is None
 
 
+def test_placement_classes_and_medians():
+    """A run is close when both probes are under the line, far when both are over, mixed
+    otherwise; each placement's medians take only its own runs (mixed, failed, null and other
+    cells' runs left out), and a placement with one back end missing has no ratio."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    line = vs_dpdk.PLACEMENT_FAR_NS
+    assert vs_dpdk.placement(100.0, 120.0) == "close"
+    assert vs_dpdk.placement(line, 400.0) == "far"
+    assert vs_dpdk.placement(100.0, line) == "mixed"
+    assert vs_dpdk.placement(410.0, 90.0) == "mixed"
+    assert vs_dpdk.placement(None, 90.0) is None
+    runs = [
+        {"cell": "c", "backend": "dpdk", "mpps": 40.0, "placement": "close"},
+        {"cell": "c", "backend": "dpdk", "mpps": 42.0, "placement": "close"},
+        {"cell": "c", "backend": "vhostlab", "mpps": 46.0, "placement": "close"},
+        {"cell": "c", "backend": "vhostlab", "mpps": 17.0, "placement": "far"},
+        {"cell": "c", "backend": "dpdk", "mpps": 30.0, "placement": "mixed"},
+        {"cell": "c", "backend": "dpdk", "error": "x", "placement": "far"},
+        {"cell": "c", "backend": "null", "mpps": 50.0, "placement": "far"},
+        {"cell": "other", "backend": "dpdk", "mpps": 16.0, "placement": "far"},
+    ]
+    p = vs_dpdk.by_placement("c", runs)
+    assert p["close"] == {"dpdk": 41.0, "vhostlab": 46.0, "ratio": pytest.approx(46 / 41),
+                          "n_dpdk": 2, "n_vhostlab": 1}
+    assert p["far"] == {"dpdk": None, "vhostlab": 17.0, "ratio": None, "n_dpdk": 0,
+                        "n_vhostlab": 1}
+
+
+def test_runs_carry_their_placement(report):
+    """Every run was probed before and after (vl_cpu_pingpong is built beside vhostlab), and
+    its class follows from the two probes; the cells' placement figures from the runs."""
+    out, doc, _ = report
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    for r in doc["runs"]:
+        before, after = r["probe_ns"]
+        assert 0 < before < 100000 and 0 < after < 100000, r
+        assert r["placement"] == vs_dpdk.placement(before, after), r
+    for c in doc["cells"]:
+        assert c["placement"] == vs_dpdk.by_placement(c["cell"], doc["runs"]), c
+    assert "## By placement" in (out / "vs-dpdk.md").read_text()
+
+
 def test_meta_names_what_ran(report):
     _, doc, _ = report
     meta = doc["meta"]

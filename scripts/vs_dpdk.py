@@ -11,7 +11,10 @@ over {split, packed} x {mergeable on, off} x {in-order on, off} x {64, 1518 B} x
 fixed window after a warm-up; runs are interleaved (for each repetition, for each cell, the
 back ends one after the other, in alternating order), and each cell reports the median, min
 and max over the repetitions and the ratio vhostlab / dpdk of the medians. A memcpy
-ceiling (vl_memcpy_ceiling, built beside vhostlab) is measured once.
+ceiling (vl_memcpy_ceiling, built beside vhostlab) is measured once. Around each run the
+placement probe (vl_cpu_pingpong, also beside vhostlab) times a cache line's round trip
+between the two CPUs, and each cell also gets medians and ratios over the runs whose CPUs were
+close together and over those whose CPUs were far apart (see PLACEMENT_FAR_NS).
 
 Writes OUT/vs-dpdk.md (table and method), OUT/vs-dpdk.png (plot) and OUT/vs-dpdk.json (every
 run). Progress goes to stderr. Exit status 0 when every run measured traffic, 1 otherwise,
@@ -54,6 +57,14 @@ TARGET = 1.10
 # its forwarding lcore on its CPU (the main lcore sleeps in the command line meanwhile).
 FE_CPU = 1
 BE_CPU = 0
+
+# The placement probe (vl_cpu_pingpong): a cache line's round trip between the two CPUs.
+# This VM's host moves its two virtual CPUs between a close placement (about 100 ns) and a far
+# one (about 400 ns, another core complex), every few seconds to minutes; far, every pair of
+# front end and back end runs at less than half its close rate. A run is classed by the
+# probes just before and just after it: both under the line, close; both over, far; else it
+# moved during the run (mixed), and it is left out of the per-placement figures.
+PLACEMENT_FAR_NS = 250.0
 
 QUICK_CELLS = "split-mrg1-ord1-64-g2h,packed-mrg0-ord0-1518-h2g"
 START_TIMEOUT = 30.0  # testpmd's EAL start with --no-huge takes 1-2 s; more on a busy machine
@@ -444,6 +455,8 @@ class Bench:
                             order = tuple(reversed(order))
                         for b in order:
                             rec = {"rep": rep, "cell": cell.id, "backend": b}
+                            # Probed while nothing of ours polls: between runs.
+                            before = placement_probe(self.a.vhostlab)
                             try:
                                 if b == "dpdk":
                                     rec.update(self.run_dpdk(procs, cell))
@@ -453,11 +466,16 @@ class Bench:
                                     raise RunError("no packets in the window")
                             except RunError as e:
                                 rec["error"] = str(e)
+                            after = placement_probe(self.a.vhostlab)
+                            rec["probe_ns"] = [before, after]
+                            rec["placement"] = placement(before, after)
                             self.runs.append(rec)
                             done += 1
                             el = time.monotonic() - started
                             what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec
                                     else "FAILED: " + rec["error"].splitlines()[0])
+                            if rec["placement"]:
+                                what += f" ({rec['placement']})"
                             log(f"[rep {rep + 1}/{self.a.reps}] {cell.id:28} {b:9} {what}   "
                                 f"({done}/{total}, {el:.0f} s, about "
                                 f"{el / done * (total - done):.0f} s left)")
@@ -486,6 +504,49 @@ def memcpy_ceiling(vhostlab: Path, seconds: float) -> dict | None:
     return json.loads(out)
 
 
+def placement_probe(vhostlab: Path) -> float | None:
+    """The round trip between the back-end and front-end CPUs, in ns (None without the
+    tool). Run only while neither CPU has a poller of ours on it."""
+    exe = vhostlab.parent / "vl_cpu_pingpong"
+    if not os.access(exe, os.X_OK):
+        return None
+    out = subprocess.run([str(exe), "--cpus", f"{BE_CPU},{FE_CPU}", "--rounds", "20000",
+                          "--json"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        log(f"note: {exe} failed: {out.stderr.strip()}")
+        return None
+    return json.loads(out.stdout)["round_trip_ns"]
+
+
+def placement(before: float | None, after: float | None) -> str | None:
+    """close, far or mixed (see PLACEMENT_FAR_NS); None without probes."""
+    if before is None or after is None:
+        return None
+    if before < PLACEMENT_FAR_NS and after < PLACEMENT_FAR_NS:
+        return "close"
+    if before >= PLACEMENT_FAR_NS and after >= PLACEMENT_FAR_NS:
+        return "far"
+    return "mixed"
+
+
+def by_placement(cell_id: str, runs: list[dict]) -> dict:
+    """Per placement (close, far): each back end's median over the runs of that placement,
+    the ratio of those medians, and how many runs went in. Only runs of one placement
+    compare: a far run is slower whichever back end it measured."""
+    out = {}
+    for where in ("close", "far"):
+        vals = {b: [r["mpps"] for r in runs if r["cell"] == cell_id and "error" not in r
+                    and r["backend"] == b and r.get("placement") == where]
+                for b in ("dpdk", "vhostlab")}
+        d, v = vals["dpdk"], vals["vhostlab"]
+        out[where] = {
+            "dpdk": statistics.median(d) if d else None,
+            "vhostlab": statistics.median(v) if v else None,
+            "ratio": statistics.median(v) / statistics.median(d) if d and v else None,
+            "n_dpdk": len(d), "n_vhostlab": len(v)}
+    return out
+
+
 def paired_ratio(cell_id: str, runs: list[dict]) -> float | None:
     """Median over the repetitions of vhostlab / DPDK within one repetition. The two runs of
     a repetition are seconds apart, so a slow or fast spell of the machine (this VM's rate
@@ -512,6 +573,7 @@ def summarize(cells: list[Cell], runs: list[dict]) -> list[dict]:
         d, v = row.get("dpdk"), row.get("vhostlab")
         row["ratio"] = v["median"] / d["median"] if d and v and d["median"] > 0 else None
         row["paired_ratio"] = paired_ratio(cell.id, runs)
+        row["placement"] = by_placement(cell.id, runs)
         rows.append(row)
     return rows
 
@@ -577,6 +639,16 @@ def write_markdown(path: Path, doc: dict):
                 f"exposed to the machine's slow and fast spells): ≥ {TARGET:.2f}× in "
                 f"{sum(1 for x in paired if x >= TARGET)} of {len(paired)} cells, ≥ 1.00× in "
                 f"{sum(1 for x in paired if x >= 1.0)}.")
+        for where, words in (("close", "close together"), ("far", "far apart")):
+            pr = [r["placement"][where]["ratio"] for r in rows
+                  if r.get("placement") and r["placement"][where]["ratio"]]
+            if pr:
+                lines.append(
+                    f"- With the two CPUs {words} (see By placement): ≥ {TARGET:.2f}× in "
+                    f"{sum(1 for x in pr if x >= TARGET)} of the {len(pr)} cells that have "
+                    f"runs of both back ends there, ≥ 1.00× in "
+                    f"{sum(1 for x in pr if x >= 1.0)}; geometric mean "
+                    f"{math.exp(sum(math.log(x) for x in pr) / len(pr)):.2f}×.")
         lines.append("")
     failed = [r for r in doc["runs"] if "error" in r]
     if failed:
@@ -605,6 +677,7 @@ def write_markdown(path: Path, doc: dict):
             f"{fmt_mmm(r.get('dpdk'))} | {fmt_mmm(r.get('vhostlab'))} | {ratio} | {ok} | "
             f"{paired} | {null} |")
     lines += ["", "![vs-dpdk](vs-dpdk.png)", ""]
+    lines += placement_section(doc)
     lines += ["## Ceilings", "",
               "**Null back end** (`vhostlab serve --mode null`, `vl_net_discard`): every chain "
               "the front end transmits goes back at once with used length 0; descriptors are "
@@ -680,6 +753,49 @@ def write_markdown(path: Path, doc: dict):
     path.write_text("\n".join(lines))
 
 
+def placement_section(doc: dict) -> list[str]:
+    """The per-placement table: each cell's medians over the runs the probes class close,
+    and over those they class far."""
+    runs = [r for r in doc["runs"] if "error" not in r and r["backend"] in ("dpdk", "vhostlab")]
+    if not any(r.get("placement") for r in runs):
+        return []
+    count = {w: sum(1 for r in runs if r.get("placement") == w)
+             for w in ("close", "far", "mixed")}
+
+    def cell(p: dict) -> str:
+        if p["dpdk"] is None and p["vhostlab"] is None:
+            return "— | — | —"
+        d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
+        v = f"{p['vhostlab']:.2f} ({p['n_vhostlab']})" if p["vhostlab"] is not None else "—"
+        ok = "" if p["ratio"] is None or p["ratio"] >= TARGET else " **no**"
+        return f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—")
+
+    lines = [
+        "## By placement",
+        "",
+        "This VM's host moves its two virtual CPUs between two placements, every few seconds "
+        "to minutes: close together (a cache line's round trip between them about 100 ns) "
+        "and far apart (about 400 ns). Far, every front end and back end pair runs at less "
+        "than half its close rate, so a run only compares with a run of the same placement. "
+        f"`vl_cpu_pingpong` measured the round trip just before and just after each run: "
+        f"both under {PLACEMENT_FAR_NS:.0f} ns, close; both over, far; else the placement "
+        f"changed during the run (mixed: left out here). Of the {len(runs)} DPDK and vhostlab "
+        f"runs, {count['close']} were close, {count['far']} far, {count['mixed']} mixed.",
+        "",
+        "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
+        "DPDK of those medians.",
+        "",
+        "| cell | close: DPDK | close: vhostlab | close: ratio | far: DPDK | far: vhostlab | "
+        "far: ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in doc["cells"]:
+        p = r.get("placement")
+        if p:
+            lines.append(f"| `{r['cell']}` | {cell(p['close'])} | {cell(p['far'])} |")
+    return lines + [""]
+
+
 def write_plot(path: Path, doc: dict) -> bool:
     try:
         import matplotlib
@@ -753,8 +869,8 @@ def parse_args(argv):
                    default=Path(os.environ.get("VHOSTLAB_BIN",
                                                ROOT / "build/release/cli/vhostlab")),
                    help="the vhostlab program (default: $VHOSTLAB_BIN or "
-                   "build/release/cli/vhostlab); vhostlab-fast and vl_memcpy_ceiling are "
-                   "expected beside it")
+                   "build/release/cli/vhostlab); vhostlab-fast, vl_memcpy_ceiling and "
+                   "vl_cpu_pingpong (the placement probe) are expected beside it")
     p.add_argument("--serve-arg", action="append", default=None, metavar="ARG",
                    help="an extra argument for every vhostlab serve (repeatable; default "
                    "--poll, as DPDK's back end polls too)")
