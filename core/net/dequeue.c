@@ -266,8 +266,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	vl_lab_burst_end();
 	/* Copies first: once used->idx moves, the guest may reuse the buffers we read. */
 	vl_copy_flush(vq);
-	/* TX used lengths are all 0, so under IN_ORDER the burst may go back as one. */
-	vl_ring_flush_used(vq, L, vq->in_order);
+	vl_ring_flush_used(vq, L);
 	return got;
 }
 

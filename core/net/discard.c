@@ -57,8 +57,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		vq->stats.empty_bursts++;
 	vl_ring_consume(vq, L, consumed);
 	vl_lab_burst_end();
-	/* Every used length is 0, so under IN_ORDER the burst may go back as one entry. */
-	vl_ring_flush_used(vq, L, vq->in_order);
+	vl_ring_flush_used(vq, L);
 	if (bytes)
 		*bytes += sum;
 	return good;

@@ -417,7 +417,7 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 	/* Every byte in place before the used index tells the guest it is there. */
 	rx_store_hdrs(vq, delivered);
 	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L, false);
+	vl_ring_flush_used(vq, L);
 	return handled;
 }
 

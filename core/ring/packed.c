@@ -253,9 +253,9 @@ static bool packed_need_call(const struct vl_vq *vq, uint16_t old_pos, bool old_
 	return (ev + line - from) % line < (to + line - from) % line;
 }
 
-void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
+void vl_packed_flush_used(struct vl_vq *vq)
 {
-	uint32_t n = vq->shadow_count;
+	const uint32_t n = vq->shadow_count;
 	const uint16_t old_pos = vq->used_pos;
 	const bool old_wrap = vq->used_wrap;
 
@@ -264,18 +264,6 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 		vq->needs_call = false;
 		vl_log_flush(&vq->log);
 		return;
-	}
-	if (in_order_batch && n > 1) {
-		/* One used descriptor for the batch, carrying the last buffer's id; the guest
-		 * treats every earlier buffer as used (spec 2.8.11). */
-		uint32_t descs = 0;
-
-		for (uint32_t i = 0; i < n; i++)
-			descs += vq->shadow[i].ndescs;
-		vq->shadow[0].id = vq->shadow[n - 1].id;
-		vq->shadow[0].len = 0;
-		vq->shadow[0].ndescs = (uint16_t)descs; /* <= size <= 32768 */
-		n = 1;
 	}
 	/* Position, wrap counter and the flags they imply live in locals: each flags store is
 	 * a release, after which the compiler would otherwise reload the vq fields. */
@@ -297,10 +285,8 @@ void vl_packed_flush_used(struct vl_vq *vq, bool in_order_batch)
 			__atomic_store_n(&d->flags,
 					 (uint16_t)(wbits | (e->len ? VL_DESC_F_WRITE : 0)),
 					 __ATOMIC_RELEASE);
-		pos += e->ndescs;
-		/* An in-order batch may cover more than the ring (zero-copy leases held across
-		 * bursts: fuzz/regressions/.../zc-in-order-batch-longer-than-ring). */
-		while (pos >= size) {
+		pos += e->ndescs; /* one chain: at most size descriptors */
+		if (pos >= size) {
 			pos -= size;
 			wrap = !wrap;
 			wbits ^= VL_PDESC_F_AVAIL | VL_PDESC_F_USED;

@@ -71,16 +71,13 @@ static VL_ALWAYS_INLINE void vl_ring_consume(struct vl_vq *vq, const enum vl_lay
 		vl_packed_consume(vq, n);
 }
 
-/* Publish the burst. in_order_batch: the caller's used elements all have length 0 and may be
- * returned as one (TX under VIRTIO_F_IN_ORDER); split writes them all anyway, which the spec
- * equally allows and every in-order driver reads. */
-static VL_ALWAYS_INLINE void vl_ring_flush_used(struct vl_vq *vq, const enum vl_layout L,
-						bool in_order_batch)
+/* Publish the burst: every used element, under IN_ORDER too (vl_packed_flush_used says why). */
+static VL_ALWAYS_INLINE void vl_ring_flush_used(struct vl_vq *vq, const enum vl_layout L)
 {
 	if (L == VL_LAYOUT_SPLIT)
 		vl_split_flush_used(vq);
 	else
-		vl_packed_flush_used(vq, in_order_batch);
+		vl_packed_flush_used(vq);
 }
 
 #endif

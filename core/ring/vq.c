@@ -350,7 +350,7 @@ void vl_vq_complete(struct vl_vq *vq)
 		return;
 	vl_zc_return(vq);
 	if (vq->layout == VL_LAYOUT_PACKED)
-		vl_packed_flush_used(vq, vq->in_order);
+		vl_packed_flush_used(vq);
 	else
 		vl_split_flush_used(vq);
 }

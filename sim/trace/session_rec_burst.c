@@ -389,7 +389,7 @@ static bool expect_used_split(struct burst *b, uint16_t a_used)
 
 /* Packed: written by the device where the guest rewrites descriptors as soon as it sees them
  * used, so they are not read back but derived: TX returns every chain consumed with length
- * 0 (under IN_ORDER a burst of several as one, the last id); RX fills chains in order, each
+ * 0, one used descriptor each (under IN_ORDER too); RX fills chains in order, each
  * to its capacity but the packet's last. A burst with dropped chains (whose returns the core
  * orders by rules of its own) ends the used expectations of the queue. */
 static bool expect_used_packed(struct burst *b, uint16_t a_avail, uint16_t done,
@@ -408,8 +408,6 @@ static bool expect_used_packed(struct burst *b, uint16_t a_avail, uint16_t done,
 		consumed++;
 	}
 	if (b->dequeue) {
-		if (b->in_order && consumed > 1)
-			return put_used(b, b->chains[consumed - 1].id, 0);
 		for (uint32_t c = 0; c < consumed; c++)
 			if (!put_used(b, b->chains[c].id, 0))
 				return false;
@@ -581,7 +579,6 @@ void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_p
 		.hdr = (f & (VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_VERSION_1) |
 			     VL_FEATURE(VL_F_RING_PACKED))) ? 12 : 10,
 		.mergeable = (f & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0,
-		.in_order = (f & VL_FEATURE(VL_F_IN_ORDER)) != 0,
 		.chains = calloc(q->size, sizeof(struct rchain)),
 		.bufs = calloc(q->size, sizeof(struct rbuf)),
 		.scratch = malloc(VL_PKT_MAX_LEN),

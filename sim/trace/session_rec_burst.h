@@ -36,7 +36,7 @@ struct burst {
 	struct srec_q *q;
 	bool dequeue;
 	uint32_t hdr;           /* virtio-net header bytes */
-	bool mergeable, in_order;
+	bool mergeable;
 	struct rchain *chains;  /* [q->size] */
 	uint32_t nchains;
 	struct rbuf *bufs;      /* [q->size]: one chain's buffers */
