@@ -4,9 +4,9 @@
  * reports/vs-dpdk.md.
  *
  * Why: on the VM these reports come from, the host moves the two virtual CPUs between
- * placements every few seconds to minutes. Close together the round trip is about 100 ns;
- * far apart (another core complex) about 400 ns, and every front end / back end pair then
- * runs at less than half its rate. A run is only comparable with a run of the same placement,
+ * placements every few seconds to minutes. Close together the round trip is about 45 ns;
+ * far apart (another core complex) about 430 ns, and every front end / back end pair then
+ * runs at roughly half its close rate or less. A run is only comparable with a run of the same placement,
  * and this probe says which one it had.
  *
  * Two threads, one pinned to each CPU, take turns writing a counter in one line: each waits

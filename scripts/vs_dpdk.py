@@ -59,9 +59,9 @@ FE_CPU = 1
 BE_CPU = 0
 
 # The placement probe (vl_cpu_pingpong): a cache line's round trip between the two CPUs.
-# This VM's host moves its two virtual CPUs between a close placement (about 100 ns) and a far
-# one (about 400 ns, another core complex), every few seconds to minutes; far, every pair of
-# front end and back end runs at less than half its close rate. A run is classed by the
+# This VM's host moves its two virtual CPUs between a close placement (about 45 ns) and a far
+# one (about 430 ns, another core complex), every few seconds to minutes; far, every pair of
+# front end and back end runs at roughly half its close rate or less. A run is classed by the
 # probes just before and just after it: both under the line, close; both over, far; else it
 # moved during the run (mixed), and it is left out of the per-placement figures.
 PLACEMENT_FAR_NS = 250.0
@@ -774,9 +774,10 @@ def placement_section(doc: dict) -> list[str]:
         "## By placement",
         "",
         "This VM's host moves its two virtual CPUs between two placements, every few seconds "
-        "to minutes: close together (a cache line's round trip between them about 100 ns) "
-        "and far apart (about 400 ns). Far, every front end and back end pair runs at less "
-        "than half its close rate, so a run only compares with a run of the same placement. "
+        "to minutes: close together (a cache line's round trip between them about 45 ns) "
+        "and far apart (about 430 ns). Far, every front end and back end pair runs at roughly "
+        "half its close rate or less, so a run only compares with a run of the same "
+        "placement. "
         f"`vl_cpu_pingpong` measured the round trip just before and just after each run: "
         f"both under {PLACEMENT_FAR_NS:.0f} ns, close; both over, far; else the placement "
         f"changed during the run (mixed: left out here). Of the {len(runs)} DPDK and vhostlab "
