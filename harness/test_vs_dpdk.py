@@ -222,3 +222,14 @@ def test_usage_errors_name_the_value(vhostlab):
             argv += ["--vhostlab", str(vhostlab.path)]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         assert proc.returncode == 2 and word in proc.stderr, (args, proc.stderr)
+
+
+@pytest.mark.parametrize("args, bad", [(["--cpus", "1,1"], "1,1"), (["--rounds", "2"], "2"),
+                                       (["extra"], "extra")])
+def test_cpu_pingpong_usage_errors_name_the_value(vhostlab, args, bad):
+    """The placement probe refuses what it cannot measure, naming the value (exit 2)."""
+    exe = Path(vhostlab.path).parent / "vl_cpu_pingpong"
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2, proc
+    assert f"'{bad}'" in proc.stderr, proc.stderr
+    assert proc.stdout == "", proc.stdout

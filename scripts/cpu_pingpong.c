@@ -127,6 +127,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "vl_cpu_pingpong: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
 	int err = pin(a);
 
 	if (err) {
