@@ -385,8 +385,9 @@ class Bench:
         """serve listens, a front end of its own connects (virtio-user client), one window,
         both go. (Not one front end for every serve: DPDK 22.11's virtio-user server sends
         a split ring's base as 0 when a new back end connects, while its avail index is
-        far ahead; vhostlab now resyncs split rings to used->idx as DPDK's vhost library
-        does, but packed rings are not resynced, and a fresh pair keeps every run alike.
+        far ahead; vhostlab resyncs split rings to used->idx as DPDK's vhost library
+        does, and the front end resets packed rings itself, but a fresh pair keeps every
+        run alike.
         See reports/vs-dpdk.md, method.)"""
         mode = "null" if backend == "null" else ("rxonly" if cell.dir == "g2h" else "txonly")
         n = next(self.counter)
@@ -735,10 +736,10 @@ def write_markdown(path: Path, doc: dict):
         "lcores blocked on stdin) while serve runs. serve and a front end of its own "
         "(virtio-user client, otherwise the same options) start for each run, which costs "
         "under a second: a virtio-user server kept across back ends hands each new back "
-        "end its rings with base 0 while its indices are far ahead (vhostlab resyncs a split "
-        "ring to the guest's used index, as DPDK's vhost library does, but not a packed "
-        "one), and a fresh pair keeps every run alike. Which side listens changes nothing "
-        "on the datapath.",
+        "end its split rings with base 0 while its indices are far ahead (vhostlab resyncs "
+        "to the guest's used index, as DPDK's vhost library does) and resets its packed "
+        "rings, dropping what was in flight; a fresh pair keeps every run alike. Which side "
+        "listens changes nothing on the datapath.",
         "- **Interleaving**: for each repetition, for each ring configuration, for each "
         "cell, the back ends one after the other, the order reversed every other cell and "
         "repetition, so slow drifts of the machine fall on both sides.",
