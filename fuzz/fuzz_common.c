@@ -728,7 +728,7 @@ static void check_queue(struct dp *d)
 }
 
 /* A dequeued packet: bounded, consistent segments, offloads that passed the checks, and
- * every byte readable (zero-copy data must lie inside one guest region). */
+ * every byte readable (each zero-copy segment must lie inside one guest region). */
 static void check_tx_pkt(struct dp *d, const struct vl_pkt *p)
 {
 	if (!p)
@@ -743,7 +743,8 @@ static void check_tx_pkt(struct dp *d, const struct vl_pkt *p)
 		nseg++;
 		if (nseg > 65535)
 			fz_fail("dequeued packet segment list does not end");
-		if (s == p && p->release) {
+		/* A zero-copy packet's segments all point into guest memory. */
+		if (p->release) {
 			bool inside = false;
 
 			for (uint32_t i = 0; i < d->nregs && !inside; i++) {
@@ -753,8 +754,8 @@ static void check_tx_pkt(struct dp *d, const struct vl_pkt *p)
 					 (uint64_t)(s->data - h) <= d->regs[i].size - s->data_len;
 			}
 			if (!inside)
-				fz_fail("zero-copy packet data (%u bytes) outside every guest region",
-					s->data_len);
+				fz_fail("zero-copy packet segment %u (%u bytes) outside every "
+					"guest region", nseg, s->data_len);
 		} else if (s->data < s->buf || s->data_len > s->buf_len ||
 			   (uint64_t)(s->data - s->buf) > s->buf_len - s->data_len) {
 			fz_fail("packet segment data outside its buffer");

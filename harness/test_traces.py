@@ -229,7 +229,7 @@ MUTATIONS = [
     ("split-out-of-range.trace", "expect broken head head_out_of_range",
      "expect broken head avail_idx_jump", "expect broken"),
     ("packed-event-idx.trace", "expect call tx no", "expect call tx yes", "expect call"),
-    ("split-zero-copy.trace", "expect held tx 3", "expect held tx 2", "expect held"),
+    ("split-zero-copy.trace", "expect held tx 4", "expect held tx 3", "expect held"),
     ("split-dirty-log.trace", "expect dirty 0x10000 no", "expect dirty 0x10000 yes",
      "expect dirty"),
     ("packed-lengths.trace", "expect stat tx drops.len_overflow 1",

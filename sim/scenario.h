@@ -42,7 +42,8 @@ struct lab_scenario_config {
 	uint32_t sizes[LAB_MAX_SIZES];
 	uint32_t nsizes;
 	uint64_t seed;
-	uint32_t containment_every; /* host bursts between whole-memory checks (0 = never) */
+	uint32_t containment_every; /* half-full host bursts between whole-memory checks
+	                             * (0 = never; see scan_due) */
 	bool zero_copy;            /* zero-copy dequeue on; the host holds some packets for up
 				    * to 20 rounds and frees them in random order */
 	bool dirty_log;            /* dirty-page log on both queues, checked on every scan */

@@ -217,23 +217,28 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 			break;
 		}
 		struct vl_pkt *pkt = vq->heads[used_heads];
-		const uint8_t *zc = NULL;
+		bool zc = false;
 
 		if (!plain && vq->zc_on) {
-			if (pkt_len < vq->zc_min_len)
+			const uint8_t *one;
+
+			if (pkt_len < vq->zc_min_len) {
 				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
-			else if ((zc = vl_zc_payload(vq, np, pkt_len)) == NULL)
-				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
-			else if (!vl_zc_room(vq)) {
+			} else if (!vl_zc_room(vq)) {
 				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
-				zc = NULL;
+			} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
+				pkt->data = (uint8_t *)(uintptr_t)one;
+				pkt->data_len = pkt_len;
+				pkt->pkt_len = pkt_len;
+				zc = true;
+			} else if (vl_zc_gather(vq, pool, np, pkt_len, pkt)) {
+				zc = true;
+			} else {
+				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
 			}
 		}
 		if (zc) {
-			/* The packet is the guest's buffer; the chain is leased until it is freed. */
-			pkt->data = (uint8_t *)(uintptr_t)zc;
-			pkt->data_len = pkt_len;
-			pkt->pkt_len = pkt_len;
+			/* The packet is the guest's buffers; the chain is leased until it is freed. */
 			pkt->release = vl_zc_release;
 			pkt->release_ctx = vq;
 			pkt->release_tag = vl_zc_take(vq, &c, false);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "alloc.h"
 #include "net/zero_copy.h"
+#include "pkt/pool_internal.h"
 
 #include <stdlib.h>
 
@@ -48,6 +49,59 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
 	else if (done)
 		vq->zc_done[vq->zc_ndone++] = slot;
 	return slot;
+}
+
+bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t pkt_len,
+		  struct vl_pkt *head)
+{
+	struct vl_pkt *segs[VL_ZC_MAX_SEGS - 1];
+	uint32_t skip = vq->hdr_len, first = 0, first_off = 0, nseg = 0;
+
+	/* Count the pieces the payload touches: empty ones carry nothing and get no segment. */
+	for (uint32_t i = 0; i < np; i++) {
+		const uint32_t len = vq->pieces[i].len;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		if (nseg == 0) {
+			first = i;
+			first_off = skip;
+		}
+		skip = 0;
+		nseg++;
+	}
+	/* nseg >= 2 here: the caller tried the one-piece case first, and pkt_len > 0. */
+	if (nseg > VL_ZC_MAX_SEGS)
+		return false;
+	vq->stats.alloc_calls++;
+	if (vl_pool_alloc_bulk(pool, segs, nseg - 1) != 0)
+		return false;
+	vq->stats.alloc_bufs += nseg - 1;
+
+	struct vl_pkt *prev = NULL;
+	uint32_t k = 0;
+
+	for (uint32_t i = first; i < np; i++) {
+		const struct vl_piece *p = &vq->pieces[i];
+		const uint32_t off = i == first ? first_off : 0;
+
+		if (p->len == off)
+			continue;
+		struct vl_pkt *seg = k == 0 ? head : segs[k - 1];
+
+		/* Guest memory, read-only for the application (vl_pkt.h). */
+		seg->data = (uint8_t *)(uintptr_t)(p->host + off);
+		seg->data_len = p->len - off;
+		if (prev)
+			prev->next = seg;
+		prev = seg;
+		k++;
+	}
+	head->pkt_len = pkt_len;
+	head->nb_segs = (uint16_t)nseg;
+	return true;
 }
 
 void vl_zc_release(struct vl_pkt *pkt)

@@ -31,6 +31,14 @@ static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq)
 	return vq->zc_held < vq->zc_max;
 }
 
+/* Make head (fresh from the pool, one segment) the zero-copy packet of a walked TX chain
+ * whose pkt_len payload bytes after the header span several host-contiguous pieces: head
+ * points at the first, a segment from pool at each of the others. False, with nothing
+ * taken, when the pieces are more than VL_ZC_MAX_SEGS or the pool cannot supply the
+ * segments; the caller copies the packet then. */
+bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t pkt_len,
+		  struct vl_pkt *head);
+
 /* The release callback of zero-copy packets: marks the lease done. */
 void vl_zc_release(struct vl_pkt *pkt);
 

@@ -4,6 +4,8 @@
  * (no used entry) until the packet's last reference is dropped; it goes back at the next
  * burst on the queue or at vl_vq_complete, with used length 0.
  *
+ * A payload over several host-contiguous pieces is zero-copied too, one segment per piece.
+ *
  * Each case pins what the guest sees (which used entries, in which order, when), where the
  * packet's bytes live (guest buffer or pool buffer), and the counters (zc_packets,
  * zc_fallbacks by reason, zc_returned, zc_stalls, vl_vq_zero_copy_held). Run on the split and
@@ -501,30 +503,76 @@ static void scn_fallback_small(struct rf *f)
 }
 WRAP4(fallback_small)
 
-/* SCATTERED: the payload is not one host-contiguous run. Payload over two descriptors, and a
- * buffer straddling two memory regions (the fixture's straddle window), are copied and
- * returned at once. The usual layout -- the header alone in the first descriptor, the
- * payload in one more -- and a buffer whose header alone lies before the region boundary are
- * zero-copied. */
-static void scn_fallback_scattered(struct rf *f)
+/* Guest pages that [gpa, gpa + len) touches: the pieces it makes under RF_4K, where every
+ * page is a mapping of its own (under RF_COARSE one, away from the straddle boundary). */
+static uint32_t pieces_of(const struct rf *f, uint64_t gpa, uint32_t len)
+{
+	if (f->cfg.granularity != RF_4K)
+		return 1;
+	return (uint32_t)(((gpa + len - 1) >> 12) - (gpa >> 12) + 1);
+}
+
+/* pkt is a zero-copy packet of the len payload bytes at guest range [gpa, gpa + len) made of
+ * nsegs segments: in order, each segment is the core's mapping of the next stretch of that
+ * range (no byte copied into a pool buffer), and they add up to the payload. */
+static void assert_zc_segs(struct rf *f, const struct vl_pkt *pkt, uint64_t gpa, uint32_t len,
+			   uint8_t seed, uint32_t nsegs)
+{
+	uint64_t at = gpa;
+	uint32_t n = 0;
+
+	assert_non_null(pkt);
+	assert_non_null(pkt->release);
+	assert_int_equal(pkt->pkt_len, len);
+	assert_int_equal(pkt->nb_segs, nsegs);
+	for (const struct vl_pkt *s = pkt; s; s = s->next, n++) {
+		assert_true(s->data_len > 0);
+		assert_ptr_equal(s->data, host_of(f, at, s->data_len));
+		assert_true(s->data < s->buf || s->data >= s->buf + s->buf_len);
+		at += s->data_len;
+	}
+	assert_int_equal(n, nsegs);
+	assert_int_equal(at, gpa + len);
+	rf_assert_pkt_pattern(pkt, len, seed);
+}
+
+/* The end of a case: `copied` fallbacks in all, `zc` zero-copy packets, every one of their
+ * chains returned, nothing held. */
+static void expect_all_back(struct rf *f, uint64_t copied, uint64_t zc)
+{
+	assert_int_equal(fallbacks_total(f), copied);
+	assert_int_equal(st(f)->zc_packets, zc);
+	assert_int_equal(st(f)->zc_returned, zc);
+	assert_int_equal(vl_vq_zero_copy_held(f->tx.q), 0);
+}
+
+/* A payload over several host-contiguous pieces is zero-copied as several segments, one per
+ * piece, each pointing into the guest: payload over two descriptors cut mid-payload, and a
+ * buffer straddling two memory regions (the fixture's straddle window). The chain is held
+ * like any zero-copy chain. The header alone in the first descriptor and the payload in one
+ * more, or a buffer whose header alone lies before the region boundary, is one segment. */
+static void scn_scattered(struct rf *f)
 {
 	struct vl_pkt *pkts[32];
 	struct vl_vq *q = f->tx.q;
 	const uint32_t h = f->hdr_len;
+	const uint32_t total = h + 1000, cut = total / 2;
 
 	vl_vq_set_zero_copy(q, true, 64, 64);
 
-	/* Header and payload over two descriptors cut mid-payload: scattered. */
+	/* Header and payload over two descriptors cut mid-payload. */
 	struct rf_good two = rf_post_good_n(f, &f->tx, 1000, 0x21, 2);
 
 	assert_int_equal(deq(f, pkts, 32), 1);
-	assert_copied(pkts[0], 1000, 0x21);
-	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_SCATTERED), 1);
-	rf_expect_used(&f->tx, two.head, 0);
+	assert_zc_segs(f, pkts[0], two.gpa + h, 1000, 0x21,
+		       pieces_of(f, two.gpa + h, cut - h) + pieces_of(f, two.gpa + cut, total - cut));
 	rf_expect_no_used(&f->tx);
 	vl_pkt_free(pkts[0]);
+	burst_none(f);
+	rf_expect_used(&f->tx, two.head, 0);
+	rf_expect_no_used(&f->tx);
 
-	/* Header alone, then the payload in one descriptor (inside one page): zero-copy. */
+	/* Header alone, then the payload in one descriptor (inside one page): one segment. */
 	uint64_t page = lab_gmem_alloc(f->g, 4096, 4096);
 
 	assert_true(page != 0);
@@ -543,18 +591,21 @@ static void scn_fallback_scattered(struct rf *f)
 	rf_expect_used(&f->tx, split_hdr, 0);
 	rf_expect_no_used(&f->tx);
 
-	/* One buffer across the region boundary, 100 payload bytes before it: scattered. */
+	/* One buffer across the region boundary, 100 payload bytes before it: two segments,
+	 * the second starting exactly at the second region. */
 	uint64_t at = rf_straddle(f, h + 100);
 	uint16_t cross = post_at(f, at, 1000, 0x23);
 
 	assert_int_equal(deq(f, pkts, 32), 1);
-	assert_copied(pkts[0], 1000, 0x23);
-	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_SCATTERED), 2);
-	rf_expect_used(&f->tx, cross, 0);
+	assert_zc_segs(f, pkts[0], at + h, 1000, 0x23, 2);
+	assert_ptr_equal(pkts[0]->next->data, host_of(f, f->straddle_gpa, 900));
 	rf_expect_no_used(&f->tx);
 	vl_pkt_free(pkts[0]);
+	burst_none(f);
+	rf_expect_used(&f->tx, cross, 0);
+	rf_expect_no_used(&f->tx);
 
-	/* The header alone before the boundary, the payload wholly after it: zero-copy, and
+	/* The header alone before the boundary, the payload wholly after it: one segment, and
 	 * the packet starts exactly at the second region. */
 	at = rf_straddle(f, h);
 	uint16_t after = post_at(f, at, 1000, 0x24);
@@ -567,11 +618,77 @@ static void scn_fallback_scattered(struct rf *f)
 	rf_expect_used(&f->tx, after, 0);
 	rf_expect_no_used(&f->tx);
 
+	expect_all_back(f, 0, 4);
+	lab_gmem_free(f->g, page, 4096);
+}
+WRAP_GRANS(scattered)
+
+/* Post the header, then the payload as `pieces` descriptors of 8 bytes, all in one page (so
+ * every descriptor is one piece under any granularity). */
+static uint16_t post_in_pieces(struct rf *f, uint64_t page, uint32_t pieces, uint8_t seed)
+{
+	struct rf_desc d[VL_ZC_MAX_SEGS + 2];
+	const uint32_t h = f->hdr_len;
+	uint8_t *p = rf_ptr(f, page, h + 8 * pieces);
+
+	assert_true(pieces + 1 <= VL_ZC_MAX_SEGS + 2);
+	memset(p, 0, h);
+	rf_pattern(p + h, 8 * pieces, seed);
+	d[0] = (struct rf_desc){ page, h, 0 };
+	for (uint32_t i = 0; i < pieces; i++)
+		d[i + 1] = (struct rf_desc){ page + h + 8 * i, 8, 0 };
+	return rf_post_chain(&f->tx, d, pieces + 1);
+}
+
+/* SCATTERED: a payload over more than VL_ZC_MAX_SEGS pieces is copied and its chain returned
+ * at once; VL_ZC_MAX_SEGS pieces are still zero-copied. So is one whose segments the pool
+ * cannot supply (the second allocation of the burst refused): copied into its head. */
+static void scn_fallback_scattered(struct rf *f)
+{
+	struct vl_pkt *pkts[32];
+	struct vl_vq *q = f->tx.q;
+	const uint32_t h = f->hdr_len;
+	uint64_t page = lab_gmem_alloc(f->g, 4096, 4096);
+
+	assert_true(page != 0);
+	vl_vq_set_zero_copy(q, true, 64, 64);
+
+	uint16_t at_max = post_in_pieces(f, page, VL_ZC_MAX_SEGS, 0x31);
+
+	assert_int_equal(deq(f, pkts, 32), 1);
+	assert_zc_segs(f, pkts[0], page + h, 8 * VL_ZC_MAX_SEGS, 0x31, VL_ZC_MAX_SEGS);
+	rf_expect_no_used(&f->tx);
+	vl_pkt_free(pkts[0]);
+	burst_none(f);
+	rf_expect_used(&f->tx, at_max, 0);
+	rf_expect_no_used(&f->tx);
+
+	uint16_t over = post_in_pieces(f, page, VL_ZC_MAX_SEGS + 1, 0x32);
+
+	assert_int_equal(deq(f, pkts, 32), 1);
+	assert_copied(pkts[0], 8 * (VL_ZC_MAX_SEGS + 1), 0x32);
+	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_SCATTERED), 1);
+	rf_expect_used(&f->tx, over, 0);
+	rf_expect_no_used(&f->tx);
+	vl_pkt_free(pkts[0]);
+
+	/* The burst's heads are one allocation; the segments would be the second. */
+	struct rf_good two = rf_post_good_n(f, &f->tx, 1000, 0x33, 2);
+	const uint32_t free_before = vl_pool_free_count(f->pool);
+
+	vl_pool_fail_after(f->pool, 1);
+	assert_int_equal(deq(f, pkts, 32), 1);
+	vl_pool_fail_after(f->pool, UINT64_MAX);
+	assert_copied(pkts[0], 1000, 0x33);
+	assert_int_equal(pkts[0]->nb_segs, 1);
+	assert_int_equal(vl_pool_free_count(f->pool), free_before - 1);
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_SCATTERED), 2);
-	assert_int_equal(fallbacks_total(f), 2);
-	assert_int_equal(st(f)->zc_packets, 2);
-	assert_int_equal(st(f)->zc_returned, 2);
-	assert_int_equal(vl_vq_zero_copy_held(q), 0);
+	rf_expect_used(&f->tx, two.head, 0);
+	rf_expect_no_used(&f->tx);
+	vl_pkt_free(pkts[0]);
+	assert_int_equal(vl_pool_free_count(f->pool), free_before);
+
+	expect_all_back(f, 2, 1);
 	lab_gmem_free(f->g, page, 4096);
 }
 WRAP_GRANS(fallback_scattered)
@@ -906,6 +1023,7 @@ int main(void)
 		TESTS2(in_order_return),
 		TESTS2(in_order_copies_wait),
 		TESTS4(fallback_small),
+		TESTS_GRANS(scattered),
 		TESTS_GRANS(fallback_scattered),
 		TESTS2(fallback_limit),
 		TESTS2(in_order_bound),

@@ -87,11 +87,16 @@ enum vl_drop {
 /* The constant name of a reason, e.g. "chain_loop". */
 const char *vl_drop_name(enum vl_drop reason);
 
+/* Most segments a zero-copy packet is made of: one per host-contiguous piece of its payload
+ * (a Linux guest sends the linear part and up to 17 page fragments). A payload over more
+ * pieces is copied (VL_ZC_FALLBACK_SCATTERED). */
+#define VL_ZC_MAX_SEGS 32u
+
 /* Why a dequeued packet was copied although zero-copy is on. */
 enum vl_zc_fallback {
 	VL_ZC_FALLBACK_SMALL = 0,    /* shorter than the zero-copy threshold */
-	VL_ZC_FALLBACK_SCATTERED,    /* payload not contiguous in host memory (several
-				      * descriptors, or a buffer straddling regions) */
+	VL_ZC_FALLBACK_SCATTERED,    /* payload over more than VL_ZC_MAX_SEGS host-contiguous
+				      * pieces, or the pool had no segments to describe them */
 	VL_ZC_FALLBACK_LIMIT,        /* the bound on chains held by packets is reached */
 	VL_ZC_FALLBACK__COUNT
 };
