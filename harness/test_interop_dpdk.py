@@ -463,7 +463,7 @@ def test_zero_copy_loopback(vhostlab, testpmd, workdir, cell):
     assert q["drops"] == q["drops_by_reason"]["no_peer"], q
 
 
-SEG_CELLS = [{"ring": "split", "mrg": 1, "ord": 0}]
+SEG_CELLS = [{"ring": ring, "mrg": 1, "ord": 0} for ring in ("split", "packed")]
 
 
 @pytest.mark.parametrize("cell", SEG_CELLS, ids=[c["ring"] for c in SEG_CELLS])

@@ -289,7 +289,7 @@ static void walk_split(struct lab_model *m, uint16_t head, bool rx, struct mdl_c
 
 /* Packed (spec 2.8.6-2.8.8): the chain's descriptors are consecutive in the ring; an
  * INDIRECT one must be the chain's only descriptor, and its table's entries are consecutive
- * (NEXT ignored) and may not be INDIRECT themselves. */
+ * (NEXT ignored), may not be INDIRECT themselves, and in a TX chain may carry WRITE. */
 static void walk_packed(struct lab_model *m, const struct mdl_ploc *loc, bool rx,
 			struct mdl_chain *c)
 {
@@ -311,6 +311,10 @@ static void walk_packed(struct lab_model *m, const struct mdl_ploc *loc, bool rx
 				const uint8_t *e = table + 16u * k;
 				uint16_t ef = rd16(e + P_FLAGS);
 
+				/* WRITE on a TX table entry is read anyway (the core's rule for
+				 * DPDK's virtio-user, ring/packed.c). */
+				if (!rx)
+					ef &= (uint16_t)~VL_DESC_F_WRITE;
 				if (ef & VL_DESC_F_INDIRECT)
 					c->why = VL_DROP_NESTED_INDIRECT;
 				else

@@ -116,7 +116,13 @@ end:
 }
 
 /* Walk an indirect table: entries are consecutive (NEXT is ignored, spec 2.8.8); only WRITE
- * is a valid flag; an INDIRECT entry is a nested table, which we refuse. */
+ * is a valid flag; an INDIRECT entry is a nested table, which we refuse.
+ * A device-writable entry in a TX (device-reads) table is read anyway and counted: DPDK
+ * 22.11's virtio-user initialises every packed indirect entry with WRITE and never clears it
+ * on the header entry of a multi-segment transmit, so refusing it would drop every such
+ * packet (DPDK's own vhost library never checks). Reading memory the guest offered for
+ * writing harms nothing; the other direction -- writing a device-readable buffer -- stays a
+ * drop everywhere, and so does WRITE on TX outside packed indirect tables. */
 static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, uint32_t entries,
 				      enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
@@ -126,6 +132,10 @@ static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, ui
 		vl_guest_load_bytes(&d, table + (size_t)i * sizeof(d), sizeof(d));
 		if (d.flags & VL_DESC_F_INDIRECT)
 			return VL_DROP_NESTED_INDIRECT;
+		if (dir == VL_DIR_DEVICE_READS && (d.flags & VL_DESC_F_WRITE)) {
+			d.flags &= (uint16_t)~VL_DESC_F_WRITE;
+			vq->stats.tx_write_ignored++;
+		}
 		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
 
 		if (why != VL_DROP_NONE)

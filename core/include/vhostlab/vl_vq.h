@@ -143,6 +143,9 @@ struct vl_vq_stats {
 				       * chain followed them inside one packet's reservation */
 	uint64_t log_pages;           /* dirty-log page marks */
 	uint64_t log_out_of_range;    /* guest writes beyond what the dirty log covers */
+	uint64_t tx_write_ignored;    /* device-writable entries of packed indirect tables in TX
+				       * chains, read anyway (DPDK 22.11's virtio-user marks its
+				       * header entry so); anywhere else WRITE on TX is a drop */
 };
 
 struct vl_vq;
