@@ -19,6 +19,8 @@
 #define BENCH_MAX_LIST 16u
 #define BENCH_MAX_REPS 64u
 #define BENCH_MAX_CELLS 1024u
+/* --pieces: descriptors per TX chain (zero-copy takes up to VL_ZC_MAX_SEGS of them). */
+#define BENCH_MAX_PIECES 8u
 /* --batch all: every copy goes through the batch, whatever its size. */
 #define BENCH_BATCH_ALL UINT32_MAX
 
@@ -42,11 +44,14 @@ struct bench_cell {
 	enum vl_alloc_policy alloc;
 	enum bench_fill fill;
 	bool csum;              /* VIRTIO_NET_F_CSUM: dequeue reads and checks every TX header */
+	uint32_t pieces;        /* descriptors per TX chain, its buffer cut into that many
+				 * (1..BENCH_MAX_PIECES; dequeue; a Linux guest sends 2+) */
 };
 
 /* "dequeue/split/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full": the cell's
  * stable name (the instruction-count baseline is keyed by it); "/csum=on" is appended only
- * when VIRTIO_NET_F_CSUM is negotiated, so the names of cells without it never change. */
+ * when VIRTIO_NET_F_CSUM is negotiated and "/pieces=N" only when N > 1, so the names of
+ * cells without them never change. */
 void bench_cell_name(const struct bench_cell *c, char *buf, size_t len);
 
 struct bench_opts {

@@ -108,9 +108,10 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		 tmp && *tmp ? tmp : "/tmp", (int)getpid());
 	snprintf(outarg, sizeof(outarg), "--callgrind-out-file=%s", outfile);
 
-	char size[16], batch[16], burst[16], qsize[16], packets[24];
+	char size[16], batch[16], burst[16], qsize[16], packets[24], pieces[16];
 
 	snprintf(size, sizeof(size), "%u", c->size);
+	snprintf(pieces, sizeof(pieces), "%u", c->pieces);
 	if (c->batch == BENCH_BATCH_ALL)
 		snprintf(batch, sizeof(batch), "all");
 	else
@@ -133,6 +134,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		"--alloc", (char *)bench_alloc_name(c->alloc),
 		"--fill", (char *)bench_fill_name(c->fill),
 		"--csum", (char *)onoff(c->csum),
+		"--pieces", pieces,
 		"--burst", burst, "--queue-size", qsize, "--reps", "1", "--packets", packets,
 		"--quiet", NULL,
 	};

@@ -397,13 +397,24 @@ static int post_tx(struct bench *b, uint32_t want)
 {
 	struct gq *q = &b->tx;
 
+	const uint32_t pieces = b->c->pieces, share = b->c->size / pieces;
+
 	while (q->posted_unused < want && q->nfree > 0) {
 		uint32_t slot = q->free_slots[q->nfree - 1];
 		uint64_t gpa = slot_gpa(q, slot);
-		struct lab_pdesc d = {gpa, q->buf_len, 0};
+		struct lab_pdesc d[BENCH_MAX_PIECES];
 
+		/* --pieces: the payload cut into equal shares (the last takes the rest), the
+		 * header in front of the first; the bytes stay where one descriptor puts them. */
+		for (uint32_t i = 0, off = 0; i < pieces; i++) {
+			uint32_t len = i + 1 < pieces ? share + (i == 0 ? b->hdr_len : 0)
+						      : q->buf_len - off;
+
+			d[i] = (struct lab_pdesc){gpa + off, len, 0};
+			off += len;
+		}
 		mark_buf(b, gptr(b, gpa + b->hdr_len, b->c->size), b->tx_seq_post);
-		int id = lab_ring_post(&q->ring, &d, 1);
+		int id = lab_ring_post(&q->ring, d, pieces);
 
 		if (id < 0)
 			break;

@@ -39,6 +39,10 @@ static void bench_usage(FILE *out)
 		"  --csum LIST        on, off: VIRTIO_NET_F_CSUM, with which dequeue reads and checks\n"
 		"                     every TX header (off: it is not read); enqueue cells keep the\n"
 		"                     first value (default off)\n"
+		"  --pieces LIST      descriptors per TX chain, 1..%u: the guest's buffer cut into\n"
+		"                     that many, the header in the first (a Linux guest sends its\n"
+		"                     headers and its data apart); enqueue cells keep the first\n"
+		"                     value (default 1)\n"
 		"run:\n"
 		"  --burst N          packets per core call, 1..256 (default 32)\n"
 		"  --queue-size N     entries per queue, burst..32768, a power of two (default 256)\n"
@@ -58,7 +62,7 @@ static void bench_usage(FILE *out)
 		"\n"
 		"exit status: 0 measured, 1 the core misbehaved (the message names the cell and\n"
 		"packet) or a measurement failed, 2 usage error.\n",
-		BENCH_MAX_REPS);
+		BENCH_MAX_PIECES, BENCH_MAX_REPS);
 }
 
 const char *bench_dir_name(enum bench_dir d)
@@ -102,6 +106,12 @@ void bench_cell_name(const struct bench_cell *c, char *buf, size_t len)
 
 		if (used < len)
 			snprintf(buf + used, len - used, "/csum=on");
+	}
+	if (c->pieces > 1) {
+		size_t used = strlen(buf);
+
+		if (used < len)
+			snprintf(buf + used, len - used, "/pieces=%u", c->pieces);
 	}
 }
 
@@ -215,6 +225,16 @@ static bool one_size(const char *opt, const char *item, uint32_t *out)
 	return true;
 }
 
+static bool one_pieces(const char *opt, const char *item, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(CMD, opt, item, 1, BENCH_MAX_PIECES, &v))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
 static bool one_batch(const char *opt, const char *item, uint32_t *out)
 {
 	uint64_t v;
@@ -252,12 +272,12 @@ static bool list_has(const struct list *l, uint32_t v)
 }
 
 struct dims {
-	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum;
+	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum, pieces;
 };
 
 /* Options that do not apply to a direction would only repeat a cell: enqueue cells have no
- * allocation policy and read no TX header (CSUM), so they keep the first value listed of
- * each, and are measured once. */
+ * allocation policy, read no TX header (CSUM) and post no TX chains (pieces), so they keep
+ * the first value listed of each, and are measured once. */
 static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 {
 	char a[160], b[160];
@@ -278,9 +298,10 @@ static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 
 static bool build_cells(struct bench_opts *o, const struct dims *d)
 {
-	uint32_t idx[10] = {0};
-	const struct list *dims[10] = {&d->dir, &d->layout, &d->size, &d->mrg, &d->order,
-				       &d->batch, &d->zc, &d->alloc, &d->fill, &d->csum};
+	uint32_t idx[11] = {0};
+	const struct list *dims[11] = {&d->dir,   &d->layout, &d->size, &d->mrg,
+				       &d->order, &d->batch,  &d->zc,   &d->alloc,
+				       &d->fill,  &d->csum,   &d->pieces};
 
 	o->ncells = 0;
 	for (;;) {
@@ -295,16 +316,18 @@ static bool build_cells(struct bench_opts *o, const struct dims *d)
 			.alloc = (enum vl_alloc_policy)d->alloc.v[idx[7]],
 			.fill = (enum bench_fill)d->fill.v[idx[8]],
 			.csum = d->csum.v[idx[9]] != 0,
+			.pieces = d->pieces.v[idx[10]],
 		};
 
 		if (c.dir == BENCH_ENQUEUE) {
 			c.alloc = (enum vl_alloc_policy)d->alloc.v[0];
 			c.csum = d->csum.v[0] != 0;
+			c.pieces = d->pieces.v[0];
 		}
 		if (!add_cell(o, &c))
 			return false;
-		/* Odometer over the ten dimensions, the last one fastest. */
-		int k = 9;
+		/* Odometer over the eleven dimensions, the last one fastest. */
+		int k = 10;
 
 		while (k >= 0 && ++idx[k] == dims[k]->n)
 			idx[k--] = 0;
@@ -328,6 +351,22 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 				o->queue_size);
 		return false;
 	}
+	uint32_t most_pieces = 0, least_size = UINT32_MAX;
+
+	for (uint32_t i = 0; i < d->pieces.n; i++)
+		most_pieces = d->pieces.v[i] > most_pieces ? d->pieces.v[i] : most_pieces;
+	for (uint32_t i = 0; i < d->size.n; i++)
+		least_size = d->size.v[i] < least_size ? d->size.v[i] : least_size;
+	if (most_pieces > least_size) {
+		cli_usage_error(CMD, "--pieces %u is more than the smallest of --sizes, %u: every "
+				"piece needs a payload byte", most_pieces, least_size);
+		return false;
+	}
+	if ((uint64_t)most_pieces * o->burst > o->queue_size) {
+		cli_usage_error(CMD, "--pieces %u x --burst %u descriptors do not fit --queue-size %u",
+				most_pieces, o->burst, o->queue_size);
+		return false;
+	}
 	if ((o->queue_size & (o->queue_size - 1)) != 0) {
 		cli_usage_error(CMD, "--queue-size %u is not a power of two", o->queue_size);
 		return false;
@@ -338,8 +377,8 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
-	       O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON, O_QUIET,
-	       O_CHILD };
+	       O_PIECES, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON,
+	       O_QUIET, O_CHILD };
 	static const struct option longopts[] = {
 		{"direction", required_argument, NULL, O_DIR},
 		{"layout", required_argument, NULL, O_LAYOUT},
@@ -351,6 +390,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"alloc", required_argument, NULL, O_ALLOC},
 		{"fill", required_argument, NULL, O_FILL},
 		{"csum", required_argument, NULL, O_CSUM},
+		{"pieces", required_argument, NULL, O_PIECES},
 		{"burst", required_argument, NULL, O_BURST},
 		{"queue-size", required_argument, NULL, O_QSIZE},
 		{"reps", required_argument, NULL, O_REPS},
@@ -375,6 +415,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		.alloc = {{VL_ALLOC_AVAILABLE}, 1},
 		.fill = {{BENCH_FILL_FULL}, 1},
 		.csum = {{0}, 1},
+		.pieces = {{1}, 1},
 	};
 	bool reps_given = false, len_given = false;
 	uint64_t v;
@@ -404,6 +445,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case O_ALLOC: ok = parse_list("--alloc", optarg, one_alloc, &d.alloc); break;
 		case O_FILL: ok = parse_list("--fill", optarg, one_fill, &d.fill); break;
 		case O_CSUM: ok = parse_list("--csum", optarg, one_onoff, &d.csum); break;
+		case O_PIECES: ok = parse_list("--pieces", optarg, one_pieces, &d.pieces); break;
 		case O_BURST:
 			ok = cli_parse_u64(CMD, "--burst", optarg, 1, 256, &v);
 			o->burst = (uint32_t)v;

@@ -19,7 +19,7 @@ GATE = REPO_ROOT / "scripts" / "perf_gate.py"
 
 BENCH_OPTIONS = [
     "--direction", "--layout", "--sizes", "--mergeable", "--in-order", "--batch",
-    "--zero-copy", "--alloc", "--fill", "--csum", "--burst", "--queue-size", "--reps", "--seconds",
+    "--zero-copy", "--alloc", "--fill", "--csum", "--pieces", "--burst", "--queue-size", "--reps", "--seconds",
     "--packets", "--quick", "--instructions", "--json", "--quiet",
 ]
 
@@ -52,6 +52,10 @@ def test_bench_help_mentions_every_option(vhostlab):
         (["--batch", "-1"], "'-1'"),
         (["--fill", "half"], "'half'"),
         (["--csum", "maybe"], "'maybe'"),
+        (["--pieces", "0"], "--pieces: 0 "),
+        (["--pieces", "9"], "9"),
+        (["--pieces", "4", "--sizes", "3"], "smallest of --sizes, 3"),
+        (["--pieces", "8", "--burst", "64"], "--queue-size 256"),
         (["--alloc", "lazy"], "'lazy'"),
         (["--reps", "0"], "--reps"),
         (["--seconds", "0"], "'0'"),
@@ -143,6 +147,29 @@ def test_bench_zero_copy_dequeues_without_copying(vhostlab):
             assert c["zc_packets"] >= 5000, c["name"]
         else:
             assert c["zc_packets"] == 0, c["name"]
+
+
+def test_bench_pieces_are_zero_copied_as_segments(vhostlab):
+    """--pieces 2: every TX chain is two descriptors (header and half the payload, then the
+    rest). With zero-copy every packet is still dequeued without copying (two segments, one
+    segment allocation per packet besides the burst's heads); without it nothing is, and the
+    cells are named apart from the one-piece ones."""
+    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
+                   "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
+                   "--pieces", "1,2")
+    assert res.returncode == 0, res.describe()
+    cells = {(c["layout"], c["zero_copy"], c["pieces"]): c for c in res.json()["cells"]}
+    assert len(cells) == 8
+    for (layout, zc, pieces), c in cells.items():
+        assert c["name"].endswith("/pieces=2") == (pieces == 2), c["name"]
+        assert c["zc_packets"] == (c["packets_per_rep"] if zc else 0), c
+        # One bulk allocation of heads per call, plus one of segments per two-piece
+        # zero-copy packet.
+        per_call = c["alloc_calls_per_call"]
+        if zc and pieces == 2:
+            assert per_call == pytest.approx(33.0, abs=0.5), c
+        else:
+            assert per_call == pytest.approx(1.0, abs=0.05), c
 
 
 def test_bench_csum_reads_the_tx_header(vhostlab):
