@@ -88,6 +88,8 @@ struct serve_qstats {
 	uint64_t drops[SERVE_DROP__COUNT];
 	uint64_t zero_copied;          /* received without copying (--zero-copy) */
 	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT]; /* copied anyway, by reason */
+	uint64_t write_flag_read;      /* TX indirect entries marked device-writable, read anyway
+					* (vl_vq_stats.tx_write_ignored: DPDK virtio-user, packed) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
 	uint64_t calls;                /* call eventfd signals (both rings) */
 	/* Burst calls per ring (SERVE_RING_RX / _TX) and those that moved nothing: on the TX
@@ -113,6 +115,7 @@ struct serve_pair {
 	uint64_t folded_drops;         /* TX ring drops already counted as MALFORMED */
 	uint64_t folded_zc;            /* TX ring zero-copy packets already counted */
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
+	uint64_t folded_wr;            /* ... and tx_write_ignored */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;

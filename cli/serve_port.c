@@ -83,6 +83,7 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		sp->folded_drops = serve_stats_core_drops(vq);
 		sp->folded_zc = vl_vq_stats(vq)->zc_packets;
 		memcpy(sp->folded_zcf, vl_vq_stats(vq)->zc_fallbacks, sizeof(sp->folded_zcf));
+		sp->folded_wr = vl_vq_stats(vq)->tx_write_ignored;
 		if (s->o.zero_copy)
 			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));
 	}

@@ -487,6 +487,12 @@ def test_zero_copy_of_segmented_frames(vhostlab, testpmd, workdir, cell):
     assert q["rx_bytes"] == 1500 * q["rx_packets"], q
     assert q["drops"] == 0, q
     check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    # DPDK 22.11 leaves WRITE on the header entry of a packed indirect table (every packet
+    # here: it is read anyway, counted per walk); a split table's header entry is right.
+    if cell["ring"] == "packed":
+        assert q["tx_write_ignored"] >= q["rx_packets"], q
+    else:
+        assert q["tx_write_ignored"] == 0, q
 
 
 def test_features_serve_does_not_offer_are_not_negotiated(vhostlab, testpmd, workdir):
