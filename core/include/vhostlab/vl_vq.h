@@ -146,8 +146,7 @@ struct vl_vq_stats {
 	uint64_t tx_write_ignored;    /* device-writable entries of packed indirect tables in TX
 				       * chains, read anyway (DPDK 22.11's virtio-user marks its
 				       * header entry so); anywhere else WRITE on TX is a drop.
-				       * Counted per walk: a chain left for the next burst (pool
-				       * short) counts again when it is walked again */
+				       * Counted per entry: a table may have more than one */
 };
 
 struct vl_vq;
