@@ -72,8 +72,9 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 		skip = 0;
 		nseg++;
 	}
-	/* nseg >= 2 here: the caller tried the one-piece case first, and pkt_len > 0. */
-	if (nseg > VL_ZC_MAX_SEGS)
+	/* The caller tried the one-piece case first, so nseg >= 2; checked anyway, as the
+	 * allocation below takes nseg - 1. */
+	if (nseg < 2 || nseg > VL_ZC_MAX_SEGS)
 		return false;
 	vq->stats.alloc_calls++;
 	if (vl_pool_alloc_bulk(pool, segs, nseg - 1) != 0)
