@@ -54,6 +54,12 @@ GATE_CELLS = [
     # With VIRTIO_NET_F_CSUM, dequeue reads and checks every TX header (without it, as in
     # the cells above, the header is not read).
     ["--direction", "dequeue", "--layout", "packed", "--sizes", "64", "--csum", "on"],
+    # Chains of two descriptors, the header in the first (as a Linux guest sends headers and
+    # data apart): the general chain walk, the copy of several pieces into one segment, and
+    # the zero-copy packet of two segments.
+    ["--direction", "dequeue", "--layout", "split", "--sizes", "1518", "--pieces", "2"],
+    ["--direction", "dequeue", "--layout", "packed", "--sizes", "1518", "--pieces", "2",
+     "--zero-copy", "on"],
 ]
 
 

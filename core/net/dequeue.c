@@ -57,6 +57,25 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 		vl_copy(vq, pkt->data, vq->pieces[0].host + skip, pkt->data_len, VL_NO_LOG);
 		return;
 	}
+	/* Several pieces into one segment (a Linux guest's headers and data apart): the pieces
+	 * land one after another, with no segment bookkeeping. */
+	if (!pkt->next) {
+		uint8_t *dst = pkt->data;
+
+		for (uint32_t i = 0; i < np; i++) {
+			uint32_t left = vq->pieces[i].len;
+
+			if (skip >= left) {
+				skip -= left;
+				continue;
+			}
+			left -= skip;
+			vl_copy(vq, dst, vq->pieces[i].host + skip, left, VL_NO_LOG);
+			dst += left;
+			skip = 0;
+		}
+		return;
+	}
 	for (uint32_t i = 0; i < np; i++) {
 		const uint8_t *src = vq->pieces[i].host;
 		uint32_t left = vq->pieces[i].len;

@@ -102,6 +102,7 @@ struct vl_vq {
 	bool event_idx;            /* VIRTIO_RING_F_EVENT_IDX negotiated */
 	bool want_kicks;           /* the device asks the guest for available notifications */
 	const struct vl_mem *mem;
+	uint32_t mem_hint;         /* range of mem the last descriptor's buffer was found in */
 	struct vl_vq_config cfg;
 
 	/* Split ring areas (host pointers, validated contiguous at setup). */
@@ -174,21 +175,17 @@ struct vl_vq {
 };
 
 /* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). Forced inline: once per
- * packet, and the loop unrolls into compares when inlined. */
+ * packet. Between 65 and 1518 bytes the class is the length's bit count less 5 (65-127 -> 2,
+ * 128-255 -> 3, 256-511 -> 4, 512-1023 -> 5, 1024-1518 -> 6): one count-leading-zeros,
+ * where a loop over the bounds cost 21 instructions per 1518-byte packet (callgrind). */
 static VL_ALWAYS_INLINE uint32_t vl_size_bin(uint32_t len)
 {
 	if (len < 64)
 		return 0;
 	if (len == 64)
 		return 1;
-	if (len <= 1518) {
-		/* 65-127 -> 2, 128-255 -> 3, 256-511 -> 4, 512-1023 -> 5, 1024-1518 -> 6 */
-		uint32_t b = 2;
-
-		for (uint32_t top = 127; len > top && b < 6; top = top * 2 + 1)
-			b++;
-		return b;
-	}
+	if (len <= 1518)
+		return (uint32_t)(32 - __builtin_clz(len)) - 5u; /* len > 0: clz is defined */
 	return 7;
 }
 
@@ -232,7 +229,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 	 * vl_chain_add_range, which starts over and names the failure. */
 	if (*np < VL_CHAIN_MAX_PIECES && len <= UINT32_MAX - *total) {
 		uint64_t chunk = len;
-		uint8_t *host = vl_mem_xlate(vq->mem, addr, &chunk);
+		uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &chunk, &vq->mem_hint);
 
 		if (host != NULL && chunk == len) {
 			struct vl_piece *pc = &vq->pieces[(*np)++];

@@ -876,6 +876,139 @@ static void test_mrg_too_many_pieces_4k(void **state)
 	run_net(scn_mrg_too_many_pieces, RF_4K, F_MRG, 256);
 }
 
+/* ---- statistics ------------------------------------------------------------------------- */
+
+/* The edges of the size classes (vl_vq.h: <64, 64, 65-127, 128-255, 256-511, 512-1023,
+ * 1024-1518, >1518 bytes), each with the class the header comment gives it. */
+static const struct {
+	uint32_t len, bin;
+} SIZE_EDGES[] = {
+	{ 1, 0 },      { 63, 0 },     { 64, 1 },     { 65, 2 },     { 127, 2 },   { 128, 3 },
+	{ 255, 3 },    { 256, 4 },    { 511, 4 },    { 512, 5 },    { 1023, 5 },  { 1024, 6 },
+	{ 1518, 6 },   { 1519, 7 },   { 9000, 7 },   { VL_PKT_MAX_LEN, 7 },
+};
+
+/* Only class `bin` moved, by one. */
+static void expect_one_in_bin(const uint64_t *before, const uint64_t *after, uint32_t bin,
+			      uint32_t len, const char *side)
+{
+	for (uint32_t b = 0; b < VL_SIZE_BINS; b++)
+		if (after[b] - before[b] != (b == bin ? 1u : 0u))
+			fail_msg("%s packet of %u bytes: class %u moved by %llu (its class is %u)",
+				 side, len, b, (unsigned long long)(after[b] - before[b]), bin);
+}
+
+/* One packet of each edge length each way lands in its class. */
+static void scn_size_classes(struct rf *f)
+{
+	for (uint32_t i = 0; i < sizeof(SIZE_EDGES) / sizeof(SIZE_EDGES[0]); i++) {
+		const uint32_t len = SIZE_EDGES[i].len, bin = SIZE_EDGES[i].bin;
+		uint64_t before[VL_SIZE_BINS];
+
+		memcpy(before, vl_vq_stats(f->tx.q)->size_bins, sizeof(before));
+		struct rf_good g = rf_post_good(f, &f->tx, len, (uint8_t)i);
+
+		rf_burst_expect_good(f, &f->tx, &g);
+		rf_free_good(f, &g);
+		expect_one_in_bin(before, vl_vq_stats(f->tx.q)->size_bins, bin, len, "dequeued");
+
+		memcpy(before, vl_vq_stats(f->rx.q)->size_bins, sizeof(before));
+		(void)post_buf(f, f->hdr_len + len);
+		const uint8_t want[1] = { VL_RX_DELIVERED };
+
+		enqueue_lens(f, &len, 1, 1, want);
+		expect_one_in_bin(before, vl_vq_stats(f->rx.q)->size_bins, bin, len, "enqueued");
+	}
+}
+
+static void test_size_classes_split(void **state)
+{
+	(void)state;
+	rf_run(scn_size_classes, VL_LAYOUT_SPLIT, RF_COARSE, 0);
+}
+
+static void test_size_classes_packed(void **state)
+{
+	(void)state;
+	rf_run(scn_size_classes, VL_LAYOUT_PACKED, RF_COARSE, 0);
+}
+
+/* ---- memory table -------------------------------------------------------------------- */
+
+/* The memory table shrinks between bursts (vhost-user SET_MEM_TABLE, vl_vq_set_mem) to one
+ * without the region the queue's last buffer lived in. Translation starts from the range the
+ * last buffer was found in; that range index belonged to the old table and lies past the end
+ * of the new one. A chain into the memory that went is dropped as unmapped (and returned),
+ * and a chain into memory the new table kept is served. */
+static void scn_mem_table_shrinks(struct rf *f)
+{
+	uint32_t n = 0;
+	const struct vl_mem_region *r = lab_gmem_regions(f->g, &n);
+	const uint32_t buf = f->hdr_len + 64;
+	struct rf_good b = rf_post_good(f, &f->tx, 64, 0x11); /* early in RAM */
+
+	rf_burst_expect_good(f, &f->tx, &b);
+	const uint64_t filler = rf_alloc(f, 256 * 1024); /* a is 64 pages further up */
+	struct rf_good a = rf_post_good(f, &f->tx, 64, 0x22);
+
+	rf_burst_expect_good(f, &f->tx, &a);
+	rf_expect_used(&f->tx, b.head, 0);
+	rf_expect_used(&f->tx, a.head, 0);
+
+	/* The new table: the ring area (region 0) and the pages b's buffer is on. */
+	struct vl_mem_region keep[3];
+	uint32_t k = 0;
+
+	keep[k++] = r[0];
+	for (uint32_t i = 1; i < n; i++)
+		if (r[i].gpa < b.gpa + buf && b.gpa < r[i].gpa + r[i].size) {
+			assert_true(k < 3);
+			keep[k++] = r[i];
+		}
+	for (uint32_t i = 0; i < k; i++)
+		assert_false(keep[i].gpa < a.gpa + buf && a.gpa < keep[i].gpa + keep[i].size);
+	int err = 0;
+	struct vl_mem *small = vl_mem_create(keep, k, &err);
+
+	assert_non_null(small);
+	assert_int_equal(vl_vq_set_mem(f->tx.q, small), VL_OK);
+
+	/* a's bytes are still there in the guest, but no longer in the table. */
+	const struct rf_desc da = { a.gpa, buf, 0 };
+	const uint16_t head = rf_post_chain(&f->tx, &da, 1);
+	struct vl_pkt *pkts[4];
+
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 4), 0);
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_UNMAPPED), 1);
+	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_UNMAPPED), 0);
+	rf_expect_used(&f->tx, head, 0);
+
+	const struct rf_desc db = { b.gpa, buf, 0 };
+
+	b.head = rf_post_chain(&f->tx, &db, 1);
+	rf_burst_expect_good(f, &f->tx, &b);
+	rf_expect_used(&f->tx, b.head, 0);
+	rf_expect_no_used(&f->tx);
+
+	assert_int_equal(vl_vq_set_mem(f->tx.q, f->mem), VL_OK);
+	vl_mem_destroy(small);
+	rf_free_good(f, &a);
+	rf_free_good(f, &b);
+	lab_gmem_free(f->g, filler, 256 * 1024);
+}
+
+static void test_mem_table_shrinks_split(void **state)
+{
+	(void)state;
+	rf_run(scn_mem_table_shrinks, VL_LAYOUT_SPLIT, RF_4K, 0);
+}
+
+static void test_mem_table_shrinks_packed(void **state)
+{
+	(void)state;
+	rf_run(scn_mem_table_shrinks, VL_LAYOUT_PACKED, RF_4K, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +1039,10 @@ int main(void)
 		cmocka_unit_test(test_pkt_over_max_mrg),
 		cmocka_unit_test(test_mrg_too_many_pieces_coarse),
 		cmocka_unit_test(test_mrg_too_many_pieces_4k),
+		cmocka_unit_test(test_size_classes_split),
+		cmocka_unit_test(test_size_classes_packed),
+		cmocka_unit_test(test_mem_table_shrinks_split),
+		cmocka_unit_test(test_mem_table_shrinks_packed),
 	};
 
 	return cmocka_run_group_tests_name("net", tests, NULL, NULL);
