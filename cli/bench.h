@@ -21,6 +21,8 @@
 #define BENCH_MAX_CELLS 1024u
 /* --pieces: descriptors per TX chain (zero-copy takes up to VL_ZC_MAX_SEGS of them). */
 #define BENCH_MAX_PIECES 8u
+/* --indirect on: the guest's table for one chain, room for BENCH_MAX_PIECES 16-byte entries. */
+#define BENCH_TABLE_BYTES (16u * BENCH_MAX_PIECES)
 /* --batch all: every copy goes through the batch, whatever its size. */
 #define BENCH_BATCH_ALL UINT32_MAX
 
@@ -46,12 +48,14 @@ struct bench_cell {
 	bool csum;              /* VIRTIO_NET_F_CSUM: dequeue reads and checks every TX header */
 	uint32_t pieces;        /* descriptors per TX chain, its buffer cut into that many
 				 * (1..BENCH_MAX_PIECES; dequeue; a Linux guest sends 2+) */
+	bool indirect;          /* TX chains as an indirect table of those pieces, one ring
+				 * descriptor each (VIRTIO_RING_F_INDIRECT_DESC; dequeue) */
 };
 
 /* "dequeue/split/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full": the cell's
  * stable name (the instruction-count baseline is keyed by it); "/csum=on" is appended only
- * when VIRTIO_NET_F_CSUM is negotiated and "/pieces=N" only when N > 1, so the names of
- * cells without them never change. */
+ * when VIRTIO_NET_F_CSUM is negotiated, "/pieces=N" only when N > 1 and "/indirect=on" only
+ * for indirect TX chains, so the names of cells without them never change. */
 void bench_cell_name(const struct bench_cell *c, char *buf, size_t len);
 
 struct bench_opts {

@@ -135,6 +135,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		"--fill", (char *)bench_fill_name(c->fill),
 		"--csum", (char *)onoff(c->csum),
 		"--pieces", pieces,
+		"--indirect", (char *)onoff(c->indirect),
 		"--burst", burst, "--queue-size", qsize, "--reps", "1", "--packets", packets,
 		"--quiet", NULL,
 	};

@@ -80,6 +80,7 @@ struct gq {
 	struct lab_ring ring;
 	struct vl_vq *vq;
 	uint64_t slot_gpa0;
+	uint64_t table_gpa0;         /* --indirect on: a table of BENCH_MAX_PIECES entries per slot */
 	uint32_t stride, buf_len, nslots;
 	uint32_t *free_slots, nfree;
 	uint32_t *slot_of_id;
@@ -139,6 +140,8 @@ static uint64_t features_of(const struct bench_cell *c)
 		f |= VL_FEATURE(VL_F_IN_ORDER);
 	if (c->csum)
 		f |= VL_FEATURE(VL_F_NET_CSUM);
+	if (c->indirect)
+		f |= VL_FEATURE(VL_F_RING_INDIRECT_DESC);
 	return f;
 }
 
@@ -295,8 +298,10 @@ static int setup(struct bench *b)
 
 	uint64_t ring_bytes = lab_ring_area_bytes(c->layout, n);
 	uint64_t tx_bytes = (uint64_t)pow2_up(tx_buf) * n, rx_bytes = (uint64_t)pow2_up(rx_buf) * n;
+	/* Indirect tables after the buffers, only when used: the other cells keep their layout. */
+	uint64_t table_bytes = c->indirect && b->has_tx ? (uint64_t)n * BENCH_TABLE_BYTES : 0;
 	struct lab_gmem_config gc = {
-		.ram_size = tx_bytes + rx_bytes,
+		.ram_size = tx_bytes + rx_bytes + table_bytes,
 		.ring_area_size = 2 * ring_bytes,
 		.seed = 1,
 	};
@@ -327,6 +332,7 @@ static int setup(struct bench *b)
 	if (b->has_tx) {
 		if (gq_init(b, &b->tx, rings, ram, tx_buf) != 0)
 			return -1;
+		b->tx.table_gpa0 = ram + tx_bytes + rx_bytes;
 		vl_vq_set_alloc_policy(b->tx.vq, c->alloc);
 		if (c->zero_copy)
 			vl_vq_set_zero_copy(b->tx.vq, true, 0, n);
@@ -392,6 +398,35 @@ static uint64_t slot_gpa(const struct gq *q, uint32_t slot)
 	return q->slot_gpa0 + (uint64_t)slot * q->stride;
 }
 
+/* --indirect on: write the chain's pieces into the slot's table, as a driver does each time
+ * it posts, and post one INDIRECT descriptor for it. Split entries are linked with NEXT;
+ * packed ones are consecutive (their NEXT is ignored, spec 2.8.8). */
+static int post_tx_table(struct bench *b, uint32_t slot, const struct lab_pdesc *d,
+			 uint32_t pieces)
+{
+	struct gq *q = &b->tx;
+	const uint64_t table = q->table_gpa0 + (uint64_t)slot * BENCH_TABLE_BYTES;
+	uint8_t *t = gptr(b, table, pieces * 16u);
+
+	for (uint32_t i = 0; i < pieces; i++) {
+		if (b->c->layout == VL_LAYOUT_PACKED) {
+			const struct vl_packed_desc e = {d[i].addr, d[i].len, 0, 0};
+
+			memcpy(t + 16u * i, &e, sizeof(e));
+		} else {
+			const bool more = i + 1 < pieces;
+			const struct vl_split_desc e = {d[i].addr, d[i].len,
+							(uint16_t)(more ? VL_DESC_F_NEXT : 0),
+							(uint16_t)(more ? i + 1 : 0)};
+
+			memcpy(t + 16u * i, &e, sizeof(e));
+		}
+	}
+	const struct lab_pdesc one = {table, pieces * 16u, VL_DESC_F_INDIRECT};
+
+	return lab_ring_post(&q->ring, &one, 1);
+}
+
 /* Make chains available until `want` are waiting for the core (or the ring is full). */
 static int post_tx(struct bench *b, uint32_t want)
 {
@@ -414,7 +449,8 @@ static int post_tx(struct bench *b, uint32_t want)
 			off += len;
 		}
 		mark_buf(b, gptr(b, gpa + b->hdr_len, b->c->size), b->tx_seq_post);
-		int id = lab_ring_post(&q->ring, d, pieces);
+		int id = b->c->indirect ? post_tx_table(b, slot, d, pieces)
+					: lab_ring_post(&q->ring, d, pieces);
 
 		if (id < 0)
 			break;
@@ -722,6 +758,23 @@ static int check_accounting(struct bench *b)
 	return 0;
 }
 
+/* The guest posts only sound chains: a drop or a broken queue means the core misbehaved.
+ * Checked while measuring too, or a run by packet count would wait forever for packets the
+ * core keeps dropping; the messages come after the loop. */
+static bool core_went_wrong(const struct bench *b, const struct vl_vq_stats *s0)
+{
+	if (b->has_tx) {
+		const struct vl_vq_stats *s = vl_vq_stats(b->tx.vq);
+
+		for (int d = 1; d < VL_DROP__COUNT; d++)
+			if (s->drops[d] != s0->drops[d])
+				return true;
+		if (vl_vq_broken(b->tx.vq))
+			return true;
+	}
+	return b->has_rx && vl_vq_broken(b->rx.vq);
+}
+
 int bench_run_rep(const struct bench_opts *o, const struct bench_cell *c, struct bench_rep *r,
 		  char *err, size_t errlen)
 {
@@ -754,6 +807,8 @@ int bench_run_rep(const struct bench_opts *o, const struct bench_cell *c, struct
 		if (rc < 0)
 			goto out;
 		moved += (uint64_t)rc;
+		if ((k & 1023) == 1023 && core_went_wrong(&b, &s0))
+			break;
 		if (o->packets) {
 			if (c->fill == BENCH_FILL_EMPTY ? calls >= want_calls : moved >= o->packets)
 				break;

@@ -43,6 +43,10 @@ static void bench_usage(FILE *out)
 		"                     that many, the header in the first (a Linux guest sends its\n"
 		"                     headers and its data apart); enqueue cells keep the first\n"
 		"                     value (default 1)\n"
+		"  --indirect LIST    on, off: each TX chain as one ring descriptor pointing at a\n"
+		"                     table of its pieces (VIRTIO_RING_F_INDIRECT_DESC: how Linux\n"
+		"                     and DPDK's virtio-user send several pieces); enqueue cells\n"
+		"                     keep the first value (default off)\n"
 		"run:\n"
 		"  --burst N          packets per core call, 1..256 (default 32)\n"
 		"  --queue-size N     entries per queue, burst..32768, a power of two (default 256)\n"
@@ -112,6 +116,12 @@ void bench_cell_name(const struct bench_cell *c, char *buf, size_t len)
 
 		if (used < len)
 			snprintf(buf + used, len - used, "/pieces=%u", c->pieces);
+	}
+	if (c->indirect) {
+		size_t used = strlen(buf);
+
+		if (used < len)
+			snprintf(buf + used, len - used, "/indirect=on");
 	}
 }
 
@@ -272,12 +282,12 @@ static bool list_has(const struct list *l, uint32_t v)
 }
 
 struct dims {
-	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum, pieces;
+	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum, pieces, indirect;
 };
 
 /* Options that do not apply to a direction would only repeat a cell: enqueue cells have no
- * allocation policy, read no TX header (CSUM) and post no TX chains (pieces), so they keep
- * the first value listed of each, and are measured once. */
+ * allocation policy, read no TX header (CSUM) and post no TX chains (pieces, indirect), so
+ * they keep the first value listed of each, and are measured once. */
 static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 {
 	char a[160], b[160];
@@ -298,10 +308,10 @@ static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 
 static bool build_cells(struct bench_opts *o, const struct dims *d)
 {
-	uint32_t idx[11] = {0};
-	const struct list *dims[11] = {&d->dir,   &d->layout, &d->size, &d->mrg,
-				       &d->order, &d->batch,  &d->zc,   &d->alloc,
-				       &d->fill,  &d->csum,   &d->pieces};
+	uint32_t idx[12] = {0};
+	const struct list *dims[12] = {&d->dir,   &d->layout, &d->size,   &d->mrg,
+				       &d->order, &d->batch,  &d->zc,     &d->alloc,
+				       &d->fill,  &d->csum,   &d->pieces, &d->indirect};
 
 	o->ncells = 0;
 	for (;;) {
@@ -317,17 +327,19 @@ static bool build_cells(struct bench_opts *o, const struct dims *d)
 			.fill = (enum bench_fill)d->fill.v[idx[8]],
 			.csum = d->csum.v[idx[9]] != 0,
 			.pieces = d->pieces.v[idx[10]],
+			.indirect = d->indirect.v[idx[11]] != 0,
 		};
 
 		if (c.dir == BENCH_ENQUEUE) {
 			c.alloc = (enum vl_alloc_policy)d->alloc.v[0];
 			c.csum = d->csum.v[0] != 0;
 			c.pieces = d->pieces.v[0];
+			c.indirect = d->indirect.v[0] != 0;
 		}
 		if (!add_cell(o, &c))
 			return false;
-		/* Odometer over the eleven dimensions, the last one fastest. */
-		int k = 10;
+		/* Odometer over the twelve dimensions, the last one fastest. */
+		int k = 11;
 
 		while (k >= 0 && ++idx[k] == dims[k]->n)
 			idx[k--] = 0;
@@ -362,7 +374,8 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 				"piece needs a payload byte", most_pieces, least_size);
 		return false;
 	}
-	if ((uint64_t)most_pieces * o->burst > o->queue_size) {
+	/* A direct chain takes a ring descriptor per piece; an indirect one takes one. */
+	if (list_has(&d->indirect, 0) && (uint64_t)most_pieces * o->burst > o->queue_size) {
 		cli_usage_error(CMD, "--pieces %u x --burst %u descriptors do not fit --queue-size %u",
 				most_pieces, o->burst, o->queue_size);
 		return false;
@@ -377,7 +390,7 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
-	       O_PIECES, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON,
+	       O_PIECES, O_INDIRECT, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON,
 	       O_QUIET, O_CHILD };
 	static const struct option longopts[] = {
 		{"direction", required_argument, NULL, O_DIR},
@@ -391,6 +404,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"fill", required_argument, NULL, O_FILL},
 		{"csum", required_argument, NULL, O_CSUM},
 		{"pieces", required_argument, NULL, O_PIECES},
+		{"indirect", required_argument, NULL, O_INDIRECT},
 		{"burst", required_argument, NULL, O_BURST},
 		{"queue-size", required_argument, NULL, O_QSIZE},
 		{"reps", required_argument, NULL, O_REPS},
@@ -416,6 +430,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		.fill = {{BENCH_FILL_FULL}, 1},
 		.csum = {{0}, 1},
 		.pieces = {{1}, 1},
+		.indirect = {{0}, 1},
 	};
 	bool reps_given = false, len_given = false;
 	uint64_t v;
@@ -446,6 +461,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case O_FILL: ok = parse_list("--fill", optarg, one_fill, &d.fill); break;
 		case O_CSUM: ok = parse_list("--csum", optarg, one_onoff, &d.csum); break;
 		case O_PIECES: ok = parse_list("--pieces", optarg, one_pieces, &d.pieces); break;
+		case O_INDIRECT:
+			ok = parse_list("--indirect", optarg, one_onoff, &d.indirect);
+			break;
 		case O_BURST:
 			ok = cli_parse_u64(CMD, "--burst", optarg, 1, 256, &v);
 			o->burst = (uint32_t)v;

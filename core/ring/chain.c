@@ -49,7 +49,8 @@ enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len
 		return VL_DROP_INDIRECT_LEN;
 
 	uint64_t got = len;
-	const uint8_t *host = vl_mem_xlate(vq->mem, addr, &got);
+	/* Tables come from the memory the buffers do: start at the queue's last range. */
+	const uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &got, &vq->mem_hint);
 
 	if (host == NULL)
 		return VL_DROP_UNMAPPED;
