@@ -55,9 +55,12 @@ GATE_CELLS = [
     # the cells above, the header is not read).
     ["--direction", "dequeue", "--layout", "packed", "--sizes", "64", "--csum", "on"],
     # Chains of two descriptors, the header in the first (as a Linux guest sends headers and
-    # data apart): the general chain walk, the copy of several pieces into one segment, and
-    # the zero-copy packet of two segments.
+    # data apart): the general chain walk, the copy of several pieces into one segment, the
+    # zero-copy packet of two segments, and the two as an indirect table (how Linux and
+    # DPDK's virtio-user send them when VIRTIO_RING_F_INDIRECT_DESC is negotiated).
     ["--direction", "dequeue", "--layout", "split", "--sizes", "1518", "--pieces", "2"],
+    ["--direction", "dequeue", "--layout", "split", "--sizes", "1518", "--pieces", "2",
+     "--indirect", "on"],
     ["--direction", "dequeue", "--layout", "packed", "--sizes", "1518", "--pieces", "2",
      "--zero-copy", "on"],
 ]

@@ -38,44 +38,26 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 	return VL_DROP_NONE;
 }
 
-enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
-				   const uint8_t **table, uint32_t *entries)
+enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				    const uint8_t **table)
 {
-	if (!vq->indirect_ok)
-		return VL_DROP_INDIRECT_NOT_NEGOTIATED;
-	/* A table of more than queue-size entries cannot describe a legal chain (spec: chains
-	 * are never longer than the queue size); bounding it also bounds the copy-out buffer. */
-	if (len == 0 || len % 16u != 0 || len / 16u > vq->size)
-		return VL_DROP_INDIRECT_LEN;
+	/* Copied out piece by piece, each guest byte read once (the walk then reads only the
+	 * copy). */
+	uint64_t done = 0;
 
-	uint64_t got = len;
-	/* Tables come from the memory the buffers do: start at the queue's last range. */
-	const uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &got, &vq->mem_hint);
+	while (done < len) {
+		uint64_t chunk = len - done;
 
-	if (host == NULL)
-		return VL_DROP_UNMAPPED;
-	if (got < len) {
-		/* The table straddles host mappings: copy it out piece by piece, each guest
-		 * byte read once (the walk then reads only the copy). */
-		uint64_t done = 0;
+		/* addr + done wraps only past a range ending at 2^64-1: not a continuation. */
+		if (done > 0 && addr + done < addr)
+			return VL_DROP_UNMAPPED;
+		const uint8_t *src = vl_mem_xlate(vq->mem, addr + done, &chunk);
 
-		while (done < len) {
-			uint64_t chunk = len - done;
-
-			/* addr + done wraps only past a range ending at 2^64-1: not a
-			 * continuation. */
-			if (done > 0 && addr + done < addr)
-				return VL_DROP_UNMAPPED;
-			const uint8_t *src = vl_mem_xlate(vq->mem, addr + done, &chunk);
-
-			if (!src)
-				return VL_DROP_UNMAPPED;
-			vl_guest_load_bytes(vq->indirect_copy + done, src, (size_t)chunk);
-			done += chunk;
-		}
-		host = vq->indirect_copy;
+		if (!src)
+			return VL_DROP_UNMAPPED;
+		vl_guest_load_bytes(vq->indirect_copy + done, src, (size_t)chunk);
+		done += chunk;
 	}
-	*table = host;
-	*entries = len / 16u;
+	*table = vq->indirect_copy;
 	return VL_DROP_NONE;
 }

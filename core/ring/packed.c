@@ -144,6 +144,16 @@ static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, ui
 	return VL_DROP_NONE;
 }
 
+enum vl_drop vl_packed_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				     enum vl_dir dir, uint32_t *np, uint32_t *total)
+{
+	const uint8_t *table;
+	uint32_t entries;
+	enum vl_drop why = vl_chain_map_indirect(vq, addr, len, &table, &entries);
+
+	return why != VL_DROP_NONE ? why : packed_walk_table(vq, table, entries, dir, np, total);
+}
+
 enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 			     struct vl_chain *c, uint32_t *np, uint32_t *total)
 {
@@ -173,18 +183,10 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 		const uint64_t addr = vl_guest_load64(&vq->pdesc[p].addr);
 		const uint32_t len = vl_guest_load32(&vq->pdesc[p].len);
 
-		if (flags & VL_DESC_F_INDIRECT) {
-			/* Spec 2.8.8: an indirect descriptor is never part of a NEXT list. */
-			if (pc->ndescs != 1)
-				return VL_DROP_INDIRECT_WITH_NEXT;
-			const uint8_t *table;
-			uint32_t entries;
-			enum vl_drop why = vl_chain_map_indirect(vq, addr, len, &table, &entries);
-
-			if (why != VL_DROP_NONE)
-				return why;
-			return packed_walk_table(vq, table, entries, dir, np, total);
-		}
+		/* Spec 2.8.8: an indirect descriptor is never part of a NEXT list (a chain of one
+		 * is vl_packed_fetch_inline's). */
+		if (flags & VL_DESC_F_INDIRECT)
+			return VL_DROP_INDIRECT_WITH_NEXT;
 		enum vl_drop why = vl_chain_add_desc(vq, addr, len, flags, dir, np, total);
 
 		if (why != VL_DROP_NONE)

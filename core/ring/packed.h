@@ -39,16 +39,21 @@ static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_vq *vq)
 	return vq->pscan_descs == vq->size;
 }
 
-/* Read the buffer id and walk chain `pos` of the window (pos < vl_packed_avail). An id
- * outside [0, size) breaks the queue (the guest could not match it); the caller sees
- * vq->broken. */
+/* Read the buffer id and walk chain `pos` of the window (pos < vl_packed_avail), a chain of
+ * two descriptors or more (vl_packed_fetch_inline takes those of one). An id outside
+ * [0, size) breaks the queue (the guest could not match it); the caller sees vq->broken. */
 enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 			     struct vl_chain *c, uint32_t *np, uint32_t *total);
 
-/* vl_packed_fetch with the usual case inline: a chain of one direct descriptor (every
- * receive buffer of DPDK's and Linux's drivers, most transmit ones). Its id, address and
- * length are read once each, in the order vl_packed_fetch reads them, and an id out of range
- * breaks the queue here, so nothing is read twice on the way to the general walk. */
+/* Map and walk the table of an indirect descriptor (addr, len as read); *total is the caller's
+ * to reset. */
+enum vl_drop vl_packed_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				     enum vl_dir dir, uint32_t *np, uint32_t *total);
+
+/* vl_packed_fetch with the usual cases inline: a chain of one descriptor, direct (every
+ * receive buffer of DPDK's and Linux's drivers, most transmit ones) or indirect (how they
+ * transmit several pieces). Its id, address and length are read once each, in the order
+ * vl_packed_fetch reads them, and an id out of range breaks the queue here. */
 static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_vq *vq, uint16_t pos,
 							    enum vl_dir dir, struct vl_chain *c,
 							    uint32_t *np, uint32_t *total)
@@ -57,7 +62,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_vq *vq, ui
 	const uint16_t p = pc->start;
 	const uint16_t flags = vq->pflags[p]; /* read once, by the scan */
 
-	if (pc->ndescs != 1 || (flags & VL_DESC_F_INDIRECT))
+	if (pc->ndescs != 1)
 		return vl_packed_fetch(vq, pos, dir, c, np, total);
 	const uint16_t id = vl_guest_load16(&vq->pdesc[p].id);
 
@@ -71,6 +76,8 @@ static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_vq *vq, ui
 	const uint64_t addr = vl_guest_load64(&vq->pdesc[p].addr);
 	const uint32_t len = vl_guest_load32(&vq->pdesc[p].len);
 
+	if (flags & VL_DESC_F_INDIRECT)
+		return vl_packed_walk_indirect(vq, addr, len, dir, np, total);
 	return vl_chain_add_desc(vq, addr, len, flags, dir, np, total);
 }
 

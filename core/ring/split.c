@@ -17,60 +17,27 @@ static VL_ALWAYS_INLINE uint16_t next_stamp(struct vl_vq *vq)
 	return vq->seen_stamp;
 }
 
-enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_split_desc *first,
-			   enum vl_dir dir, uint32_t *np, uint32_t *total)
+/* Walk an indirect table (spec 2.7.5.3): its entries link with NEXT like ring descriptors,
+ * within the table's own index space; an INDIRECT entry is a nested table, which we refuse. */
+static enum vl_drop walk_table(struct vl_vq *vq, const uint8_t *table, uint32_t entries,
+			       enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
-	const uint8_t *itable = NULL; /* the indirect table, once entered */
-	uint32_t entries = vq->size;
-	bool indirect = false;
-	uint32_t idx = head;
-	/* Hop budget: a chain cannot visit more descriptors than its table holds, so running
-	 * out means the next fields form a cycle (spec 2.7.5.2 bounds chains by queue size). */
-	uint32_t budget = entries;
-	uint16_t stamp = next_stamp(vq);
+	uint16_t stamp = next_stamp(vq); /* table entries are another index space */
+	uint32_t idx = 0;
 
-	*total = 0;
-	vq->walk_ring_descs = 0;
+	/* Every entry is visited once at most (the stamps), so the walk ends within `entries`
+	 * steps. */
 	for (;;) {
 		struct vl_split_desc d;
 
-		if (budget-- == 0)
-			return VL_DROP_CHAIN_LOOP;
-		/* A descriptor this walk already visited: a loop, caught before it is read a
-		 * second time (the guest could have changed it in between: double fetch). idx <
-		 * entries <= size: the head and every next were checked. */
+		/* An entry this walk already visited: a loop, caught before it is read a second
+		 * time. idx < entries <= size: 0 and every next were checked. */
 		if (vq->seen[idx] == stamp)
 			return VL_DROP_CHAIN_LOOP;
 		vq->seen[idx] = stamp;
-		if (first) {
-			/* The head, already read by vl_split_fetch. */
-			d = *first;
-			first = NULL;
-			vq->walk_ring_descs++;
-		} else if (indirect) {
-			vl_guest_load_bytes(&d, itable + (size_t)idx * sizeof(d), sizeof(d));
-		} else {
-			vl_guest_load_split_desc(&d, &vq->desc[idx]);
-			vq->walk_ring_descs++;
-		}
-
-		if (d.flags & VL_DESC_F_INDIRECT) {
-			if (indirect)
-				return VL_DROP_NESTED_INDIRECT;
-			/* Spec 2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT. */
-			if (d.flags & VL_DESC_F_NEXT)
-				return VL_DROP_INDIRECT_WITH_NEXT;
-			enum vl_drop why = vl_chain_map_indirect(vq, d.addr, d.len, &itable,
-								 &entries);
-
-			if (why != VL_DROP_NONE)
-				return why;
-			indirect = true;
-			idx = 0;
-			budget = entries;
-			stamp = next_stamp(vq); /* table entries are another index space */
-			continue;
-		}
+		vl_guest_load_bytes(&d, table + (size_t)idx * sizeof(d), sizeof(d));
+		if (d.flags & VL_DESC_F_INDIRECT)
+			return VL_DROP_NESTED_INDIRECT;
 		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
 
 		if (why != VL_DROP_NONE)
@@ -78,6 +45,70 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_spli
 		if (!(d.flags & VL_DESC_F_NEXT))
 			return VL_DROP_NONE;
 		if (d.next >= entries)
+			return VL_DROP_NEXT_OUT_OF_RANGE;
+		idx = d.next;
+	}
+}
+
+enum vl_drop vl_split_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				    enum vl_dir dir, uint32_t *np, uint32_t *total)
+{
+	const uint8_t *table;
+	uint32_t entries;
+
+	*total = 0;
+	enum vl_drop why = vl_chain_map_indirect(vq, addr, len, &table, &entries);
+
+	return why != VL_DROP_NONE ? why : walk_table(vq, table, entries, dir, np, total);
+}
+
+enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_split_desc *first,
+			   enum vl_dir dir, uint32_t *np, uint32_t *total)
+{
+	uint32_t idx = head;
+	uint16_t stamp = next_stamp(vq);
+
+	*total = 0;
+	vq->walk_ring_descs = 0;
+	/* Every descriptor is visited once at most (the stamps), so the walk ends within
+	 * queue-size steps (spec 2.7.5.2 bounds chains by the queue size). */
+	for (;;) {
+		struct vl_split_desc d;
+
+		/* A descriptor this walk already visited: a loop, caught before it is read a
+		 * second time (the guest could have changed it in between: double fetch). idx <
+		 * size: the head and every next were checked. */
+		if (vq->seen[idx] == stamp)
+			return VL_DROP_CHAIN_LOOP;
+		vq->seen[idx] = stamp;
+		if (first) {
+			/* The head, already read by vl_split_fetch. */
+			d = *first;
+			first = NULL;
+		} else {
+			vl_guest_load_split_desc(&d, &vq->desc[idx]);
+		}
+		vq->walk_ring_descs++;
+
+		if (d.flags & VL_DESC_F_INDIRECT) {
+			/* Spec 2.7.5.3.1: a driver MUST NOT set both INDIRECT and NEXT. */
+			if (d.flags & VL_DESC_F_NEXT)
+				return VL_DROP_INDIRECT_WITH_NEXT;
+			const uint8_t *table;
+			uint32_t entries;
+			enum vl_drop why = vl_chain_map_indirect(vq, d.addr, d.len, &table,
+								 &entries);
+
+			return why != VL_DROP_NONE ? why
+						   : walk_table(vq, table, entries, dir, np, total);
+		}
+		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
+
+		if (why != VL_DROP_NONE)
+			return why;
+		if (!(d.flags & VL_DESC_F_NEXT))
+			return VL_DROP_NONE;
+		if (d.next >= vq->size)
 			return VL_DROP_NEXT_OUT_OF_RANGE;
 		idx = d.next;
 	}

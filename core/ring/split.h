@@ -45,6 +45,11 @@ static VL_ALWAYS_INLINE bool vl_split_full(const struct vl_vq *vq)
 enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_split_desc *first,
 			   enum vl_dir dir, uint32_t *np, uint32_t *total);
 
+/* The walk of a chain that is one INDIRECT ring descriptor (addr, len as read): map its
+ * table and walk it (how Linux and DPDK send several pieces with indirect descriptors). */
+enum vl_drop vl_split_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				    enum vl_dir dir, uint32_t *np, uint32_t *total);
+
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
  * to the guest); the caller sees vq->broken. */
@@ -71,11 +76,17 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_vq *vq, uint16_t p
 		*total = 0;
 		return vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
 	}
+	/* One indirect descriptor: no ring walk (it cannot loop), straight to its table. */
+	if ((d.flags & (VL_DESC_F_NEXT | VL_DESC_F_INDIRECT)) == VL_DESC_F_INDIRECT) {
+		c->ndescs = 1;
+		return vl_split_walk_indirect(vq, d.addr, d.len, dir, np, total);
+	}
 	enum vl_drop why = vl_split_walk(vq, h, &d, dir, np, total);
 
 	/* Ring descriptors the chain holds (an indirect table counts as its one descriptor):
-	 * what the guest cannot post again until the chain comes back. */
-	c->ndescs = (uint16_t)(vq->walk_ring_descs ? vq->walk_ring_descs : 1);
+	 * what the guest cannot post again until the chain comes back. The walk counts the head
+	 * before anything can stop it, so this is at least 1. */
+	c->ndescs = (uint16_t)vq->walk_ring_descs;
 	return why;
 }
 

@@ -244,11 +244,38 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 	return vl_chain_add_range(vq->mem, addr, len, vq->pieces, VL_CHAIN_MAX_PIECES, np, total);
 }
 
+/* The table of an indirect descriptor that straddles host mappings, copied into
+ * vq->indirect_copy (*table then points there). VL_DROP_UNMAPPED when a byte is in no region. */
+enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+				    const uint8_t **table);
+
 /* Validate an indirect descriptor (addr, len) and make its table readable: *table points at
  * the table in place when it lies in one host mapping, else at a copy in vq->indirect_copy;
  * *entries = len / 16. Both layouts use 16-byte table entries. Entries may sit at any
- * alignment: read them with vl_guest_load_bytes. */
-enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
-				   const uint8_t **table, uint32_t *entries);
+ * alignment: read them with vl_guest_load_bytes. Forced inline: once per indirect chain, a
+ * few compares and a translation from the queue's last range. */
+static VL_ALWAYS_INLINE enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr,
+							   uint32_t len, const uint8_t **table,
+							   uint32_t *entries)
+{
+	if (!vq->indirect_ok)
+		return VL_DROP_INDIRECT_NOT_NEGOTIATED;
+	/* A table of more than queue-size entries cannot describe a legal chain (spec: chains
+	 * are never longer than the queue size); bounding it also bounds the copy-out buffer. */
+	if (len == 0 || len % 16u != 0 || len / 16u > vq->size)
+		return VL_DROP_INDIRECT_LEN;
+
+	uint64_t got = len;
+	/* Tables come from the memory the buffers do: start at the queue's last range. */
+	const uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &got, &vq->mem_hint);
+
+	if (host == NULL)
+		return VL_DROP_UNMAPPED;
+	*entries = len / 16u;
+	if (got < len)
+		return vl_chain_copy_indirect(vq, addr, len, table);
+	*table = host;
+	return VL_DROP_NONE;
+}
 
 #endif

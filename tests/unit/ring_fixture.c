@@ -402,14 +402,11 @@ uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len
 
 /* ---- well-formed traffic --------------------------------------------------------------- */
 
-struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
-			      uint32_t ndescs)
+struct rf_good rf_good_buf(struct rf *f, const struct rf_q *s, uint32_t len, uint8_t seed)
 {
 	struct rf_good g = { .len = len, .seed = seed };
 	const uint32_t total = f->hdr_len + len;
-	struct rf_desc d[8];
 
-	assert_true(ndescs >= 1 && ndescs <= 8 && ndescs <= total);
 	g.gpa = rf_alloc(f, total);
 	if (s->rx) {
 		/* Poison so the test sees what the device wrote. */
@@ -420,6 +417,18 @@ struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_
 		memset(p, 0, f->hdr_len);
 		rf_pattern(p + f->hdr_len, len, seed);
 	}
+	return g;
+}
+
+struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
+			      uint32_t ndescs)
+{
+	const uint32_t total = f->hdr_len + len;
+	struct rf_desc d[8];
+
+	assert_true(ndescs >= 1 && ndescs <= 8 && ndescs <= total);
+	struct rf_good g = rf_good_buf(f, s, len, seed);
+
 	for (uint32_t i = 0, off = 0; i < ndescs; i++) {
 		uint32_t l = i + 1 < ndescs ? total / ndescs : total - off;
 

@@ -146,6 +146,9 @@ void rf_write_ptable(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len);
 
 /* A well-formed one-descriptor chain on side s (see struct rf_good). */
+/* The buffer of a well-formed chain, not posted: (TX) a zero header and len pattern bytes,
+ * or (RX) room for a header and len bytes, poisoned. The caller posts it as it likes. */
+struct rf_good rf_good_buf(struct rf *f, const struct rf_q *s, uint32_t len, uint8_t seed);
 struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed);
 /* The same buffer described by ndescs (1..8) descriptors over adjacent slices of it. */
 struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
