@@ -23,6 +23,10 @@
 #define VL_ALWAYS_INLINE inline __attribute__((always_inline))
 #endif
 
+/* The opposite, for a slow path inside a forced-inline body: kept out of line so its code does
+ * not crowd the usual case's registers and layout. */
+#define VL_NOINLINE __attribute__((noinline))
+
 /* Ask for the cache line at p with intent to write: the line is fetched (from another core's
  * cache, usually: guest buffers were last touched by the driver) while the CPU goes on, so the
  * store that follows does not wait for it. x86 PREFETCHW, a no-op hint on CPUs without it. */

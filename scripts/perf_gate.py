@@ -63,6 +63,9 @@ GATE_CELLS = [
      "--indirect", "on"],
     ["--direction", "dequeue", "--layout", "packed", "--sizes", "1518", "--pieces", "2",
      "--zero-copy", "on"],
+    # A jumbo frame over six mergeable receive buffers: reserving several chains per packet,
+    # and the packed window asked for them ahead.
+    ["--direction", "enqueue", "--layout", "packed", "--sizes", "9000", "--mergeable", "on"],
 ]
 
 
