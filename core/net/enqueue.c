@@ -85,6 +85,7 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 						       const struct rx_first *f)
 {
 	uint32_t np = 0, cap = 0, ring_descs = 0;
+	const uint16_t packets_left = ahead;
 
 	*nbufs = 0;
 	*ndeferred = 0;
@@ -176,10 +177,11 @@ fetched:
 		rb->npieces = np - first;
 		rb->cap = len;
 		/* The packet takes more than its first chain: from now on ask for as many chains
-		 * per packet left (at most 65535). len >= hdr_len > 0 (checked above), and
-		 * need / hdr_len < 6600, so the product fits 32 bits. */
+		 * per packet left (at most 65535). From the packets left, not from ahead: an
+		 * in-order restart after a bad chain comes back here. len >= hdr_len > 0 (checked
+		 * above), and need / hdr_len < 6600, so the product fits 32 bits. */
 		if (L == VL_LAYOUT_PACKED && *nbufs == 1 && len < need) {
-			const uint32_t ask = (uint32_t)ahead * ((need + len - 1) / len);
+			const uint32_t ask = (uint32_t)packets_left * ((need + len - 1) / len);
 
 			ahead = (uint16_t)(ask < 0xffffu ? ask : 0xffffu);
 		}
