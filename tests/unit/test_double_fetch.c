@@ -367,8 +367,8 @@ static void test_split_loops_read_once(void **state)
 			rf_post_head(s, a, ab, 2);
 			rf_set_desc(s, c, buf + 32, 16, fl, c);
 			rf_post_head(s, c, &c, 1);
-			/* An indirect table of 3 entries, e0 -> e1 -> e0 (within its hop budget of
-			 * 3), straddling a region boundary (copied out, then walked). */
+			/* An indirect table of 3 entries, e0 -> e1 -> e0 (fewer steps than it has
+			 * entries), straddling a region boundary (copied out, then walked). */
 			uint64_t t = rf_straddle(&f, 24);
 			const struct vl_split_desc e[3] = {
 				{ buf, 16, fl, 1 }, { buf + 16, 16, fl, 0 }, { buf + 32, 16, fl, 0 },

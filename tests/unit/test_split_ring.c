@@ -216,7 +216,7 @@ static void scn_loop_indirect(struct rf *f, struct rf_q *s)
 }
 WRAP_SIDES_GRANS(loop_indirect)
 
-/* The longest legal direct chain: exactly queue-size descriptors (the hop budget is not one
+/* The longest legal direct chain: exactly queue-size descriptors (the walk is not one step
  * short). TX: header then 255 slices of 4 bytes; RX: 256 slices of 8 bytes. */
 static void scn_longest_direct_chain(struct rf *f, struct rf_q *s)
 {
@@ -424,7 +424,7 @@ static void scn_indirect_len(struct rf *f, struct rf_q *s)
 }
 WRAP_SIDES_GRANS(indirect_len)
 
-/* The largest legal table: exactly queue-size entries (hop budget = entries, not one less).
+/* The largest legal table: exactly queue-size entries (the walk takes all, not one less).
  * TX: header entry then 255 four-byte slices; RX: 256 eight-byte slices. */
 static void scn_indirect_full_table(struct rf *f, struct rf_q *s)
 {
