@@ -34,8 +34,8 @@ static void serve_usage(FILE *out)
 		"    --client             connect to PATH instead (a front end in server mode, e.g.\n"
 		"                         virtio-user server=1); retried with back-off (20 ms up to\n"
 		"                         0.5 s) until it answers, and again after it goes away\n"
-		"    --mode MODE          loopback (default), rxonly, txonly, null, tap:IFNAME,\n"
-		"                         pair:SOCKET2 (see MODES)\n"
+		"    --mode MODE          loopback (default), rxonly, txonly, null, touch,\n"
+		"                         tap:IFNAME, pair:SOCKET2 (see MODES)\n"
 		"    --queues N           queue pairs, 1..128 (default 1); more than one offers\n"
 		"                         VIRTIO_NET_F_MQ and the control queue\n"
 		"    --size N             txonly frame size in bytes, 60..65535 (default 64)\n"
@@ -68,8 +68,8 @@ static void serve_usage(FILE *out)
 		"                         connection is recorded until the bound below, until it\n"
 		"                         leaves, or until serve stops; FILE is then written (to a\n"
 		"                         temporary name, renamed into place) and serve goes on.\n"
-		"                         Not with --zero-copy, null or pair mode, or more than %u\n"
-		"                         queue pairs\n"
+		"                         Not with --zero-copy, null, touch or pair mode, or more\n"
+		"                         than %u queue pairs\n"
 		"    --record-max-packets N  stop recording after N packets, both directions\n"
 		"                         together (default %u)\n"
 		"    --no-mrg-rxbuf, --no-packed, --no-in-order, --no-indirect, --no-event-idx,\n"
@@ -86,6 +86,9 @@ static void serve_usage(FILE *out)
 		"    null          a ceiling, not a forwarder: every chain the front end sends\n"
 		"                  goes back at once, unread (counted as rx, bytes from the\n"
 		"                  descriptors); its receive ring is left alone\n"
+		"    touch         null, but the first byte of each packet (after the virtio-net\n"
+		"                  header) is read: the least a back end that reads packets can\n"
+		"                  do. Beside null, it shows what that one cache line costs\n"
 		"    tap:IFNAME    bridge to the Linux TAP device IFNAME (created if missing, then\n"
 		"                  brought up; needs CAP_NET_ADMIN): the guest talks to the host's\n"
 		"                  network stack. Run it inside a network namespace of its own.\n"
@@ -184,6 +187,8 @@ static bool parse_mode(const char *v, struct serve_opts *o)
 		o->mode = SERVE_TXONLY;
 	} else if (!strcmp(v, "null")) {
 		o->mode = SERVE_NULL;
+	} else if (!strcmp(v, "touch")) {
+		o->mode = SERVE_TOUCH;
 	} else if (!strncmp(v, "tap:", 4)) {
 		o->mode = SERVE_TAP;
 		o->tap_name = v + 4;
@@ -204,7 +209,7 @@ static bool parse_mode(const char *v, struct serve_opts *o)
 		}
 	} else {
 		cli_usage_error("serve",
-				"--mode: '%s' is not one of loopback, rxonly, txonly, null, "
+				"--mode: '%s' is not one of loopback, rxonly, txonly, null, touch, "
 				"tap:IFNAME, pair:SOCKET2",
 				v);
 		return false;
@@ -273,8 +278,9 @@ static bool check_record(struct serve_opts *o)
 		      "have no trace statement here); drop one of them";
 	else if (o->mode == SERVE_PAIR)
 		why = "--record cannot record pair mode: a trace holds one guest's memory";
-	else if (o->mode == SERVE_NULL)
-		why = "--record cannot record null mode (its discard has no trace statement)";
+	else if (o->mode == SERVE_NULL || o->mode == SERVE_TOUCH)
+		why = "--record cannot record null or touch mode (their discard has no trace "
+		      "statement)";
 	else if (o->queues > SERVE_RECORD_MAX_PAIRS)
 		why = "--record holds at most 8 queue pairs (a trace has 16 queues)";
 #ifndef VL_GUEST_LOAD_HOOKS

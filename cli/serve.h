@@ -40,6 +40,7 @@ enum serve_mode {
 	SERVE_TAP,      /* bridge to a TAP device */
 	SERVE_PAIR,     /* two devices, each one's traffic goes to the other */
 	SERVE_NULL,     /* return the guest's TX chains unread, leave its RX ring alone */
+	SERVE_TOUCH,    /* null, reading each packet's first byte */
 };
 
 struct serve_opts {
@@ -121,6 +122,7 @@ struct serve_pair {
 	uint64_t gen_seq;
 	uint64_t resyncs_told[2];      /* vl_vu_dev_ring_resyncs already announced */
 	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */
+	uint64_t touched;              /* touch: the first bytes read, summed (a sink) */
 };
 
 struct serve;

@@ -257,6 +257,7 @@ bool serve_fwd_pair(struct serve *s, uint32_t pair)
 	case SERVE_TAP:
 		return fwd_tap(s, a, pair);
 	case SERVE_NULL:
+	case SERVE_TOUCH:
 		return serve_null_pair(s, a, pair);
 	}
 	return false;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `vhostlab serve --mode null`: the ceiling a front end allows, not a forwarder.
+/* `vhostlab serve --mode null` and `--mode touch`: the ceilings a front end allows, not
+ * forwarders.
  *
  * Every chain the front end makes available on its transmit ring goes back to it at once,
  * with used length 0, through vl_net_discard: the descriptors are walked and checked, the
@@ -11,7 +12,11 @@
  * A host->guest ceiling would need a used length the front end accepts as a packet, which
  * means a virtio-net header written into its buffer (DPDK's virtio driver drops, as an error,
  * any used length shorter than the header plus an Ethernet header, and with mergeable
- * buffers it reads num_buffers from that header) -- no longer "nothing", so not done. */
+ * buffers it reads num_buffers from that header) -- no longer "nothing", so not done.
+ *
+ * --mode touch does the same through vl_net_discard_touch, which also reads each packet's
+ * first byte: a back end that reads its packets (every real one) cannot beat that rate, and
+ * the gap to null is what moving that one cache line from the front end's CPU costs. */
 #include "serve.h"
 
 bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair)
@@ -21,7 +26,13 @@ bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair)
 
 	if (!vq)
 		return false;
-	uint16_t n = vl_net_discard(vq, (uint16_t)s->o.burst, &sp->st.rx_bytes);
+	uint16_t n;
+
+	if (s->o.mode == SERVE_TOUCH)
+		n = vl_net_discard_touch(vq, (uint16_t)s->o.burst, &sp->st.rx_bytes,
+					 &sp->touched);
+	else
+		n = vl_net_discard(vq, (uint16_t)s->o.burst, &sp->st.rx_bytes);
 
 	/* Chains the core refused are counted by the core; serve_stats_fold makes them
 	 * `malformed` drops, as for a dequeue. */

@@ -24,6 +24,7 @@ static const char *const mode_names[] = {
 	[SERVE_TAP] = "tap",
 	[SERVE_PAIR] = "pair",
 	[SERVE_NULL] = "null",
+	[SERVE_TOUCH] = "touch",
 };
 
 const char *serve_drop_name(enum serve_drop d)

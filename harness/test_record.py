@@ -155,7 +155,8 @@ def test_edited_trace_fails_at_the_edited_line(vhostlab, testpmd, workdir):
 @pytest.mark.parametrize("args,message", [
     (("--zero-copy",), "cannot record --zero-copy"),
     (("--mode", "pair:/tmp/vhl-rec-other.sock"), "cannot record pair mode"),
-    (("--mode", "null"), "cannot record null mode"),
+    (("--mode", "null"), "cannot record null or touch mode"),
+    (("--mode", "touch"), "cannot record null or touch mode"),
     (("--queues", "9"), "at most 8 queue pairs"),
     (("--record-max-packets", "0"), "--record-max-packets"),
 ])

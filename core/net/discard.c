@@ -2,16 +2,40 @@
 /* Discard: guest TX chains go straight back to the guest, unread. The least a back end can do
  * per packet -- walk the chain far enough to know what to return, publish it -- so a front end
  * can be measured against a device that costs (almost) nothing: the ceiling `vhostlab serve
- * --mode null` reports beside the real back ends. One body, instantiated per ring layout. */
+ * --mode null` reports beside the real back ends.
+ *
+ * The touch variant reads one byte of each packet, the first after the virtio-net header, and
+ * nothing else: the least a back end that looks at its packets at all can do (`--mode
+ * touch`). The front end wrote that cache line just before, so reading it moves the line
+ * between the two CPUs, and the front end pays to take it back when it writes the buffer
+ * again; every copying back end pays that, DPDK's included. The gap between the two ceilings
+ * is that line's cost alone. One body, instantiated per ring layout and variant. */
 #include "net/zero_copy.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
+/* The packet's first byte: the one after the header, in whichever piece holds it. The caller
+ * knows the chain is longer than the header (np pieces, together longer than hdr_len). */
+static inline uint8_t first_packet_byte(const struct vl_vq *vq, uint32_t np)
+{
+	uint32_t skip = vq->hdr_len;
+	uint8_t b = 0;
+
+	for (uint32_t i = 0; i < np; i++) {
+		if (skip < vq->pieces[i].len) {
+			vl_guest_load_bytes(&b, vq->pieces[i].host + skip, 1);
+			break;
+		}
+		skip -= vq->pieces[i].len;
+	}
+	return b;
+}
+
 static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *bytes,
-				    const enum vl_layout L)
+				    uint64_t *first_bytes, const enum vl_layout L, const bool touch)
 {
 	uint16_t consumed = 0, good = 0;
-	uint64_t sum = 0;
+	uint64_t sum = 0, firsts = 0;
 
 	if (!vl_tx_burst_start(vq, &count))
 		return 0;
@@ -26,7 +50,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		/* The descriptors are walked (and checked) as dequeue walks them: the packed
 		 * ring needs the chain's length to know where the next one starts, and a back
 		 * end that returned chains it never looked at would return garbage ids too. The
-		 * buffers themselves are never read. */
+		 * buffers themselves are never read (touch: one byte of each good packet, below). */
 		vl_lab_chain_begin();
 		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
 						 &total);
@@ -52,6 +76,8 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		}
 		good++;
 		sum += total - vq->hdr_len;
+		if (touch)
+			firsts += first_packet_byte(vq, np);
 	}
 	if (consumed == 0)
 		vq->stats.empty_bursts++;
@@ -60,17 +86,19 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 	vl_ring_flush_used(vq, L);
 	if (bytes)
 		*bytes += sum;
+	if (first_bytes)
+		*first_bytes += firsts;
 	return good;
 }
 
 static uint16_t discard_split(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
 {
-	return discard_body(vq, count, bytes, VL_LAYOUT_SPLIT);
+	return discard_body(vq, count, bytes, NULL, VL_LAYOUT_SPLIT, false);
 }
 
 static uint16_t discard_packed(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
 {
-	return discard_body(vq, count, bytes, VL_LAYOUT_PACKED);
+	return discard_body(vq, count, bytes, NULL, VL_LAYOUT_PACKED, false);
 }
 
 uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
@@ -78,4 +106,12 @@ uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
 	if (vq->layout == VL_LAYOUT_PACKED)
 		return discard_packed(vq, count, bytes);
 	return discard_split(vq, count, bytes);
+}
+
+uint16_t vl_net_discard_touch(struct vl_vq *vq, uint16_t count, uint64_t *bytes,
+			      uint64_t *first_bytes)
+{
+	if (vq->layout == VL_LAYOUT_PACKED)
+		return discard_body(vq, count, bytes, first_bytes, VL_LAYOUT_PACKED, true);
+	return discard_body(vq, count, bytes, first_bytes, VL_LAYOUT_SPLIT, true);
 }

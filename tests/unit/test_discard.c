@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vl_net_discard: TX chains go back to the guest with used length 0, unread and without a
- * packet (the null back end's burst). Each case pins what the guest sees (used ids, lengths,
+ * packet (the null back end's burst); vl_net_discard_touch, the same reading one byte of each
+ * packet (the touch back end's). Each case pins what the guest sees (used ids, lengths,
  * order), what is counted (return value, bytes, drops, chains, bursts) and that the pool is
  * never touched. Split and packed, without and with VIRTIO_F_IN_ORDER. */
 #include <stdarg.h>
@@ -139,6 +140,67 @@ static void scn_bad_chains(struct rf *f)
 }
 WRAP4(bad_chains)
 
+/* Touch: each good packet's first byte (the one after the header) is read, wherever the chain
+ * puts it -- with the header in one descriptor, apart from the payload, or split over two
+ * descriptors with the payload in a third -- and nothing more is done than discard does:
+ * every chain goes back with length 0, no packet is made. A chain no longer than the header
+ * has no first byte: it is dropped unread (its buffer holds a byte no pattern has). One
+ * chain per call, so each call's sum is that chain's byte alone. */
+static void scn_touch_reads_first_byte(struct rf *f)
+{
+	const uint32_t h = f->hdr_len;
+	struct rf_good one = rf_post_good(f, &f->tx, 60, 1);
+	struct rf_good apart = rf_good_buf(f, &f->tx, 1500, 2);
+	struct rf_desc d2[2] = {{apart.gpa, h, 0}, {apart.gpa + h, 1500, 0}};
+
+	apart.head = rf_post_chain(&f->tx, d2, 2);
+
+	struct rf_good split = rf_good_buf(f, &f->tx, 300, 3);
+	struct rf_desc d3[3] = {{split.gpa, 5, 0}, {split.gpa + 5, h - 5, 0},
+				{split.gpa + h, 300, 0}};
+
+	split.head = rf_post_chain(&f->tx, d3, 3);
+
+	uint64_t buf = rf_alloc(f, 64);
+
+	rf_fill(f, buf, 0xEE, 64);
+	struct rf_desc hdr_only = {buf, h, 0};
+	uint16_t bad = rf_post_chain(&f->tx, &hdr_only, 1);
+	const struct rf_good *g[3] = {&one, &apart, &split};
+	uint64_t bytes = 0, firsts = 1000;
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t before = firsts;
+
+		assert_int_equal(vl_net_discard_touch(f->tx.q, 1, &bytes, &firsts), 1);
+		assert_int_equal(firsts - before, rf_pattern_byte(g[i]->seed, 0));
+	}
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 1, &bytes, &firsts), 0);
+	assert_int_equal(firsts, 1000 + rf_pattern_byte(1, 0) + rf_pattern_byte(2, 0) +
+					 rf_pattern_byte(3, 0));
+	assert_int_equal(bytes, 60 + 1500 + 300);
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_SHORT_CHAIN), 1);
+	for (int i = 0; i < 3; i++)
+		rf_expect_used(&f->tx, g[i]->head, 0);
+	rf_expect_used(&f->tx, bad, 0);
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(st(f)->chains, 4);
+	assert_int_equal(st(f)->packets, 0);
+	assert_int_equal(st(f)->alloc_calls, 0);
+	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
+	for (int i = 0; i < 3; i++)
+		rf_free_good(f, g[i]);
+
+	/* Without a place for the sum the bytes are still read (nothing to see here but that
+	 * it works) and the chains go back. */
+	struct rf_good last = rf_post_good(f, &f->tx, 64, 4);
+
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 32, NULL, NULL), 1);
+	rf_expect_used(&f->tx, last.head, 0);
+	rf_free_good(f, &last);
+}
+WRAP4(touch_reads_first_byte)
+
 /* A head the queue does not have: the queue breaks, nothing goes back, and later bursts do
  * nothing. */
 static void scn_broken(struct rf *f)
@@ -211,6 +273,7 @@ int main(void)
 		TESTS4(returns_unread),
 		TESTS4(count_and_wrap),
 		TESTS4(bad_chains),
+		TESTS4(touch_reads_first_byte),
 		cmocka_unit_test(test_broken_split),
 		cmocka_unit_test(test_behind_zero_copy_split),
 		cmocka_unit_test(test_behind_zero_copy_packed),

@@ -34,6 +34,14 @@ uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **
  * header) of the good chains are added to *bytes. Returns the number of good chains. */
 uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes);
 
+/* vl_net_discard, reading one byte of each good packet: the first after the virtio-net
+ * header (in whichever descriptor holds it), added to *first_bytes if that is not NULL.
+ * Nothing else of the buffers is read. The least a back end that looks at its packets can
+ * do (`vhostlab serve --mode touch`): beside vl_net_discard, it shows what reading the
+ * packet's cache line costs the front end by itself. */
+uint16_t vl_net_discard_touch(struct vl_vq *vq, uint16_t count, uint64_t *bytes,
+			      uint64_t *first_bytes);
+
 /* Per-packet outcome of vl_net_enqueue. */
 enum vl_rx_status {
 	VL_RX_DELIVERED = 0,
