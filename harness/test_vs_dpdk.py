@@ -21,8 +21,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "vs_dpdk.py"
-# One cell each way, different rings and options, so both back-end modes and the null
-# ceiling run.
+# One cell each way, different rings and options, so both back-end modes and the null and
+# touch ceilings run.
 CELLS = ["split-mrg1-ord1-64-g2h", "packed-mrg0-ord0-1518-h2g"]
 RING_SLACK = 256  # packets a ring holds: the most sender and receiver counts may differ by
 
@@ -53,16 +53,16 @@ def test_files_written(report):
     for cell in CELLS:
         assert f"`{cell}`" in md, md
     assert "A partial run" in md, "a 2-cell run must say it is partial"
-    assert "null ceiling" in md and "memcpy" in md, md
+    assert "null ceiling" in md and "touch ceiling" in md and "memcpy" in md, md
     # Progress went to stderr, one line per run.
-    assert sum(1 for line in stderr.splitlines() if " Mpps " in line) == 5, stderr
+    assert sum(1 for line in stderr.splitlines() if " Mpps " in line) == 6, stderr
 
 
 def test_every_run_measured_traffic(report):
     _, doc, _ = report
     runs = doc["runs"]
     assert {(r["cell"], r["backend"]) for r in runs} == {
-        (CELLS[0], "dpdk"), (CELLS[0], "vhostlab"), (CELLS[0], "null"),
+        (CELLS[0], "dpdk"), (CELLS[0], "vhostlab"), (CELLS[0], "null"), (CELLS[0], "touch"),
         (CELLS[1], "dpdk"), (CELLS[1], "vhostlab")}
     for r in runs:
         assert "error" not in r, r
@@ -91,10 +91,10 @@ def test_ratios_and_medians_follow_from_the_runs(report):
     _, doc, _ = report
     assert [c["cell"] for c in doc["cells"]] == CELLS
     for c in doc["cells"]:
-        for b in ("dpdk", "vhostlab", "null"):
+        for b in ("dpdk", "vhostlab", "null", "touch"):
             vals = [r["mpps"] for r in doc["runs"] if r["cell"] == c["cell"] and r["backend"] == b]
-            if b == "null" and c["dir"] == "h2g":
-                assert not vals and "null" not in c, c
+            if b in ("null", "touch") and c["dir"] == "h2g":
+                assert not vals and b not in c, c
                 continue
             assert c[b] == {"median": statistics.median(vals), "min": min(vals),
                             "max": max(vals), "n": len(vals)}, (b, c)
@@ -161,6 +161,43 @@ def test_placement_classes_and_medians():
                           "n_dpdk": 2, "n_vhostlab": 1}
     assert p["far"] == {"dpdk": None, "vhostlab": 17.0, "ratio": None, "n_dpdk": 0,
                         "n_vhostlab": 1}
+    # touch runs add touch's median and touch / DPDK; without DPDK runs there, no ratio.
+    runs += [
+        {"cell": "c", "backend": "touch", "mpps": 44.0, "placement": "close"},
+        {"cell": "c", "backend": "touch", "mpps": 48.0, "placement": "close"},
+        {"cell": "c", "backend": "touch", "mpps": 99.0, "placement": "mixed"},
+        {"cell": "c", "backend": "touch", "mpps": 18.0, "placement": "far"},
+    ]
+    p = vs_dpdk.by_placement("c", runs)
+    assert p["close"]["touch"] == 46.0 and p["close"]["n_touch"] == 2
+    assert p["close"]["touch_ratio"] == pytest.approx(46 / 41)
+    assert p["far"]["touch"] == 18.0 and p["far"]["touch_ratio"] is None
+
+
+def test_capped_cells_named():
+    """Of a placement's cells below the goal, those whose touch ceiling is under the goal too
+    are named as out of reach; a cell below the goal with room under touch, one at the goal,
+    and one without touch runs are not."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+
+    def row(name, ratio, touch_ratio):
+        far = {"ratio": ratio}
+        if touch_ratio is not None:
+            far["touch_ratio"] = touch_ratio
+        return {"cell": name, "placement": {"far": far, "close": {"ratio": None}}}
+
+    rows = [row("capped", 0.97, 1.01), row("room", 0.95, 1.30), row("met", 1.20, 1.05),
+            row("no-touch", 0.90, None)]
+    words = vs_dpdk.capped_words(rows, "far")
+    assert "Of the 3 below the goal, 1 is out of reach" in words, words
+    assert "`capped` touch 1.01×, vhostlab 0.97×" in words, words
+    for other in ("room", "met", "no-touch"):
+        assert f"`{other}`" not in words, words
+    assert vs_dpdk.capped_words(rows, "close") == ""
 
 
 def test_runs_carry_their_placement(report):

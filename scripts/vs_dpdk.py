@@ -5,7 +5,10 @@ The front end is DPDK 22.11 testpmd driving a virtio-user port. The back end, in
   dpdk      testpmd with a net_vhost port (DPDK's vhost library, the production reference),
   vhostlab  `vhostlab serve` (which runs as vhostlab-fast, the production core),
   null      `vhostlab serve --mode null`: chains go back unread, nothing is copied -- the
-            ceiling the front end allows (guest->host cells only).
+            ceiling the front end allows (guest->host cells only);
+  touch     `vhostlab serve --mode touch`: null, reading the first byte of each packet --
+            the ceiling for any back end that reads its packets (guest->host 64-byte cells,
+            where one cache line is the whole packet).
 over {split, packed} x {mergeable on, off} x {in-order on, off} x {64, 1518 B} x
 {guest->host, host->guest}: 32 cells. Each run measures the front end's packet rate over a
 fixed window after a warm-up; runs are interleaved (for each repetition, for each cell, the
@@ -88,8 +91,13 @@ class Cell:
         return (self.ring, self.mrg, self.ord)
 
     def backends(self) -> tuple:
-        # The null back end has no host->guest meaning (docs/serve.md, null mode).
-        return ("dpdk", "vhostlab", "null") if self.dir == "g2h" else ("dpdk", "vhostlab")
+        # The null back end has no host->guest meaning (docs/serve.md, null mode). touch
+        # reads one cache line of the packet: the whole of a 64-byte one, so its rate bounds
+        # every back end there; of a 1518-byte one it reads 1 line in 24, which bounds
+        # nothing a real back end does.
+        if self.dir == "h2g":
+            return ("dpdk", "vhostlab")
+        return ("dpdk", "vhostlab", "null") + (("touch",) if self.size == 64 else ())
 
 
 ALL_CELLS = [Cell(r, m, o, s, d) for r, m, o, s, d in
@@ -389,7 +397,8 @@ class Bench:
         does, and the front end resets packed rings itself, but a fresh pair keeps every
         run alike.
         See reports/vs-dpdk.md, method.)"""
-        mode = "null" if backend == "null" else ("rxonly" if cell.dir == "g2h" else "txonly")
+        mode = (backend if backend in ("null", "touch")
+                else "rxonly" if cell.dir == "g2h" else "txonly")
         n = next(self.counter)
         serve = Serve(self.a.vhostlab, self.workdir, n, self.workdir / f"v{n}.sock", mode,
                       cell.size, self.a.serve_arg)
@@ -532,19 +541,25 @@ def placement(before: float | None, after: float | None) -> str | None:
 
 def by_placement(cell_id: str, runs: list[dict]) -> dict:
     """Per placement (close, far): each back end's median over the runs of that placement,
-    the ratio of those medians, and how many runs went in. Only runs of one placement
-    compare: a far run is slower whichever back end it measured."""
+    the ratio of those medians, and how many runs went in; for cells with touch runs, also
+    touch's median and touch / DPDK, the most any back end that reads its packets could
+    reach there. Only runs of one placement compare: a far run is slower whichever back end
+    it measured."""
     out = {}
     for where in ("close", "far"):
         vals = {b: [r["mpps"] for r in runs if r["cell"] == cell_id and "error" not in r
                     and r["backend"] == b and r.get("placement") == where]
-                for b in ("dpdk", "vhostlab")}
-        d, v = vals["dpdk"], vals["vhostlab"]
+                for b in ("dpdk", "vhostlab", "touch")}
+        d, v, t = vals["dpdk"], vals["vhostlab"], vals["touch"]
         out[where] = {
             "dpdk": statistics.median(d) if d else None,
             "vhostlab": statistics.median(v) if v else None,
             "ratio": statistics.median(v) / statistics.median(d) if d and v else None,
             "n_dpdk": len(d), "n_vhostlab": len(v)}
+        if t:
+            out[where].update({
+                "touch": statistics.median(t), "n_touch": len(t),
+                "touch_ratio": statistics.median(t) / statistics.median(d) if d else None})
     return out
 
 
@@ -649,7 +664,8 @@ def write_markdown(path: Path, doc: dict):
                     f"{sum(1 for x in pr if x >= TARGET)} of the {len(pr)} cells that have "
                     f"runs of both back ends there, ≥ 1.00× in "
                     f"{sum(1 for x in pr if x >= 1.0)}; geometric mean "
-                    f"{math.exp(sum(math.log(x) for x in pr) / len(pr)):.2f}×.")
+                    f"{math.exp(sum(math.log(x) for x in pr) / len(pr)):.2f}×."
+                    + capped_words(rows, where))
         lines.append("")
     failed = [r for r in doc["runs"] if "error" in r]
     if failed:
@@ -661,22 +677,24 @@ def write_markdown(path: Path, doc: dict):
         "Mpps: median over the repetitions (min–max). Ratio: vhostlab median / DPDK median "
         "(the goal's column). Paired: the median over the repetitions of vhostlab / DPDK "
         "within one repetition. Null: `vhostlab serve --mode null`, the front end's ceiling "
-        "(guest→host only).",
+        "(guest→host only). Touch: `vhostlab serve --mode touch`, the ceiling of a back end "
+        "that reads its packets (guest→host 64 B only; see Ceilings).",
         "",
         "| cell | ring | mrg | in-order | size | direction | DPDK Mpps | vhostlab Mpps | ratio "
-        f"| ≥ {TARGET:.2f} | paired | null ceiling Mpps |",
-        "|---|---|---|---|---:|---|---:|---:|---:|:-:|---:|---:|",
+        f"| ≥ {TARGET:.2f} | paired | null ceiling Mpps | touch ceiling Mpps |",
+        "|---|---|---|---|---:|---|---:|---:|---:|:-:|---:|---:|---:|",
     ]
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else "—"
         ok = "—" if not r["ratio"] else ("yes" if r["ratio"] >= TARGET else "**no**")
         null = fmt_mmm(r.get("null")) if r["dir"] == "g2h" else "n/a"
+        touch = fmt_mmm(r.get("touch")) if r["dir"] == "g2h" and r["size"] == 64 else "n/a"
         paired = f"{r['paired_ratio']:.2f}" if r.get("paired_ratio") else "—"
         lines.append(
             f"| `{r['cell']}` | {r['ring']} | {'on' if r['mrg'] else 'off'} | "
             f"{'on' if r['ord'] else 'off'} | {r['size']} | {DIR_WORDS[r['dir']]} | "
             f"{fmt_mmm(r.get('dpdk'))} | {fmt_mmm(r.get('vhostlab'))} | {ratio} | {ok} | "
-            f"{paired} | {null} |")
+            f"{paired} | {null} | {touch} |")
     lines += ["", "![vs-dpdk](vs-dpdk.png)", ""]
     lines += placement_section(doc)
     lines += ["## Ceilings", "",
@@ -689,7 +707,17 @@ def write_markdown(path: Path, doc: dict):
               "driver takes a used length only if it covers the virtio-net header and an "
               "Ethernet header (shorter ones are dropped as errors), and with mergeable "
               "buffers it reads num_buffers from that header — a back end must write it, "
-              "which is no longer nothing.", ""]
+              "which is no longer nothing.", "",
+              "**Touch back end** (`vhostlab serve --mode touch`, `vl_net_discard_touch`): "
+              "the null back end plus one byte of each packet read, the first after the "
+              "virtio-net header. The front end wrote that cache line just before; reading "
+              "it moves the line to the back end's CPU, and the front end pays to take it "
+              "back when it writes the buffer again. Every back end that reads its packets "
+              "pays that (DPDK's copies them), so none can beat the touch rate: in a cell "
+              "where touch itself is under the goal, the goal is out of reach for a real "
+              "back end. The gap between null and touch is that one line's cost. Run in the "
+              "64-byte guest→host cells only: there the line is the whole packet; of a "
+              "1518-byte one it is 1 line in 24.", ""]
     mc = doc.get("memcpy")
     if mc:
         lines += ["**memcpy** (`vl_memcpy_ceiling`, glibc memcpy on the back-end CPU, length "
@@ -717,7 +745,7 @@ def write_markdown(path: Path, doc: dict):
         "22.11's net_vhost has no dequeue-zero-copy option any more, every option at its "
         "default); (b) `vhostlab serve --mode rxonly|txonly --size SIZE "
         + " ".join(meta["serve_args"]) + "`, which ran as `" + str(meta.get("serve_exe"))
-        + "` (the production core, no lab hooks); (c) null: the same with `--mode null`. "
+        + "` (the production core, no lab hooks); (c) null and (d) touch: the same with `--mode null` and `--mode touch`. "
         "Both poll: testpmd's forwarding lcore spins, and serve "
         + ("runs with `--poll`." if "--poll" in meta["serve_args"] else
            "sleeps only when a round moved nothing (no `--poll`)."),
@@ -754,6 +782,23 @@ def write_markdown(path: Path, doc: dict):
     path.write_text("\n".join(lines))
 
 
+def capped_words(rows: list[dict], where: str) -> str:
+    """Of a placement's cells below the goal, those where even the touch ceiling is: no back
+    end that reads its packets could reach the goal there, whatever it did."""
+    below = [r for r in rows if r.get("placement") and r["placement"][where]["ratio"]
+             and r["placement"][where]["ratio"] < TARGET]
+    if not below:
+        return ""
+    capped = [r for r in below if (r["placement"][where].get("touch_ratio") or TARGET) < TARGET]
+    s = (f" Of the {len(below)} below the goal, {len(capped)} "
+         f"{'is' if len(capped) == 1 else 'are'} out of reach for any back end that reads its "
+         f"packets (the touch ceiling itself under {TARGET:.2f}× DPDK there)")
+    if capped:
+        s += ": " + ", ".join(f"`{r['cell']}` touch {r['placement'][where]['touch_ratio']:.2f}×, "
+                              f"vhostlab {r['placement'][where]['ratio']:.2f}×" for r in capped)
+    return s + "."
+
+
 def placement_section(doc: dict) -> list[str]:
     """The per-placement table: each cell's medians over the runs the probes class close,
     and over those they class far."""
@@ -764,12 +809,14 @@ def placement_section(doc: dict) -> list[str]:
              for w in ("close", "far", "mixed")}
 
     def cell(p: dict) -> str:
+        t = (f"{p['touch_ratio']:.2f} ({p['n_touch']})" if p.get("touch_ratio")
+             else "—")
         if p["dpdk"] is None and p["vhostlab"] is None:
-            return "— | — | —"
+            return "— | — | — | " + t
         d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
         v = f"{p['vhostlab']:.2f} ({p['n_vhostlab']})" if p["vhostlab"] is not None else "—"
         ok = "" if p["ratio"] is None or p["ratio"] >= TARGET else " **no**"
-        return f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—")
+        return f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—") + f" | {t}"
 
     lines = [
         "## By placement",
@@ -785,11 +832,13 @@ def placement_section(doc: dict) -> list[str]:
         f"runs, {count['close']} were close, {count['far']} far, {count['mixed']} mixed.",
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
-        "DPDK of those medians.",
+        "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
+        "placement's runs (how many) against DPDK's: the most any back end that reads its "
+        "packets could reach there (guest→host 64 B cells).",
         "",
-        "| cell | close: DPDK | close: vhostlab | close: ratio | far: DPDK | far: vhostlab | "
-        "far: ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| cell | close: DPDK | close: vhostlab | close: ratio | close: touch / DPDK "
+        "| far: DPDK | far: vhostlab | far: ratio | far: touch / DPDK |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["cells"]:
         p = r.get("placement")
@@ -818,10 +867,12 @@ def write_plot(path: Path, doc: dict) -> bool:
         hi = [r[b]["max"] - r[b]["median"] if r.get(b) else 0 for r in rows]
         ax.bar([i + off for i in x], med, width, yerr=[lo, hi], capsize=2, color=color,
                label="DPDK vhost" if b == "dpdk" else "vhostlab serve")
-    nx = [i for i, r in enumerate(rows) if r.get("null")]
-    if nx:
-        ax.scatter(nx, [rows[i]["null"]["median"] for i in nx], marker="_", s=400,
-                   color="black", linewidths=2, label="null back end (ceiling)", zorder=3)
+    for b, color, label in (("null", "black", "null back end (ceiling)"),
+                            ("touch", "tab:orange", "touch back end (ceiling when reading)")):
+        nx = [i for i, r in enumerate(rows) if r.get(b)]
+        if nx:
+            ax.scatter(nx, [rows[i][b]["median"] for i in nx], marker="_", s=400,
+                       color=color, linewidths=2, label=label, zorder=3)
     ax.set_ylabel("Mpps (median, min–max)")
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
@@ -850,7 +901,8 @@ def parse_args(argv):
         "`vhostlab serve` in turn over the cell matrix; write vs-dpdk.md/.png/.json.",
         epilog="Cells are named RING-mrgM-ordO-SIZE-DIR, e.g. split-mrg1-ord1-64-g2h "
         "(DIR: g2h guest->host, h2g host->guest). The full matrix (32 cells, 3 reps: 96 DPDK "
-        "runs, 144 serve runs with the null ceiling) takes about 19 minutes on 2 CPUs; run "
+        "runs, 168 serve runs with the null and touch ceilings) takes about 21 minutes on 2 CPUs; "
+        "run "
         "it on a quiet machine.")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke test: cells {QUICK_CELLS} (unless --cells), 1 rep, 1 s "
