@@ -270,3 +270,54 @@ def test_cpu_pingpong_usage_errors_name_the_value(vhostlab, args, bad):
     assert proc.returncode == 2, proc
     assert f"'{bad}'" in proc.stderr, proc.stderr
     assert proc.stdout == "", proc.stdout
+
+
+def test_placement_verdict():
+    """met: >= 1.10x in every placement with both back ends; capped: short only where touch
+    itself is under 1.10x DPDK; short: short somewhere with room under touch (or without a
+    touch run); None: no placement has both back ends."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+
+    def p(close, far, touch_close=None, touch_far=None):
+        out = {"close": {"ratio": close}, "far": {"ratio": far}}
+        if touch_close is not None:
+            out["close"]["touch_ratio"] = touch_close
+        if touch_far is not None:
+            out["far"]["touch_ratio"] = touch_far
+        return out
+
+    v = vs_dpdk.placement_verdict
+    assert v(p(1.20, 1.10)) == "met"
+    assert v(p(1.20, None)) == "met"
+    assert v(p(1.20, 1.02, touch_far=1.05)) == "capped"
+    assert v(p(1.20, 1.02, touch_far=1.15)) == "short"
+    assert v(p(1.20, 1.02)) == "short"
+    assert v(p(1.05, 1.02, touch_close=1.30, touch_far=1.05)) == "short"
+    assert v(p(None, None)) is None
+
+
+def test_render_reproduces_the_report(report, tmp_path):
+    """--render rebuilds the report from the run's JSON without running anything: the same
+    markdown, the same cells."""
+    out, doc, _ = report
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--render", str(out / "vs-dpdk.json"),
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "vs-dpdk.md").read_text() == (out / "vs-dpdk.md").read_text()
+    assert json.loads((tmp_path / "vs-dpdk.json").read_text())["cells"] == doc["cells"]
+    assert (tmp_path / "vs-dpdk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert " Mpps " not in proc.stderr, "a render must not run anything"
+
+
+def test_render_refuses_what_is_not_a_report(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cells": 3}')
+    for path, word in ((tmp_path / "missing.json", "no such file"), (bad, "not a vs-dpdk.json")):
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--render", str(path), "--out",
+                               str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and word in proc.stderr and str(path) in proc.stderr, (
+            path, proc.stderr)

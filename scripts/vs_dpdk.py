@@ -563,6 +563,22 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
     return out
 
 
+def placement_verdict(p: dict) -> str | None:
+    """The goal judged within each placement: "met" when the ratio is >= TARGET in every
+    placement that has runs of both back ends; "capped" when it is short only in placements
+    where the touch ceiling itself is under TARGET x DPDK (out of reach for any back end that
+    reads its packets); "short" otherwise; None without a placement that has both."""
+    have = [w for w in ("close", "far") if p[w]["ratio"] is not None]
+    if not have:
+        return None
+    short = [w for w in have if p[w]["ratio"] < TARGET]
+    if not short:
+        return "met"
+    if all((p[w].get("touch_ratio") or TARGET) < TARGET for w in short):
+        return "capped"
+    return "short"
+
+
 def paired_ratio(cell_id: str, runs: list[dict]) -> float | None:
     """Median over the repetitions of vhostlab / DPDK within one repetition. The two runs of
     a repetition are seconds apart, so a slow or fast spell of the machine (this VM's rate
@@ -590,6 +606,7 @@ def summarize(cells: list[Cell], runs: list[dict]) -> list[dict]:
         row["ratio"] = v["median"] / d["median"] if d and v and d["median"] > 0 else None
         row["paired_ratio"] = paired_ratio(cell.id, runs)
         row["placement"] = by_placement(cell.id, runs)
+        row["verdict"] = placement_verdict(row["placement"])
         rows.append(row)
     return rows
 
@@ -666,6 +683,23 @@ def write_markdown(path: Path, doc: dict):
                     f"{sum(1 for x in pr if x >= 1.0)}; geometric mean "
                     f"{math.exp(sum(math.log(x) for x in pr) / len(pr)):.2f}×."
                     + capped_words(rows, where))
+        judged = [r for r in rows if r.get("verdict")]
+        if judged:
+            met = sum(1 for r in judged if r["verdict"] == "met")
+            capped = sum(1 for r in judged if r["verdict"] == "capped")
+            short = [r for r in judged if r["verdict"] == "short"]
+            lines.append(
+                f"- **Judged within each placement** (a cell meets the goal when its ratio is "
+                f"≥ {TARGET:.2f}× in each placement that has runs of both back ends): met in "
+                f"**{met} of {len(judged)}** cells; {capped} more short only where even the "
+                f"touch ceiling is under {TARGET:.2f}× DPDK (out of reach for a back end that "
+                f"reads its packets); {len(short)} short with room left"
+                + (": " + ", ".join(
+                    f"`{r['cell']}` " + " / ".join(
+                        f"{w} {r['placement'][w]['ratio']:.2f}×" for w in ("close", "far")
+                        if r["placement"][w]["ratio"] is not None
+                        and r["placement"][w]["ratio"] < TARGET) for r in short)
+                   if short else "") + ".")
         lines.append("")
     failed = [r for r in doc["runs"] if "error" in r]
     if failed:
@@ -925,6 +959,10 @@ def parse_args(argv):
                    help="the vhostlab program (default: $VHOSTLAB_BIN or "
                    "build/release/cli/vhostlab); vhostlab-fast, vl_memcpy_ceiling and "
                    "vl_cpu_pingpong (the placement probe) are expected beside it")
+    p.add_argument("--render", type=Path, metavar="JSON",
+                   help="run nothing: write vs-dpdk.md, .png and .json into --out from the "
+                   "vs-dpdk.json of an earlier run (its runs; cells and summary recomputed), "
+                   "e.g. after a change to the report's text")
     p.add_argument("--serve-arg", action="append", default=None, metavar="ARG",
                    help="an extra argument for every vhostlab serve (repeatable; default "
                    "--poll, as DPDK's back end polls too)")
@@ -940,6 +978,10 @@ def parse_args(argv):
         p.error(f"--seconds {a.seconds}: must be in [0.2, 60]")
     if not 0 <= a.warmup <= 30:
         p.error(f"--warmup {a.warmup}: must be in [0, 30]")
+    if a.render:
+        if not a.render.is_file():
+            p.error(f"--render {a.render}: no such file")
+        return a
     pattern = a.cells or (QUICK_CELLS if a.quick else "*")
     pats = [s.strip() for s in pattern.split(",") if s.strip()]
     a.cell_list = [c for c in ALL_CELLS if any(fnmatch.fnmatchcase(c.id, q) for q in pats)]
@@ -960,8 +1002,35 @@ def parse_args(argv):
     return a
 
 
+def write_report(a, doc: dict, how: str):
+    """The three files into --out; with --json, the summary on stdout."""
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "vs-dpdk.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_markdown(a.out / "vs-dpdk.md", doc)
+    write_plot(a.out / "vs-dpdk.png", doc)
+    log(f"wrote {a.out / 'vs-dpdk.md'}, .png, .json {how}")
+    if a.json:
+        print(json.dumps({k: doc[k] for k in ("meta", "cells", "memcpy")}, indent=1))
+
+
+def render(a) -> int:
+    """--render: the report of an earlier run, from its JSON, recomputed from its runs."""
+    try:
+        doc = json.loads(a.render.read_text())
+        ids = [r["cell"] for r in doc["cells"]]
+        by_id = {c.id: c for c in ALL_CELLS}
+        doc["cells"] = summarize([by_id[i] for i in ids], doc["runs"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log(f"--render {a.render}: not a vs-dpdk.json ({type(e).__name__}: {e})")
+        return 2
+    write_report(a, doc, f"from {a.render}")
+    return 0
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.render:
+        return render(a)
     cmdline = "scripts/vs_dpdk.py " + " ".join(argv if argv is not None else sys.argv[1:])
     load_start = os.getloadavg()[0]
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -988,13 +1057,7 @@ def main(argv=None) -> int:
         "memcpy": mc,
         "runs": bench.runs,
     }
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "vs-dpdk.json").write_text(json.dumps(doc, indent=1) + "\n")
-    write_markdown(a.out / "vs-dpdk.md", doc)
-    write_plot(a.out / "vs-dpdk.png", doc)
-    log(f"wrote {a.out / 'vs-dpdk.md'}, .png, .json ({duration / 60:.1f} min)")
-    if a.json:
-        print(json.dumps({k: doc[k] for k in ("meta", "cells", "memcpy")}, indent=1))
+    write_report(a, doc, f"({duration / 60:.1f} min)")
     return 1 if any("error" in r for r in bench.runs) else 0
 
 
