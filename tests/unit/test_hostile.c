@@ -3,7 +3,11 @@
  * RX, coarse and 4 KiB guest memory: one scenario body checks the documented outcome --
  * dropped (returned with used length 0 under the right reason, neighbours unharmed), queue
  * broken (reason latched, the chain before it served), ignored (not available), or works --
- * by reading the used ring exactly as a guest would. */
+ * by reading the used ring exactly as a guest would. TX runs three host sides over the same
+ * chains: vl_net_dequeue, and the ceilings vl_net_discard and vl_net_discard_touch, which
+ * walk and check chains as dequeue does but do not read the header (so a bad offload is
+ * their packet like any other); touch must read exactly the first payload byte of each
+ * packet it returns as good. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,25 +127,37 @@ static uint16_t ndescs_since(struct env *e, uint16_t before)
 	return (uint16_t)((e->pr.next_avail + QSIZE - before) % QSIZE);
 }
 
-static void scenario(enum lab_hostile c, enum vl_layout layout, bool rx, uint64_t gran)
+/* Who takes the guest's TX chains. */
+enum host_side { HOST_DEQUEUE, HOST_DISCARD, HOST_TOUCH, HOST__COUNT };
+
+static const char *const host_names[] = {"dequeue", "discard", "touch"};
+
+/* Fill bytes of the payloads: the good chains' own, and every hostile chain's (sim/hostile.c). */
+#define FILL_GOOD1 0x11u
+#define FILL_GOOD2 0x22u
+#define FILL_HOSTILE 0x5au
+
+static void scenario(enum lab_hostile c, enum vl_layout layout, bool rx, uint64_t gran,
+		     enum host_side host)
 {
 	struct env e;
 	uint16_t good1, good2, bad = 0, nd[QSIZE] = {0};
-	char what[96];
+	char what[112];
+	uint64_t bytes = 0, firsts = 0;
 
-	snprintf(what, sizeof(what), "%s %s %s gran=%llu", lab_hostile_name(c),
+	snprintf(what, sizeof(what), "%s %s %s gran=%llu %s", lab_hostile_name(c),
 		 layout == VL_LAYOUT_SPLIT ? "split" : "packed", rx ? "rx" : "tx",
-		 (unsigned long long)gran);
+		 (unsigned long long)gran, rx ? "enqueue" : host_names[host]);
 	setup(&e, layout, rx, gran);
 	uint16_t at = e.pr.next_avail;
 
-	assert_int_equal(lab_hostile_post_good(&e.h, PKT, 0x11, &good1), 0);
+	assert_int_equal(lab_hostile_post_good(&e.h, PKT, FILL_GOOD1, &good1), 0);
 	if (layout == VL_LAYOUT_PACKED)
 		nd[good1] = ndescs_since(&e, at), at = e.pr.next_avail;
 	assert_int_equal(lab_hostile_post(&e.h, c, &bad), 0);
 	if (layout == VL_LAYOUT_PACKED && bad < QSIZE)
 		nd[bad] = ndescs_since(&e, at), at = e.pr.next_avail;
-	assert_int_equal(lab_hostile_post_good(&e.h, PKT, 0x22, &good2), 0);
+	assert_int_equal(lab_hostile_post_good(&e.h, PKT, FILL_GOOD2, &good2), 0);
 	if (layout == VL_LAYOUT_PACKED)
 		nd[good2] = ndescs_since(&e, at);
 
@@ -160,6 +176,10 @@ static void scenario(enum lab_hostile c, enum vl_layout layout, bool rx, uint64_
 
 		moved = vl_net_enqueue(e.q, pkts, 3, status);
 		vl_pkt_free_bulk(pkts, 3);
+	} else if (host == HOST_DISCARD) {
+		moved = vl_net_discard(e.q, 8, &bytes);
+	} else if (host == HOST_TOUCH) {
+		moved = vl_net_discard_touch(e.q, 8, &bytes, &firsts);
 	} else {
 		moved = vl_net_dequeue(e.q, e.pool, pkts, 8);
 		for (uint32_t i = 0; i < moved; i++) {
@@ -169,6 +189,28 @@ static void scenario(enum lab_hostile c, enum vl_layout layout, bool rx, uint64_
 	}
 
 	struct lab_hostile_outcome o = lab_hostile_expect(c, layout, rx);
+
+	/* The ceilings never read the header: its checksum fields cannot be wrong to them. */
+	if (!rx && host != HOST_DEQUEUE && c == LAB_HOSTILE_BAD_OFFLOAD)
+		o = (struct lab_hostile_outcome){LAB_HK_WORKS, VL_DROP_NONE};
+	/* What the ceilings must have counted and read: the good packets' bytes, and (touch)
+	 * the first payload byte of each, by outcome. */
+	uint32_t served = o.kind == LAB_HK_WORKS		 ? 3
+			  : o.kind == LAB_HK_DROPPED	 ? 2
+			  : c == LAB_HOSTILE_AVAIL_JUMP ? 0
+							 : 1;
+	uint64_t want_firsts = served == 3   ? FILL_GOOD1 + FILL_HOSTILE + FILL_GOOD2
+			       : served == 2 ? FILL_GOOD1 + FILL_GOOD2
+			       : served == 1 ? FILL_GOOD1
+					     : 0;
+
+	if (!rx && host != HOST_DEQUEUE) {
+		assert_int_equal(moved, served);
+		assert_int_equal(bytes, (uint64_t)PKT * served);
+		assert_int_equal(firsts, host == HOST_TOUCH ? want_firsts : 0);
+		assert_int_equal(vl_vq_stats(e.q)->packets, 0);
+		assert_int_equal(vl_vq_stats(e.q)->alloc_calls, 0);
+	}
 	const struct vl_vq_stats *st = vl_vq_stats(e.q);
 	uint64_t drops = 0;
 	uint32_t id, len, good_len = rx ? 12 + PKT : 0;
@@ -244,8 +286,11 @@ static void test_every_class(void **state)
 
 					if (!lab_hostile_applies((enum lab_hostile)c, layout, rx))
 						continue;
-					scenario((enum lab_hostile)c, layout, rx, g ? 4096 : 0);
-					ran++;
+					for (int h = 0; h < (rx ? 1 : HOST__COUNT); h++) {
+						scenario((enum lab_hostile)c, layout, rx,
+							 g ? 4096 : 0, (enum host_side)h);
+						ran++;
+					}
 				}
 	/* Every class runs somewhere: at least one layout and direction each. */
 	assert_true(ran >= 2 * LAB_HOSTILE__COUNT);
