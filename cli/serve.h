@@ -155,6 +155,10 @@ struct serve {
 	int *tap_fds;                  /* tap mode: one per queue pair */
 	uint8_t *tap_buf;              /* one frame read from the TAP device */
 	double start, last_stats;
+	/* Seconds spent in loop rounds that moved nothing (waiting, spinning or asleep): the
+	 * share of serve's time the front end kept it waiting. last_idle: at the last live
+	 * statistics line. */
+	double idle, last_idle;
 };
 
 /* Monotonic seconds. */

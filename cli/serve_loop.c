@@ -226,7 +226,7 @@ const char *serve_loop(struct serve *s)
 	double next_stats = s->o.stats_interval > 0 ? s->start + s->o.stats_interval : SERVE_NEVER;
 
 	s->last_stats = s->start;
-	double last_poll = 0, now = 0;
+	double last_poll = 0, now = 0, idle_from = 0;
 	bool last_busy = false;
 	uint32_t clock_skips = 0;
 
@@ -238,9 +238,15 @@ const char *serve_loop(struct serve *s)
 		/* The clock is read every round unless the last rounds were busy: then every
 		 * SERVE_BUSY_CLOCK_ROUNDS-th (a round takes about a microsecond then, and a read
 		 * costs a few percent of it; nothing here needs finer time while packets flow). */
-		if (!last_busy || ++clock_skips >= SERVE_BUSY_CLOCK_ROUNDS) {
+		bool fresh = !last_busy || ++clock_skips >= SERVE_BUSY_CLOCK_ROUNDS;
+
+		if (fresh) {
 			now = serve_now();
 			clock_skips = 0;
+			/* The last round moved nothing: it was idle from idle_from to now
+			 * (its poll of the rings, its pause or its sleep). */
+			if (!last_busy && idle_from > 0)
+				s->idle += now - idle_from;
 		}
 
 		if (now >= end) {
@@ -261,6 +267,9 @@ const char *serve_loop(struct serve *s)
 		if (!s->o.busy_poll && serve_set_kicks(s, !busy))
 			busy = true;
 		last_busy = busy;
+		/* The clock may be a few busy rounds old here: then the idle span starts now. */
+		if (!busy)
+			idle_from = fresh ? now : serve_now();
 		if (now >= next_stats) {
 			serve_stats_live(s, now);
 			next_stats += s->o.stats_interval;

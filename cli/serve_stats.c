@@ -159,6 +159,12 @@ void serve_stats_live(struct serve *s, double now)
 
 	if (dt <= 0)
 		dt = 1e-9;
+	/* The loop's, not a queue's: one thread serves every ring. */
+	double idle_share = (s->idle - s->last_idle) / dt;
+
+	if (idle_share > 1)
+		idle_share = 1;
+	s->last_idle = s->idle;
 	for (uint32_t i = 0; i < s->nports; i++) {
 		struct serve_port *p = &s->port[i];
 
@@ -179,16 +185,16 @@ void serve_stats_live(struct serve *s, double now)
 					", \"queue\": %" PRIu32 ", \"connected\": %s, "
 					"\"rx_packets\": %" PRIu64 ", \"rx_pps\": %.0f, "
 					"\"tx_packets\": %" PRIu64 ", \"tx_pps\": %.0f, "
-					"\"drops\": %" PRIu64 "}\n",
+					"\"drops\": %" PRIu64 ", \"idle_share\": %.3f}\n",
 					q, serve_port_connected(p) ? "true" : "false",
 					sp->st.rx_packets, rx_pps, sp->st.tx_packets, tx_pps,
-					drops_of(&sp->st));
+					drops_of(&sp->st), idle_share);
 			} else {
 				fprintf(stderr,
 					"[%8.1fs] %s q%" PRIu32 ": rx %" PRIu64 " (%.0f pps)  tx %" PRIu64
-					" (%.0f pps)  drops %" PRIu64 "%s\n",
+					" (%.0f pps)  drops %" PRIu64 "  idle %.0f%%%s\n",
 					now - s->start, p->path, q, sp->st.rx_packets, rx_pps,
-					sp->st.tx_packets, tx_pps, drops_of(&sp->st),
+					sp->st.tx_packets, tx_pps, drops_of(&sp->st), 100.0 * idle_share,
 					serve_port_connected(p) ? "" : "  (not connected)");
 			}
 		}
@@ -204,11 +210,12 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 
 	printf("{\n  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
 	       "  \"zero_copy\": %s,\n  \"busy_poll\": %s,\n  \"seconds\": %.3f,\n"
+	       "  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
 	       mode_names[s->o.mode], s->o.queues, s->o.client ? "true" : "false",
 	       s->o.zero_copy ? "true" : "false", s->o.busy_poll ? "true" : "false", secs,
-	       stopped_by, leaked, leaked == 0 ? "true" : "false");
+	       s->idle, stopped_by, leaked, leaked == 0 ? "true" : "false");
 	for (uint32_t i = 0; i < s->nports; i++) {
 		const struct serve_port *p = &s->port[i];
 
@@ -265,8 +272,9 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 {
 	struct serve_qstats tot = {0};
 
-	printf("vhostlab serve: mode %s, %" PRIu32 " queue pair%s, %.2f s, stopped by %s\n",
-	       mode_names[s->o.mode], s->o.queues, s->o.queues == 1 ? "" : "s", secs,
+	printf("vhostlab serve: mode %s, %" PRIu32 " queue pair%s, %.2f s (idle %.2f s), "
+	       "stopped by %s\n",
+	       mode_names[s->o.mode], s->o.queues, s->o.queues == 1 ? "" : "s", secs, s->idle,
 	       stopped_by);
 	printf("%-28s %5s %12s %14s %12s %14s %8s %10s %10s\n", "socket", "queue", "rx_packets",
 	       "rx_bytes", "tx_packets", "tx_bytes", "drops", "kicks", "calls");

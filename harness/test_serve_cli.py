@@ -96,6 +96,11 @@ def test_duration_without_front_end(vhostlab, tmp):
     kinds = [e["event"] for e in events(res.stderr)]
     assert kinds[0] == "listening" and kinds.count("stats") >= 2, res.stderr
     assert not sock.exists(), "serve must remove the socket file it created"
+    # Nothing to move the whole time: every round idle, bar setup and the last round.
+    assert 0.8 * doc["seconds"] <= doc["idle_seconds"] <= doc["seconds"], doc
+    for e in events(res.stderr):
+        if e["event"] == "stats":
+            assert e["idle_share"] >= 0.8, e
 
 
 def start(vhostlab, *args):

@@ -87,6 +87,38 @@ def test_serve_totals_cover_the_window(report):
             assert s["tx_packets"] >= r["packets"] and s["rx_packets"] == 0, r
 
 
+def test_serve_idle_share_of_the_window(report):
+    """Every serve run has the idle share of its window from serve's live statistics: a
+    share, and no more than serve's whole-run idle time allows (the window is inside the
+    run). null and touch never wait on a ring with room for the front end's packets, so
+    they and the guest->host vhostlab run are idle some of the time; nothing is asserted
+    of how much, which depends on who is faster."""
+    _, doc, _ = report
+    for r in doc["runs"]:
+        if r["backend"] == "dpdk":
+            assert "serve_idle" not in r, r
+            continue
+        s = r["serve"]
+        assert 0 <= r["serve_idle"] <= 1, r
+        assert 0 <= s["idle_seconds"] <= s["seconds"], r
+        assert r["serve_idle"] * r["wall_seconds"] <= s["idle_seconds"] + 0.3, r
+
+
+def test_window_idle_takes_the_intervals_inside_the_window():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    lines = [{"time": t, "idle_share": x} for t, x in
+             ((0.25, 1.0), (0.5, 1.0), (0.75, 0.2), (1.0, 0.4), (1.25, 0.9))]
+    # The window 0.5..1.1 holds the intervals ending at 0.75 and 1.0 (0.5..0.75, 0.75..1.0).
+    assert vs_dpdk.window_idle(lines, 0.5, 1.1, 0.25) == pytest.approx(0.3)
+    assert vs_dpdk.window_idle(lines, 0.0, 1.25, 0.25) == pytest.approx(0.7)
+    assert vs_dpdk.window_idle(lines, 0.6, 0.8, 0.25) is None
+    assert vs_dpdk.window_idle([{"time": 1.0}], 0.0, 2.0, 0.25) is None
+
+
 def test_ratios_and_medians_follow_from_the_runs(report):
     _, doc, _ = report
     assert [c["cell"] for c in doc["cells"]] == CELLS
@@ -172,6 +204,21 @@ def test_placement_classes_and_medians():
     assert p["close"]["touch"] == 46.0 and p["close"]["n_touch"] == 2
     assert p["close"]["touch_ratio"] == pytest.approx(46 / 41)
     assert p["far"]["touch"] == 18.0 and p["far"]["touch_ratio"] is None
+    assert "serve_idle" not in p["close"] and "serve_idle" not in p["far"]
+    # serve's idle share: the median over vhostlab's runs of that placement only.
+    runs += [
+        {"cell": "c", "backend": "vhostlab", "mpps": 45.0, "placement": "close",
+         "serve_idle": 0.10},
+        {"cell": "c", "backend": "vhostlab", "mpps": 47.0, "placement": "close",
+         "serve_idle": 0.30},
+        {"cell": "c", "backend": "touch", "mpps": 47.0, "placement": "close",
+         "serve_idle": 0.90},
+        {"cell": "c", "backend": "vhostlab", "mpps": 17.5, "placement": "mixed",
+         "serve_idle": 0.90},
+    ]
+    p = vs_dpdk.by_placement("c", runs)
+    assert p["close"]["serve_idle"] == pytest.approx(0.20)
+    assert "serve_idle" not in p["far"]
 
 
 def test_capped_cells_named():

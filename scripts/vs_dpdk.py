@@ -72,6 +72,9 @@ PLACEMENT_FAR_NS = 250.0
 QUICK_CELLS = "split-mrg1-ord1-64-g2h,packed-mrg0-ord0-1518-h2g"
 START_TIMEOUT = 30.0  # testpmd's EAL start with --no-huge takes 1-2 s; more on a busy machine
 PROC_LIMIT = 600  # seconds: timeout(1) kills anything of ours that outlives this
+# serve prints its live statistics this often during our runs; each line carries the
+# share of the interval its loop spent in rounds that moved nothing (idle_share).
+SERVE_STATS_INTERVAL = 0.25
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,10 @@ class Serve(Proc):
                  extra: list[str]):
         self.sock = sock
         argv = ["taskset", "-c", str(BE_CPU), str(vhostlab), "serve", "--socket", str(sock),
-                "--mode", mode, "--size", str(size), "--json", *extra]
+                "--mode", mode, "--size", str(size), "--json",
+                "--stats-interval", str(SERVE_STATS_INTERVAL), *extra]
+        # serve's event times count from its own start, a few milliseconds after this.
+        self.t0 = time.monotonic()
         super().__init__(argv, workdir / f"serve{n}.err", stdout=subprocess.PIPE)
 
     def events(self, name: str) -> list[dict]:
@@ -280,6 +286,16 @@ class Serve(Proc):
         if self.proc.returncode != 0:
             raise RunError(f"serve exited {self.proc.returncode}\n{out}\n{tail(self.log)}")
         return json.loads(out)
+
+
+def window_idle(stats: list[dict], start: float, end: float,
+                interval: float = SERVE_STATS_INTERVAL) -> float | None:
+    """The share of [start, end] (seconds on serve's clock) serve's loop spent idle: the mean
+    idle_share of the statistics lines whose whole interval lies inside the window (one
+    line per queue pair and interval; ours have one). None when no interval fits."""
+    inside = [ev["idle_share"] for ev in stats
+              if "idle_share" in ev and ev["time"] - interval >= start and ev["time"] <= end]
+    return statistics.mean(inside) if inside else None
 
 
 def median_min_max(values: list[float]) -> dict:
@@ -373,7 +389,8 @@ class Bench:
         packets = s1[key] - s0[key]
         wall = s1["t"] - s0["t"]
         return {"mpps": s1[key + "_pps"] / 1e6, "packets": packets,
-                "wall_seconds": round(wall, 4), "wall_mpps": packets / wall / 1e6}
+                "wall_seconds": round(wall, 4), "wall_mpps": packets / wall / 1e6,
+                "t_start": s0["t"], "t_end": s1["t"]}
 
     def run_dpdk(self, procs: dict, cell: Cell) -> dict:
         fe, be = procs["fe_d"], procs["be_d"]
@@ -384,10 +401,12 @@ class Bench:
         be.cmd("start")
         fe.cmd("start")
         try:
-            return self.window(fe, cell)
+            res = self.window(fe, cell)
         finally:
             fe.cmd("stop")
             be.cmd("stop")
+        del res["t_start"], res["t_end"]
+        return res
 
     def run_serve(self, cfg_procs: dict, cell: Cell, backend: str) -> dict:
         """serve listens, a front end of its own connects (virtio-user client), one window,
@@ -433,7 +452,12 @@ class Bench:
         q = final["totals"]
         res["setup_seconds"] = round(setup, 3)
         res["serve"] = {"rx_packets": q["rx_packets"], "tx_packets": q["tx_packets"],
-                        "drops": q["drops"], "seconds": final["seconds"]}
+                        "drops": q["drops"], "seconds": final["seconds"],
+                        "idle_seconds": final.get("idle_seconds")}
+        idle = window_idle(serve.events("stats"), res.pop("t_start") - serve.t0,
+                           res.pop("t_end") - serve.t0)
+        if idle is not None:
+            res["serve_idle"] = round(idle, 4)
         return res
 
     # --- the matrix ------------------------------------------------------------------------
@@ -560,6 +584,11 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
             out[where].update({
                 "touch": statistics.median(t), "n_touch": len(t),
                 "touch_ratio": statistics.median(t) / statistics.median(d) if d else None})
+        idle = [r["serve_idle"] for r in runs if r["cell"] == cell_id and "error" not in r
+                and r["backend"] == "vhostlab" and r.get("placement") == where
+                and r.get("serve_idle") is not None]
+        if idle:
+            out[where]["serve_idle"] = statistics.median(idle)
     return out
 
 
@@ -696,7 +725,10 @@ def write_markdown(path: Path, doc: dict):
                 f"reads its packets); {len(short)} short with room left"
                 + (": " + ", ".join(
                     f"`{r['cell']}` " + " / ".join(
-                        f"{w} {r['placement'][w]['ratio']:.2f}×" for w in ("close", "far")
+                        f"{w} {r['placement'][w]['ratio']:.2f}×"
+                        + (f" (serve idle {100 * r['placement'][w]['serve_idle']:.0f} %)"
+                           if r["placement"][w].get("serve_idle") is not None else "")
+                        for w in ("close", "far")
                         if r["placement"][w]["ratio"] is not None
                         and r["placement"][w]["ratio"] < TARGET) for r in short)
                    if short else "") + ".")
@@ -791,7 +823,9 @@ def write_markdown(path: Path, doc: dict):
         "it on the ring, and a back end that lags only makes the ring full, so sent and "
         "received differ by at most the ring (256 packets, < 0.01 % of a window). The "
         "count over our own wall clock is kept beside it in the JSON (`wall_mpps`), and "
-        "serve's own totals for its runs.",
+        "serve's own totals for its runs. serve prints its live statistics every "
+        f"{SERVE_STATS_INTERVAL:g} s (`--stats-interval`); the mean `idle_share` of the "
+        "intervals inside the window is the run's `serve_idle`.",
         "- **Connections**: the DPDK pair (front end as virtio-user server, net_vhost as "
         "client) starts once per repetition and ring configuration and serves that "
         "configuration's four size × direction cells, idle (forwarding stopped, main "
@@ -810,7 +844,7 @@ def write_markdown(path: Path, doc: dict):
                     for k, v in sorted(meta["negotiated"].items())) + ".",
         "",
         "Raw runs: `vs-dpdk.json` beside this file (every run: rep, cell, back end, Mpps, "
-        "packets, wall time, serve's totals, or the error).",
+        "packets, wall time, serve's totals and idle share, or the error).",
         "",
     ]
     path.write_text("\n".join(lines))
@@ -845,12 +879,14 @@ def placement_section(doc: dict) -> list[str]:
     def cell(p: dict) -> str:
         t = (f"{p['touch_ratio']:.2f} ({p['n_touch']})" if p.get("touch_ratio")
              else "—")
+        i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
         if p["dpdk"] is None and p["vhostlab"] is None:
-            return "— | — | — | " + t
+            return "— | — | — | — | " + t
         d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
         v = f"{p['vhostlab']:.2f} ({p['n_vhostlab']})" if p["vhostlab"] is not None else "—"
         ok = "" if p["ratio"] is None or p["ratio"] >= TARGET else " **no**"
-        return f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—") + f" | {t}"
+        return (f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—")
+                + f" | {i} | {t}")
 
     lines = [
         "## By placement",
@@ -868,11 +904,17 @@ def placement_section(doc: dict) -> list[str]:
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
         "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
         "placement's runs (how many) against DPDK's: the most any back end that reads its "
-        "packets could reach there (guest→host 64 B cells).",
+        "packets could reach there (guest→host 64 B cells). Idle: the median over "
+        "vhostlab's runs of that placement of the share of the window serve's loop spent in "
+        "rounds that moved nothing (its live statistics, `idle_share`): high, serve waited "
+        "for the front end, which set the rate; near 0, serve was busy all the time -- which "
+        "alone does not make it the bottleneck, as both sides may be waiting on cache lines "
+        "the other one holds.",
         "",
-        "| cell | close: DPDK | close: vhostlab | close: ratio | close: touch / DPDK "
-        "| far: DPDK | far: vhostlab | far: ratio | far: touch / DPDK |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| cell | close: DPDK | close: vhostlab | close: ratio | close: idle "
+        "| close: touch / DPDK "
+        "| far: DPDK | far: vhostlab | far: ratio | far: idle | far: touch / DPDK |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["cells"]:
         p = r.get("placement")
