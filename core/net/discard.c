@@ -68,8 +68,11 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 			vl_ring_push_used(vq, L, &c, 0);
 		}
 		consumed++;
+		/* The chain's length decides as in dequeue: no packet, or one over 64 KiB. */
 		if (why == VL_DROP_NONE && total <= vq->hdr_len)
 			why = VL_DROP_SHORT_CHAIN;
+		else if (why == VL_DROP_NONE && total - vq->hdr_len > VL_PKT_MAX_LEN)
+			why = VL_DROP_TX_TOO_BIG;
 		if (why != VL_DROP_NONE) {
 			vq->stats.drops[why]++;
 			continue;

@@ -140,6 +140,31 @@ static void scn_bad_chains(struct rf *f)
 }
 WRAP4(bad_chains)
 
+/* The largest packet dequeue takes, VL_PKT_MAX_LEN bytes, is good; one byte more is dropped
+ * as too big, as dequeue drops it (two descriptors over one buffer make the length). Both
+ * go back with length 0; only the good one's bytes count. */
+static void scn_too_big(struct rf *f)
+{
+	const uint32_t first = 40000;
+	uint64_t buf = rf_alloc(f, f->hdr_len + first);
+	struct rf_desc max[2] = {{buf, f->hdr_len + first, 0},
+				 {buf, VL_PKT_MAX_LEN - first, 0}};
+	struct rf_desc over[2] = {{buf, f->hdr_len + first, 0},
+				  {buf, VL_PKT_MAX_LEN + 1 - first, 0}};
+	uint16_t good = rf_post_chain(&f->tx, max, 2);
+	uint16_t bad = rf_post_chain(&f->tx, over, 2);
+	uint64_t bytes = 0;
+
+	assert_int_equal(vl_net_discard(f->tx.q, 32, &bytes), 1);
+	assert_int_equal(bytes, VL_PKT_MAX_LEN);
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_TX_TOO_BIG), 1);
+	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_TX_TOO_BIG), 0);
+	rf_expect_used(&f->tx, good, 0);
+	rf_expect_used(&f->tx, bad, 0);
+	rf_expect_no_used(&f->tx);
+}
+WRAP4(too_big)
+
 /* Touch: each good packet's first byte (the one after the header) is read, wherever the chain
  * puts it -- with the header in one descriptor, apart from the payload, or split over two
  * descriptors with the payload in a third -- and nothing more is done than discard does:
@@ -273,6 +298,7 @@ int main(void)
 		TESTS4(returns_unread),
 		TESTS4(count_and_wrap),
 		TESTS4(bad_chains),
+		TESTS4(too_big),
 		TESTS4(touch_reads_first_byte),
 		cmocka_unit_test(test_broken_split),
 		cmocka_unit_test(test_behind_zero_copy_split),

@@ -29,8 +29,9 @@ uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **
  * and goes back with used length 0; no packet is made, no header or payload byte is read
  * (so offload fields are not checked). For measuring what a front end can do against a
  * device that does nothing (`vhostlab serve --mode null`), not for forwarding. Malformed
- * chains (and chains no longer than the virtio-net header) are counted as drops and
- * returned the same way. If bytes is not NULL, the packet bytes (chain length minus the
+ * chains (and chains no longer than the virtio-net header, or whose packet would be over
+ * VL_PKT_MAX_LEN, as vl_net_dequeue drops them) are counted as drops and returned the same
+ * way. If bytes is not NULL, the packet bytes (chain length minus the
  * header) of the good chains are added to *bytes. Returns the number of good chains. */
 uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes);
 
