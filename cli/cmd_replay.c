@@ -57,9 +57,10 @@ static void print_text(const struct replay_item *it, bool quiet)
 	if (r->status == LAB_REPLAY_PASS) {
 		if (!quiet)
 			printf("PASS %s: %u statements, %u expectations, %llu packets dequeued, "
-			       "%llu delivered\n", it->file, r->ops_run, r->expectations,
-			       (unsigned long long)r->packets_dequeued,
-			       (unsigned long long)r->packets_enqueued);
+			       "%llu delivered, %llu discarded\n", it->file, r->ops_run,
+			       r->expectations, (unsigned long long)r->packets_dequeued,
+			       (unsigned long long)r->packets_enqueued,
+			       (unsigned long long)r->packets_discarded);
 		return;
 	}
 	printf("FAIL %s:%u: %s\n", it->file, r->line, r->statement);
@@ -86,10 +87,12 @@ static void print_json(const struct replay_item *items, int n, int passed)
 			continue;
 		}
 		printf(", \"status\": \"%s\", \"statements\": %u, \"expectations\": %u, "
-		       "\"packets_dequeued\": %llu, \"packets_delivered\": %llu",
+		       "\"packets_dequeued\": %llu, \"packets_delivered\": %llu, "
+		       "\"packets_discarded\": %llu",
 		       status_name(r->status), r->ops_run, r->expectations,
 		       (unsigned long long)r->packets_dequeued,
-		       (unsigned long long)r->packets_enqueued);
+		       (unsigned long long)r->packets_enqueued,
+		       (unsigned long long)r->packets_discarded);
 		if (r->status != LAB_REPLAY_PASS) {
 			printf(", \"line\": %u, \"statement\": ", r->line);
 			cli_json_string(stdout, r->statement);

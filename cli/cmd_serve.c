@@ -279,8 +279,8 @@ static bool check_record(struct serve_opts *o)
 	else if (o->mode == SERVE_PAIR)
 		why = "--record cannot record pair mode: a trace holds one guest's memory";
 	else if (o->mode == SERVE_NULL || o->mode == SERVE_TOUCH)
-		why = "--record cannot record null or touch mode (their discard has no trace "
-		      "statement)";
+		why = "--record cannot record null or touch mode (the session recorder does not "
+		      "follow discard bursts yet, though a trace can state them)";
 	else if (o->queues > SERVE_RECORD_MAX_PAIRS)
 		why = "--record holds at most 8 queue pairs (a trace has 16 queues)";
 #ifndef VL_GUEST_LOAD_HOOKS

@@ -617,6 +617,7 @@ struct dp {
 	uint32_t held_no[FZ_DP_MAX_HELD];  /* packet number of held[i]: dequeue order */
 	uint32_t nheld;
 	uint32_t dequeued;                 /* packets so far: the next one's number */
+	uint32_t discarded;                /* good chains vl_net_discard(_touch) returned */
 	uint64_t rng;
 	uint8_t *log;
 	uint64_t log_bytes;
@@ -1220,6 +1221,60 @@ static void do_dequeue(struct dp *d, uint16_t count)
 		rec_free(d, freed, nfreed);
 }
 
+/* A TX burst through the ceilings of `vhostlab serve --mode null|touch`: every chain goes
+ * back with used length 0 (check_after_flush), no packet is made and no buffer taken, the
+ * byte count is that of at least one byte and at most VL_PKT_MAX_LEN per good chain, and
+ * touch's first bytes one byte each. Out of bounds reads are the sanitizers' and the guard
+ * pages' to catch. Recorded as `discard Q MAX [touch]`. */
+static void do_discard(struct dp *d, uint16_t count, bool touch)
+{
+	const char *what = touch ? "vl_net_discard_touch" : "vl_net_discard";
+	const struct vl_vq_stats *st = vl_vq_stats(d->vq);
+	const uint64_t packets = st->packets;
+	const uint32_t free_before = vl_pool_free_count(d->pool);
+	const bool was_broken = vl_vq_broken(d->vq);
+	uint64_t bytes = 0, firsts = 0;
+	struct burst_mark m;
+
+	mark_before(d, &m);
+	if (fz_sink)
+		rec_stmt(d, &(struct lab_trace_op){.kind = LAB_T_DISCARD, .queue = (uint32_t)d->rq,
+						   .count = count,
+						   .given = touch ? LAB_TA_TOUCH : 0});
+	uint16_t n = touch ? vl_net_discard_touch(d->vq, count, &bytes, &firsts)
+			   : vl_net_discard(d->vq, count, &bytes);
+
+	if (fz_sink && count)
+		fz_sink->absorb(fz_sink->ctx);
+
+	if (n > count)
+		fz_fail("%s returned %u chains, asked for %u", what, n, count);
+	if (was_broken && n)
+		fz_fail("a broken queue: %s returned %u chains", what, n);
+	if (st->packets != packets)
+		fz_fail("%s counted %llu packets", what,
+			(unsigned long long)(st->packets - packets));
+	if (vl_pool_free_count(d->pool) != free_before)
+		fz_fail("%s took %d pool buffers", what,
+			(int)free_before - (int)vl_pool_free_count(d->pool));
+	if (bytes < n || bytes > (uint64_t)n * VL_PKT_MAX_LEN)
+		fz_fail("%s: %u good chains of %llu bytes (each must be 1..%u)", what, n,
+			(unsigned long long)bytes, VL_PKT_MAX_LEN);
+	if (firsts > 255ull * n)
+		fz_fail("%s: first bytes add up to %llu over %u chains", what,
+			(unsigned long long)firsts, n);
+	check_after_flush(d, &m, 0);
+	d->discarded += n;
+}
+
+/* What TX burst number k calls (fz_dp_setup.hold bits 6-7). */
+static enum fz_tx_host tx_host(const struct dp *d, uint32_t k)
+{
+	enum fz_tx_host h = (enum fz_tx_host)(d->s.hold >> FZ_TX_HOST_SHIFT & 3u);
+
+	return h == FZ_TX_ROTATE ? (enum fz_tx_host)(k % 3u) : h;
+}
+
 static void set_rx_offload(struct dp *d, struct vl_offload *ol, uint8_t preset)
 {
 	memset(ol, 0, sizeof(*ol));
@@ -1666,8 +1721,15 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 		} else {
 			uint8_t c = fz_u8(in);
 
-			if (d->bursts++ < FZ_DP_MAX_BURSTS)
-				do_dequeue(d, c);
+			if (d->bursts < FZ_DP_MAX_BURSTS) {
+				enum fz_tx_host h = tx_host(d, d->bursts);
+
+				if (h == FZ_TX_DEQUEUE)
+					do_dequeue(d, c);
+				else
+					do_discard(d, c, h == FZ_TX_TOUCH);
+			}
+			d->bursts++;
 		}
 		break;
 	case FZ_OP_FREE:
@@ -1849,9 +1911,9 @@ static void dp_teardown(struct dp *d)
 	if (fz_verbose()) {
 		const struct vl_vq_stats *st = vl_vq_stats(d->vq);
 
-		fprintf(stderr, "%s: size %u: %u bursts, %llu packets, %llu chains, %llu used, "
-			"zc %llu, broken %s, drops:", fz_target, d->size, d->bursts,
-			(unsigned long long)st->packets, (unsigned long long)st->chains,
+		fprintf(stderr, "%s: size %u: %u bursts, %llu packets, %u discarded, %llu chains, "
+			"%llu used, zc %llu, broken %s, drops:", fz_target, d->size, d->bursts,
+			(unsigned long long)st->packets, d->discarded, (unsigned long long)st->chains,
 			(unsigned long long)st->used_entries, (unsigned long long)st->zc_packets,
 			vl_vq_broken(d->vq) ? vl_drop_name(vl_vq_broken_reason(d->vq)) : "no");
 		for (int k = 1; k < VL_DROP__COUNT; k++)

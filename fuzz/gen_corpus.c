@@ -93,6 +93,31 @@ static void seed_begin(struct seed *sd, bool packed, bool rx, const struct fz_dp
 	fz_enc_setup(&sd->o, s);
 }
 
+/* Save a datapath seed; a TX one also as two variants whose bursts go through the ceilings
+ * (fz_dp_setup.hold bits 6-7): "-touch" (vl_net_discard_touch every burst) and "-rotate"
+ * (dequeue, discard and touch in turn, so they meet each other's leftovers: chains zero-copy
+ * packets hold, a queue another call broke). */
+static void save_dp(const char *target, const char *name, struct seed *sd)
+{
+	static const struct {
+		const char *suffix;
+		enum fz_tx_host host;
+	} variants[] = {{"-touch", FZ_TX_TOUCH}, {"-rotate", FZ_TX_ROTATE}};
+
+	for (size_t v = 0; !sd->rx && v < sizeof(variants) / sizeof(variants[0]); v++) {
+		struct fz_out o;
+		char vname[256];
+
+		fz_out_init(&o);
+		fz_put_bytes(&o, sd->o.buf, sd->o.len);
+		/* The setup's hold byte: the 8th (struct fz_dp_setup, FZ_DP_HDR_LEN). */
+		o.buf[7] = (uint8_t)((o.buf[7] & 0x3fu) | variants[v].host << FZ_TX_HOST_SHIFT);
+		snprintf(vname, sizeof(vname), "%s%s", name, variants[v].suffix);
+		save(target, vname, &o);
+	}
+	save(target, name, &sd->o);
+}
+
 /* One burst of the seed's direction: dequeue up to 32, or enqueue a few packets. */
 static void burst(struct seed *sd)
 {
@@ -180,7 +205,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		}
 		fz_enc_op1(&sd.o, FZ_OP_FREE, 0);
 		fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
-		save(target, goods[g].name, &sd.o);
+		save_dp(target, goods[g].name, &sd);
 	}
 
 	/* Pool faults, allocation policy and zero-copy switched while running. */
@@ -205,7 +230,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	fz_enc_op1(&sd.o, FZ_OP_FREE, 3);
 	fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
 	fz_enc_op1(&sd.o, FZ_OP_KICKS, 1);
-	save(target, "faults-and-switches", &sd.o);
+	save_dp(target, "faults-and-switches", &sd);
 
 	/* Notification wishes of the guest. */
 	s = base_setup(packed, rx);
@@ -224,7 +249,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	else
 		fz_enc_event_split(&sd.o, false, VL_AVAIL_F_NO_INTERRUPT);
 	good_then_burst(&sd, 0x1000);
-	save(target, "notify-wishes", &sd.o);
+	save_dp(target, "notify-wishes", &sd);
 
 	/* ---- hostile classes -------------------------------------------------------- */
 
@@ -245,7 +270,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		avail(&sd, 2);
 	}
 	good_then_burst(&sd, 0x1000);
-	save(target, "hostile-loop", &sd.o);
+	save_dp(target, "hostile-loop", &sd);
 
 	/* loop inside an indirect table. */
 	s = base_setup(packed, rx);
@@ -265,7 +290,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	else
 		fz_enc_setpos(&sd.o, 0x8001);
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-loop-indirect", &sd.o);
+	save_dp(target, "hostile-loop-indirect", &sd);
 
 	/* next out of range (split) / a NEXT chain into a descriptor never made available
 	 * (packed: incomplete chain). */
@@ -274,12 +299,12 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	if (packed) {
 		desc_ram(&sd, 0, 0, 200, (uint16_t)(W | PAV | VL_DESC_F_NEXT), 0);
 		burst(&sd);
-		save(target, "hostile-packed-incomplete-chain", &sd.o);
+		save_dp(target, "hostile-packed-incomplete-chain", &sd);
 	} else {
 		desc_ram(&sd, 0, 0, 200, (uint16_t)(W | VL_DESC_F_NEXT), 200);
 		avail(&sd, 0);
 		good_then_burst(&sd, 0x1000);
-		save(target, "hostile-next-out-of-range", &sd.o);
+		save_dp(target, "hostile-next-out-of-range", &sd);
 	}
 
 	/* head >= queue size (split) / buffer id >= queue size (packed). */
@@ -290,12 +315,12 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		desc_ram(&sd, 1, 0x1000, 200, (uint16_t)(W | PAV), 999);
 		burst(&sd);
 		burst(&sd);
-		save(target, "hostile-packed-id-out-of-range", &sd.o);
+		save_dp(target, "hostile-packed-id-out-of-range", &sd);
 	} else {
 		avail(&sd, 999);
 		burst(&sd);
 		burst(&sd);
-		save(target, "hostile-head-out-of-range", &sd.o);
+		save_dp(target, "hostile-head-out-of-range", &sd);
 	}
 
 	/* avail index jump (split) / used-looking head (packed). */
@@ -310,12 +335,12 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		fz_enc_pflags(&sd.o, 1, FZ_PFLAG_OTHER);
 		fz_enc_pflags(&sd.o, 2, FZ_PFLAG_CLEAR | FZ_PFLAG_NEXT);
 		burst(&sd);
-		save(target, "hostile-packed-used-looking-head", &sd.o);
+		save_dp(target, "hostile-packed-used-looking-head", &sd);
 	} else {
 		good_post(&sd, 0, 100, 0);
 		fz_enc_force(&sd.o, 100);
 		burst(&sd);
-		save(target, "hostile-avail-jump", &sd.o);
+		save_dp(target, "hostile-avail-jump", &sd);
 	}
 
 	/* nested indirect. */
@@ -334,7 +359,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	else
 		fz_enc_setpos(&sd.o, 0x8001);
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-nested-indirect", &sd.o);
+	save_dp(target, "hostile-nested-indirect", &sd);
 
 	/* bad indirect lengths: 0, not a multiple of 16, more entries than the queue; and
 	 * INDIRECT together with NEXT; and INDIRECT without the feature. */
@@ -364,7 +389,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		else
 			fz_enc_setpos(&sd.o, k == 3 ? 0x8002 : 0x8001);
 		good_then_burst(&sd, 0x3000);
-		save(target, names[k], &sd.o);
+		save_dp(target, names[k], &sd);
 	}
 
 	/* unmapped ranges: the hole, far away, the end of RAM, and an indirect table in the
@@ -403,7 +428,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		}
 	}
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-unmapped", &sd.o);
+	save_dp(target, "hostile-unmapped", &sd);
 
 	/* straddles: a buffer over a region boundary (coarse: 16 KiB, 4 KiB regions: every
 	 * page), an indirect table over one, and buffers aliasing the rings. */
@@ -443,7 +468,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 			fz_enc_setpos(&sd.o, 0x8003);
 		}
 		good_then_burst(&sd, 0x3000);
-		save(target, gran ? "hostile-straddle-4k" : "hostile-straddle-coarse", &sd.o);
+		save_dp(target, gran ? "hostile-straddle-4k" : "hostile-straddle-coarse", &sd);
 	}
 
 	/* header over three descriptors (4 + 4 + rest), valid. */
@@ -461,7 +486,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 			fz_enc_setpos(&sd.o, 0x8003);
 	}
 	burst(&sd);
-	save(target, "hostile-header-over-3-descs", &sd.o);
+	save_dp(target, "hostile-header-over-3-descs", &sd);
 
 	/* short chain: exactly the header, and less. */
 	s = base_setup(packed, rx);
@@ -475,7 +500,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		fz_enc_setpos(&sd.o, 0x8002);
 	}
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-short-chain", &sd.o);
+	save_dp(target, "hostile-short-chain", &sd);
 
 	/* zero-length descriptors around data. */
 	s = base_setup(packed, rx);
@@ -495,7 +520,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		}
 	}
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-zero-length", &sd.o);
+	save_dp(target, "hostile-zero-length", &sd);
 
 	/* lengths summing past 2^32. */
 	s = base_setup(packed, rx);
@@ -507,7 +532,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	else
 		fz_enc_setpos(&sd.o, 0x8002);
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-len-overflow", &sd.o);
+	save_dp(target, "hostile-len-overflow", &sd);
 
 	/* wrong direction: a device-writable TX buffer / a read-only RX buffer. */
 	s = base_setup(packed, rx);
@@ -518,7 +543,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	else
 		fz_enc_setpos(&sd.o, 0x8001);
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-wrong-direction", &sd.o);
+	save_dp(target, "hostile-wrong-direction", &sd);
 
 	/* bogus offload headers (TX): checksum past the end, unknown GSO, ECN alone, GSO
 	 * with size 0 or headers past the end. RX gets them as host offloads instead. */
@@ -545,7 +570,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		}
 	}
 	good_then_burst(&sd, 0x3000);
-	save(target, "hostile-bad-offload", &sd.o);
+	save_dp(target, "hostile-bad-offload", &sd);
 
 	/* RX specifics (run on TX too, harmlessly): buffers smaller than the header, packets
 	 * over 64 KiB, a packet no buffer can hold. */
@@ -567,7 +592,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	} else {
 		burst(&sd);
 	}
-	save(target, "hostile-rx-small-buffers-big-packets", &sd.o);
+	save_dp(target, "hostile-rx-small-buffers-big-packets", &sd);
 
 	/* Zero-copy with a guest that re-posts what the device holds: split re-publishes the
 	 * heads of held chains, packed laps the ring over positions the device still holds. */
@@ -592,8 +617,9 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		burst(&sd);
 		fz_enc_op1(&sd.o, FZ_OP_FREE, 0);
 		fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
-		save(target, in_order ? "hostile-zero-copy-repost-in-order" : "hostile-zero-copy-repost",
-		     &sd.o);
+		save_dp(target,
+			in_order ? "hostile-zero-copy-repost-in-order" : "hostile-zero-copy-repost",
+			&sd);
 	}
 
 	/* Garbage everywhere: guest memory filled with 0xff, then a burst. */
@@ -603,7 +629,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	burst(&sd);
 	fz_enc_fill(&sd.o, false, 0, 0x4000, 0x81);
 	burst(&sd);
-	save(target, "hostile-garbage-fill", &sd.o);
+	save_dp(target, "hostile-garbage-fill", &sd);
 }
 
 /* ---- scenario seeds ------------------------------------------------------------------ */

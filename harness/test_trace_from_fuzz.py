@@ -143,23 +143,26 @@ def test_scenario_inputs_convert_and_replay(vhostlab, seeds, tmp_path):
 
 # "fuzz_split_dequeue: size 16: 3 bursts, 12 packets, 12 chains, 12 used, zc 0, broken no,
 #  drops: head_out_of_range=1" (fuzz_common.c, dp_teardown with FZ_VERBOSE=1)
-VERBOSE = re.compile(r"size \d+: (\d+) bursts, (\d+) packets, (\d+) chains, (\d+) used, "
-                     r"zc (\d+), broken (\S+), drops:(.*)$", re.M)
+VERBOSE = re.compile(r"size \d+: (\d+) bursts, (\d+) packets, (\d+) discarded, (\d+) chains, "
+                     r"(\d+) used, zc (\d+), broken (\S+), drops:(.*)$", re.M)
 
 
-def _witness(vhostlab, target: str, inp: Path) -> dict[str, str]:
+def _witness(vhostlab, target: str, inp: Path) -> tuple[dict[str, str], str]:
+    """The end state the target's replay program reports (FZ_VERBOSE=1): the statistics a
+    trace's `expect stat` lines state, and apart from them the good chains its discard
+    bursts returned."""
     prog = _target_program(vhostlab, target)
     proc = subprocess.run([str(prog), str(inp)], capture_output=True, text=True,
                           env={**os.environ, "FZ_VERBOSE": "1"}, timeout=TIMEOUT, check=False)
     assert proc.returncode == 0, f"{prog} {inp} failed:\n{proc.stderr[-3000:]}"
     m = VERBOSE.search(proc.stderr)
     assert m, f"no FZ_VERBOSE summary from {prog} {inp}:\n{proc.stderr[-3000:]}"
-    w = {"bursts": m[1], "packets": m[2], "chains": m[3], "used_entries": m[4],
-         "zc_packets": m[5], "broken": m[6]}
-    for d in m[7].split():
+    w = {"bursts": m[1], "packets": m[2], "chains": m[4], "used_entries": m[5],
+         "zc_packets": m[6], "broken": m[7]}
+    for d in m[8].split():
         name, n = d.split("=")
         w[f"drops.{name}"] = n
-    return w
+    return w, m[3]
 
 
 def _observed(text: str) -> dict[str, str]:
@@ -185,7 +188,7 @@ def test_trace_agrees_with_the_fuzz_replay_program(vhostlab, seeds, tmp_path, ta
         assert res.returncode == 0, res.describe()
         rep = _replay(vhostlab, trace)
         assert rep.returncode == 0, rep.describe()
-        witness = _witness(vhostlab, target, inp)
+        witness, discarded = _witness(vhostlab, target, inp)
         obs = _observed(trace.read_text())
         for key, want in witness.items():
             if key.startswith("drops.") and key not in obs:
@@ -193,11 +196,14 @@ def test_trace_agrees_with_the_fuzz_replay_program(vhostlab, seeds, tmp_path, ta
             assert obs.get(key) == want, (
                 f"{inp}: {key}: the trace expects {obs.get(key)}, the fuzz replay program "
                 f"reports {want}")
-        counted = re.search(r"(\d+) packets dequeued, (\d+) delivered", rep.stdout)
+        counted = re.search(r"(\d+) packets dequeued, (\d+) delivered, (\d+) discarded",
+                            rep.stdout)
         assert counted, rep.describe()
         moved = counted[1] if target.endswith("dequeue") else counted[2]
         assert moved == witness["packets"], (
             f"{inp}: vhostlab replay moved {moved} packets, the harness {witness['packets']}")
+        assert counted[3] == discarded, (
+            f"{inp}: vhostlab replay discarded {counted[3]} chains, the harness {discarded}")
         checked += 1
     # Every seed converts exactly, the run-time switches seed included.
     assert checked >= 30, f"only {checked} seeds of {target} converted exactly"

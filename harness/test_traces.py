@@ -54,6 +54,7 @@ FLOWS = [
     "zero-copy",
     "dirty-log",
     "pool-fault",
+    "discard",
 ]
 
 SETUP_WORDS = {"vhostlab-trace", "features", "region", "queue", "pool", "dirty-log", "seed"}
@@ -64,6 +65,7 @@ TRACE_KEYS = {
     "expectations": int,
     "packets_dequeued": int,
     "packets_delivered": int,
+    "packets_discarded": int,
 }
 FAIL_KEYS = {"line": int, "statement": str, "expected": str, "observed": str, "signature": str}
 
@@ -172,7 +174,11 @@ def test_corpus_replays_json(vhostlab):
         assert t["expectations"] > 0, f"{t['file']} checks nothing"
         assert t["statements"] >= t["expectations"]
         assert "line" not in t and "signature" not in t, "failure keys only on failures"
-        assert t["packets_dequeued"] + t["packets_delivered"] > 0, f"{t['file']} moved nothing"
+        moved = t["packets_dequeued"] + t["packets_delivered"] + t["packets_discarded"]
+        assert moved > 0, f"{t['file']} moved nothing"
+        if t["file"].endswith("-discard.trace"):
+            # Two good chains in each of the two discard bursts (the trace's comments).
+            assert t["packets_discarded"] == 4 and moved == 4, t
 
 
 def test_corpus_replays_text(vhostlab):

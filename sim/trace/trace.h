@@ -113,6 +113,7 @@ enum lab_trace_kind {
 			     * or nums (fail-at: LAB_TA_FAIL_AT, pool only) */
 	/* host */
 	LAB_T_DEQUEUE,      /* queue, count (max), hold */
+	LAB_T_DISCARD,      /* queue, count (max), touch (LAB_TA_TOUCH): vl_net_discard(_touch) */
 	LAB_T_FREE,         /* queue, nums */
 	LAB_T_COMPLETE,     /* queue */
 	LAB_T_ENQUEUE,      /* queue, pkts */
@@ -158,6 +159,7 @@ enum {
 	LAB_TA_BATCH = 1u << 10,
 	LAB_TA_ALLOC = 1u << 11,
 	LAB_TA_ZC = 1u << 12,
+	LAB_TA_TOUCH = 1u << 13,
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */

@@ -190,6 +190,7 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 	case LAB_T_FAULT:
 		return g & LAB_TA_OFF ? 0 : g & LAB_TA_FAIL_AT ? F_VALUE | F_NUMS : F_VALUE | F_COUNT;
 	case LAB_T_DEQUEUE:
+	case LAB_T_DISCARD:
 	case LAB_T_EXPECT_DEQUEUED:
 	case LAB_T_EXPECT_ENQUEUED:
 	case LAB_T_EXPECT_HELD:

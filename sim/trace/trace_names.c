@@ -56,6 +56,7 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_DOUBLE_FETCH] = "double-fetch",
 	[LAB_T_FAULT] = "fault",
 	[LAB_T_DEQUEUE] = "dequeue",
+	[LAB_T_DISCARD] = "discard",
 	[LAB_T_FREE] = "free",
 	[LAB_T_COMPLETE] = "complete",
 	[LAB_T_ENQUEUE] = "enqueue",

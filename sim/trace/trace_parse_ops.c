@@ -277,22 +277,36 @@ static bool st_fault(struct tl *p, struct lab_trace_op *op)
 
 /* ---- host actions ------------------------------------------------------------------- */
 
-static bool st_dequeue(struct tl *p, struct lab_trace_op *op)
+/* dequeue and discard: QUEUE MAX, then one optional word that sets a flag. */
+static bool st_tx_burst(struct tl *p, struct lab_trace_op *op, const char *usage,
+			const char *word, uint32_t flag)
 {
 	static const char *const keys[] = {NULL};
-	static const char *const hold[] = {"hold"};
+	const char *const words[] = {word};
 	unsigned k;
 
-	if (!tl_stmt(p, 1, "dequeue", "dequeue QUEUE MAX [hold]", keys, 2, 3, false) ||
+	if (!tl_stmt(p, 1, p->what, usage, keys, 2, 3, false) ||
 	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_TX, &op->queue) ||
 	    !tl_range(p, tl_pos(p, 1), 0, LAB_TRACE_MAX_ITEMS, &op->count))
 		return false;
 	if (p->npos == 3) {
-		if (!tl_word(p, tl_pos(p, 2), hold, 1, &k))
+		if (!tl_word(p, tl_pos(p, 2), words, 1, &k))
 			return false;
-		op->given |= LAB_TA_HOLD;
+		op->given |= flag;
 	}
 	return true;
+}
+
+static bool st_dequeue(struct tl *p, struct lab_trace_op *op)
+{
+	return st_tx_burst(p, op, "dequeue QUEUE MAX [hold]", "hold", LAB_TA_HOLD);
+}
+
+/* The ceilings of `vhostlab serve --mode null|touch`: chains back unread (or with one byte
+ * of each packet read), no packet made. */
+static bool st_discard(struct tl *p, struct lab_trace_op *op)
+{
+	return st_tx_burst(p, op, "discard QUEUE MAX [touch]", "touch", LAB_TA_TOUCH);
 }
 
 static bool st_free(struct tl *p, struct lab_trace_op *op)
@@ -493,6 +507,7 @@ static const struct {
 	{"double-fetch", LAB_T_DOUBLE_FETCH, st_double_fetch},
 	{"fault", LAB_T_FAULT, st_fault},
 	{"dequeue", LAB_T_DEQUEUE, st_dequeue},
+	{"discard", LAB_T_DISCARD, st_discard},
 	{"free", LAB_T_FREE, st_free},
 	{"complete", LAB_T_COMPLETE, st_complete},
 	{"enqueue", LAB_T_ENQUEUE, st_enqueue},
@@ -521,7 +536,8 @@ bool tl_action(struct tl *p)
 		if (i == sizeof(actions) / sizeof(actions[0]))
 			return tl_error(p, kw, "unknown statement; expected write, fill, desc, pdesc, "
 					"idesc, avail, kick, post, mutate, double-fetch, fault, "
-					"dequeue, free, complete, enqueue or expect");
+					"dequeue, discard, free, complete, enqueue, kicks, "
+					"set, remap or expect");
 		op.kind = actions[i].kind;
 		p->what = actions[i].word;
 		ok = actions[i].read(p, &op);

@@ -325,6 +325,28 @@ static bool op_remap(struct rp *r)
 	return true;
 }
 
+/* `discard`: the chains go back as vl_net_discard(_touch) returns them; what the guest sees
+ * of it is checked with `expect used` and `expect stat` like any other burst. */
+static bool op_discard(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q)
+{
+	uint64_t max = op->count, bytes = 0, firsts = 0;
+	uint16_t got;
+
+	if (q->tq->dir != LAB_TRACE_TX)
+		return rp_error(r, "error:direction", "discard on rx queue %s", q->tq->name);
+	if (max > UINT16_MAX)
+		max = UINT16_MAX;
+	if (op->given & LAB_TA_TOUCH)
+		got = vl_net_discard_touch(q->vq, (uint16_t)max, &bytes, &firsts);
+	else
+		got = vl_net_discard(q->vq, (uint16_t)max, &bytes);
+	r->res->packets_discarded += got;
+	rp_narrate(r, "  -> %u chains back unread%s, %llu packet bytes\n", got,
+		   op->given & LAB_TA_TOUCH ? " but for their first bytes" : "",
+		   (unsigned long long)bytes);
+	return true;
+}
+
 static bool host_op(struct rp *r, const struct lab_trace_op *op)
 {
 	struct rp_queue *q = &r->q[op->queue];
@@ -336,6 +358,8 @@ static bool host_op(struct rp *r, const struct lab_trace_op *op)
 	switch (op->kind) {
 	case LAB_T_DEQUEUE:
 		return op_dequeue(r, op, q);
+	case LAB_T_DISCARD:
+		return op_discard(r, op, q);
 	case LAB_T_FREE:
 		return op_free(r, op, q);
 	case LAB_T_COMPLETE:

@@ -50,6 +50,7 @@ struct lab_replay_result {
 	/* Counts of what ran. */
 	uint32_t ops_run, expectations;
 	uint64_t packets_dequeued, packets_enqueued;
+	uint64_t packets_discarded;   /* good chains `discard` returned */
 };
 
 enum lab_replay_status lab_replay_run(const struct lab_trace *t,

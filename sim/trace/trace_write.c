@@ -288,6 +288,9 @@ static void put_host_op(struct out *o, const struct lab_trace *t, const struct l
 	case LAB_T_DEQUEUE:
 		putf(o, " %" PRIu64 "%s", op->count, op->given & LAB_TA_HOLD ? " hold" : "");
 		break;
+	case LAB_T_DISCARD:
+		putf(o, " %" PRIu64 "%s", op->count, op->given & LAB_TA_TOUCH ? " touch" : "");
+		break;
 	case LAB_T_COMPLETE:
 		break;
 	case LAB_T_KICKS:

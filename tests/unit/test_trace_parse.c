@@ -479,9 +479,16 @@ static void test_host_actions(void **state)
 		 "kicks rx on\n"
 		 "enqueue rx len=60,data=seq:3 len=2,data=hex:0a0b,flags=1,gso_type=255,hdr_len=3,"
 		 "gso_size=65535,csum_start=34,csum_offset=16 len=0,data=zero,csum_offset=1\n"
-		 "enqueue rx\n");
+		 "enqueue rx\n"
+		 "discard tx 0\n"
+		 "discard tx 4096 touch\n");
 	op = &T.ops[6];
 	assert_true(op->kind == LAB_T_ENQUEUE && op->nitems == 0 && op->pkts == NULL);
+	op = &T.ops[7];
+	assert_int_equal(op->kind, LAB_T_DISCARD);
+	assert_true(op->queue == 0 && op->count == 0 && op->given == 0);
+	op = &T.ops[8];
+	assert_true(op->kind == LAB_T_DISCARD && op->count == 4096 && op->given == LAB_TA_TOUCH);
 	op = &T.ops[0];
 	assert_int_equal(op->kind, LAB_T_DEQUEUE);
 	assert_true(op->queue == 0 && op->count == 32 && op->given == 0);
@@ -671,6 +678,8 @@ static const char rich_split[] =
 	"fault off\n"
 	"dequeue tx 32\n"
 	"dequeue zc 1 hold\n"
+	"discard tx 8 touch\n"
+	"discard zc 0\n"
 	"free zc 0 1 2\n"
 	"complete zc\n"
 	"kicks zc on\n"
@@ -893,10 +902,14 @@ static void test_equal(void **state)
 	u.ops[T.nops - 1].value = 1;
 	assert_false(lab_trace_equal(&T, &u));
 	u.ops[T.nops - 1].value = 0;
-	u.ops[38].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
-	assert_int_equal(u.ops[38].kind, LAB_T_ENQUEUE);
+	u.ops[40].pkts[1].ol.gso_size++;   /* enqueue rx ... gso_size=1448 */
+	assert_int_equal(u.ops[40].kind, LAB_T_ENQUEUE);
 	assert_false(lab_trace_equal(&T, &u));
-	u.ops[38].pkts[1].ol.gso_size--;
+	u.ops[40].pkts[1].ol.gso_size--;
+	u.ops[29].given ^= LAB_TA_TOUCH;   /* discard tx 8 touch */
+	assert_int_equal(u.ops[29].kind, LAB_T_DISCARD);
+	assert_false(lab_trace_equal(&T, &u));
+	u.ops[29].given ^= LAB_TA_TOUCH;
 	u.regions[1].pieces = 0;
 	assert_false(lab_trace_equal(&T, &u));
 	u.regions[1].pieces = 4096;
@@ -993,7 +1006,8 @@ static void test_error_message_shape(void **state)
 				     sizeof(err)));
 	assert_string_equal(err, "x:2:1: 'ki\\x01\\xffk': unknown statement; expected write, "
 				 "fill, desc, pdesc, idesc, avail, kick, post, mutate, "
-				 "double-fetch, fault, dequeue, free, complete, enqueue or expect");
+				 "double-fetch, fault, dequeue, discard, free, complete, enqueue, "
+				 "kicks, set, remap or expect");
 	/* A NUL byte is only a byte. */
 	assert_false(lab_trace_parse(&t, HDR "seed 1\0002\n", strlen(HDR) + 9, "x", err,
 				     sizeof(err)));
@@ -1251,6 +1265,9 @@ static void test_errors_statements(void **state)
 		  "must be 0 to 7");
 	/* Directions. */
 	parse_err(SPLIT_SETUP "dequeue rx 1\n", 7, 9, "an rx queue; dequeue needs a tx queue");
+	parse_err(SPLIT_SETUP "discard rx 1\n", 7, 9, "an rx queue; discard needs a tx queue");
+	parse_err(SPLIT_SETUP "discard tx 1 hold\n", 7, 14, "hold");
+	parse_err(SPLIT_SETUP "discard tx 4097\n", 7, 12, "must be 0 to 4096");
 	parse_err(SPLIT_SETUP "enqueue tx len=1,data=zero\n", 7, 9,
 		  "a tx queue; enqueue needs an rx queue");
 	parse_err(SPLIT_SETUP "free rx 0\n", 7, 6, "needs a tx queue");
