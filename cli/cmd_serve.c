@@ -68,8 +68,8 @@ static void serve_usage(FILE *out)
 		"                         connection is recorded until the bound below, until it\n"
 		"                         leaves, or until serve stops; FILE is then written (to a\n"
 		"                         temporary name, renamed into place) and serve goes on.\n"
-		"                         Not with --zero-copy, null, touch or pair mode, or more\n"
-		"                         than %u queue pairs\n"
+		"                         Not with --zero-copy or pair mode, or more than %u\n"
+		"                         queue pairs\n"
 		"    --record-max-packets N  stop recording after N packets, both directions\n"
 		"                         together (default %u)\n"
 		"    --no-mrg-rxbuf, --no-packed, --no-in-order, --no-indirect, --no-event-idx,\n"
@@ -278,9 +278,6 @@ static bool check_record(struct serve_opts *o)
 		      "have no trace statement here); drop one of them";
 	else if (o->mode == SERVE_PAIR)
 		why = "--record cannot record pair mode: a trace holds one guest's memory";
-	else if (o->mode == SERVE_NULL || o->mode == SERVE_TOUCH)
-		why = "--record cannot record null or touch mode (the session recorder does not "
-		      "follow discard bursts yet, though a trace can state them)";
 	else if (o->queues > SERVE_RECORD_MAX_PAIRS)
 		why = "--record holds at most 8 queue pairs (a trace has 16 queues)";
 #ifndef VL_GUEST_LOAD_HOOKS

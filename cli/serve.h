@@ -248,10 +248,12 @@ void serve_rec_ring_ready(struct serve_port *p, uint32_t qidx, struct vl_vq *vq)
 void serve_rec_mem_changed(struct serve_port *p);
 void serve_rec_disconnected(struct serve_port *p);
 void serve_rec_kicks(struct serve_port *p, uint32_t qidx, bool want);
-/* Around each burst: begin before vl_net_dequeue / vl_net_enqueue, then what it did. */
+/* Around each burst: begin before vl_net_dequeue / vl_net_enqueue / vl_net_discard(_touch),
+ * then what it did. */
 void serve_rec_begin(struct serve_port *p, uint32_t qidx, struct vl_vq *vq);
 void serve_rec_dequeued(struct serve_port *p, uint16_t max, struct vl_pkt *const *pkts,
 			uint16_t n);
+void serve_rec_discarded(struct serve_port *p, uint16_t max, uint16_t n, bool touch);
 void serve_rec_enqueued(struct serve_port *p, struct vl_pkt *const *pkts, uint16_t count,
 			uint16_t done, const uint8_t *status);
 /* Shutdown: stop recording (if it goes on) and write the file. */

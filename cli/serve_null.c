@@ -28,11 +28,13 @@ bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair)
 		return false;
 	uint16_t n;
 
+	serve_rec_begin(p, 2 * pair + SERVE_RING_TX, vq);
 	if (s->o.mode == SERVE_TOUCH)
 		n = vl_net_discard_touch(vq, (uint16_t)s->o.burst, &sp->st.rx_bytes,
 					 &sp->touched);
 	else
 		n = vl_net_discard(vq, (uint16_t)s->o.burst, &sp->st.rx_bytes);
+	serve_rec_discarded(p, (uint16_t)s->o.burst, n, s->o.mode == SERVE_TOUCH);
 
 	/* Chains the core refused are counted by the core; serve_stats_fold makes them
 	 * `malformed` drops, as for a dequeue. */

@@ -198,6 +198,16 @@ void serve_rec_dequeued(struct serve_port *p, uint16_t max, struct vl_pkt *const
 	flush(p->s);
 }
 
+void serve_rec_discarded(struct serve_port *p, uint16_t max, uint16_t n, bool touch)
+{
+	struct lab_srec *r = active(p);
+
+	if (!r)
+		return;
+	lab_srec_discarded(r, max, n, touch);
+	flush(p->s);
+}
+
 void serve_rec_enqueued(struct serve_port *p, struct vl_pkt *const *pkts, uint16_t count,
 			uint16_t done, const uint8_t *status)
 {

@@ -492,13 +492,14 @@ void lab_srec_begin(struct lab_srec *r, uint32_t ring, struct vl_vq *vq)
 	lab_df_set_observer(on_load, r);
 }
 
-static void burst_end(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_pkt *const *pkts,
-		      uint16_t count, uint16_t done, const uint8_t *status)
+static void burst_end(struct lab_srec *r, enum srec_call call, uint16_t max,
+		      struct vl_pkt *const *pkts, uint16_t count, uint16_t done,
+		      const uint8_t *status)
 {
 	lab_df_set_observer(NULL, NULL);
 	if (!r->cur)
 		return;
-	srec_burst_done(r, dequeue, max, pkts, count, done, status);
+	srec_burst_done(r, call, max, pkts, count, done, status);
 	r->cur = NULL;
 	if (!r->stopped && r->max_packets && r->packets >= r->max_packets)
 		lab_srec_stop(r, "recorded %llu packets (the bound)",
@@ -508,13 +509,18 @@ static void burst_end(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_
 void lab_srec_dequeued(struct lab_srec *r, uint16_t max, struct vl_pkt *const *pkts,
 		       uint16_t n)
 {
-	burst_end(r, true, max, pkts, n, n, NULL);
+	burst_end(r, SREC_DEQUEUE, max, pkts, n, n, NULL);
+}
+
+void lab_srec_discarded(struct lab_srec *r, uint16_t max, uint16_t n, bool touch)
+{
+	burst_end(r, touch ? SREC_DISCARD_TOUCH : SREC_DISCARD, max, NULL, n, n, NULL);
 }
 
 void lab_srec_enqueued(struct lab_srec *r, struct vl_pkt *const *pkts, uint16_t count,
 		       uint16_t done, const uint8_t *status)
 {
-	burst_end(r, false, count, pkts, count, done, status);
+	burst_end(r, SREC_ENQUEUE, count, pkts, count, done, status);
 }
 
 /* ---- the end ------------------------------------------------------------------------ */

@@ -24,7 +24,7 @@
  * replay the same.)
  *
  * One thread: every call, and the bursts between lab_srec_begin and lab_srec_dequeued /
- * _enqueued, on the thread that runs the datapath. The memory table given must be the one
+ * _enqueued / _discarded, on the thread that runs the datapath. The memory table given must be the one
  * the queues use, until the next lab_srec_memory. */
 #ifndef LAB_SESSION_REC_H
 #define LAB_SESSION_REC_H
@@ -77,10 +77,14 @@ bool lab_srec_queue(struct lab_srec *r, uint32_t ring, const char *name, enum la
 void lab_srec_kicks(struct lab_srec *r, uint32_t ring, bool want);
 
 /* Around one burst on ring's queue vq: lab_srec_begin before vl_net_dequeue /
- * vl_net_enqueue, then exactly one of the two after it with what the call did. */
+ * vl_net_enqueue / vl_net_discard(_touch), then exactly one of the three after it with what
+ * the call did. */
 void lab_srec_begin(struct lab_srec *r, uint32_t ring, struct vl_vq *vq);
 void lab_srec_dequeued(struct lab_srec *r, uint16_t max, struct vl_pkt *const *pkts,
 		       uint16_t n);
+/* A vl_net_discard burst (touch: vl_net_discard_touch) of up to max chains that returned n
+ * good ones: `discard Q MAX [touch]`, the used entries, no packet. */
+void lab_srec_discarded(struct lab_srec *r, uint16_t max, uint16_t n, bool touch);
 /* status[i] for i < done as vl_net_enqueue gave it. */
 void lab_srec_enqueued(struct lab_srec *r, struct vl_pkt *const *pkts, uint16_t count,
 		       uint16_t done, const uint8_t *status);

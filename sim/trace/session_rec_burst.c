@@ -456,7 +456,9 @@ static bool put_expectations(struct burst *b, struct vl_pkt *const *pkts, uint16
 {
 	struct srec_q *q = b->q;
 
-	if (b->dequeue) {
+	if (b->discard) {
+		/* No packet to expect: what the guest sees of a discard is its used entries. */
+	} else if (b->dequeue) {
 		struct lab_trace_op op = {.kind = LAB_T_EXPECT_DEQUEUED, .queue = q->tq,
 					  .count = done};
 
@@ -532,13 +534,19 @@ static bool record(struct burst *b, uint16_t max, struct vl_pkt *const *pkts, ui
 	srec_sort_caps(b->r);
 	if (!srec_collect_chains(b, a_avail))
 		return false;
-	if (b->dequeue && !place_payload(b, pkts, done))
+	if (b->dequeue && !b->discard && !place_payload(b, pkts, done))
 		return false;
 	if (!put_data(b))
 		return false;
 	if (!(q->packed ? put_packed_ring(b) : put_split_ring(b, a_avail, broke)))
 		return false;
-	if (b->dequeue) {
+	if (b->discard) {
+		struct lab_trace_op op = {.kind = LAB_T_DISCARD, .queue = q->tq, .count = max,
+					  .given = b->touch ? LAB_TA_TOUCH : 0};
+
+		if (!put(b, &op))
+			return false;
+	} else if (b->dequeue) {
 		struct lab_trace_op op = {.kind = LAB_T_DEQUEUE, .queue = q->tq, .count = max};
 
 		if (!put(b, &op))
@@ -553,9 +561,13 @@ static bool record(struct burst *b, uint16_t max, struct vl_pkt *const *pkts, ui
 	return put_expectations(b, pkts, done, status, a_avail, a_used);
 }
 
-void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_pkt *const *pkts,
-		     uint16_t count, uint16_t done, const uint8_t *status)
+void srec_burst_done(struct lab_srec *r, enum srec_call call, uint16_t max,
+		     struct vl_pkt *const *pkts, uint16_t count, uint16_t done,
+		     const uint8_t *status)
 {
+	const bool dequeue = call != SREC_ENQUEUE;
+	const bool discard = call == SREC_DISCARD || call == SREC_DISCARD_TOUCH;
+
 	struct srec_q *q = r->cur;
 	struct vl_vq *vq = r->cur_vq;
 	const struct vl_vq_stats *st = vl_vq_stats(vq);
@@ -575,7 +587,8 @@ void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_p
 		return;
 	}
 	struct burst b = {
-		.r = r, .q = q, .dequeue = dequeue,
+		.r = r, .q = q, .dequeue = dequeue, .discard = discard,
+		.touch = call == SREC_DISCARD_TOUCH,
 		.hdr = (f & (VL_FEATURE(VL_F_NET_MRG_RXBUF) | VL_FEATURE(VL_F_VERSION_1) |
 			     VL_FEATURE(VL_F_RING_PACKED))) ? 12 : 10,
 		.mergeable = (f & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0,
@@ -601,7 +614,7 @@ void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_p
 	}
 	r->bursts++;
 	r->packets += done;
-	if (dequeue) {
+	if (dequeue && !discard) {
 		q->npkts += done;
 		for (uint16_t i = 0; i < done; i++)
 			if (r->max_pkt_len < pkts[i]->pkt_len)

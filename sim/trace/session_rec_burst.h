@@ -34,7 +34,9 @@ struct rchain {
 struct burst {
 	struct lab_srec *r;
 	struct srec_q *q;
-	bool dequeue;
+	bool dequeue;           /* a TX burst: dequeue or discard */
+	bool discard;           /* vl_net_discard(_touch): chains only, no packet */
+	bool touch;
 	uint32_t hdr;           /* virtio-net header bytes */
 	bool mergeable;
 	struct rchain *chains;  /* [q->size] */

@@ -96,8 +96,13 @@ bool srec_keep(struct lab_srec *r, uint64_t gpa, const void *src, uint32_t n);
 /* Add what the burst that started at `before` moved on vq to q's sums. */
 void srec_note_stats(struct srec_q *q, const struct vl_vq *vq, const struct vl_vq_stats *before);
 
-/* session_rec_burst.c: the burst r->cur just ran; pkts/n are what it produced or took. */
-void srec_burst_done(struct lab_srec *r, bool dequeue, uint16_t max, struct vl_pkt *const *pkts,
-		     uint16_t count, uint16_t done, const uint8_t *status);
+/* What a recorded burst called. */
+enum srec_call { SREC_DEQUEUE, SREC_ENQUEUE, SREC_DISCARD, SREC_DISCARD_TOUCH };
+
+/* session_rec_burst.c: the burst r->cur just ran; pkts/n are what it produced or took (a
+ * discard: no packets, done the good chains it returned). */
+void srec_burst_done(struct lab_srec *r, enum srec_call call, uint16_t max,
+		     struct vl_pkt *const *pkts, uint16_t count, uint16_t done,
+		     const uint8_t *status);
 
 #endif
