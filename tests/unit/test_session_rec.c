@@ -307,6 +307,71 @@ static void test_packed_rx_race(void **state)
 	rx_with_race(VL_LAYOUT_PACKED);
 }
 
+/* The null and touch bursts of serve (vl_net_discard, vl_net_discard_touch) recorded between
+ * dequeues, the guest racing the first one's window read: the trace replays, its discards
+ * return the same good chains and its dequeue the same packet. */
+static void discards(enum vl_layout layout)
+{
+	struct fx *f = fx_new(layout, true, 0);
+	struct lab_replay_result res;
+	struct lab_srec_counts c;
+	uint64_t bytes = 0, firsts = 0;
+
+	post_tx(f, 60, false);
+	post_tx(f, 1500, true);
+	post_tx(f, 200, false);
+	lab_ring_publish(&f->ring);
+	f->race_gpa = window_gpa(f, 5);
+	f->race_chains = 2;   /* 100 bytes each, payload seeds 4 and 5 */
+	lab_srec_set_race(f->rec, racer, f);
+	lab_srec_begin(f->rec, 1, f->vq);
+	uint16_t n = vl_net_discard(f->vq, 32, &bytes);
+
+	lab_srec_discarded(f->rec, 32, n, false);
+	harvest(f);
+	assert_int_equal(n, 3);
+	assert_true(f->raced);
+	assert_int_equal(bytes, 60 + 1500 + 200);
+	lab_srec_set_race(f->rec, NULL, NULL);
+	lab_srec_begin(f->rec, 1, f->vq);
+	n = vl_net_discard_touch(f->vq, 32, &bytes, &firsts);
+	lab_srec_discarded(f->rec, 32, n, true);
+	harvest(f);
+	assert_int_equal(n, 2);
+	assert_int_equal(firsts, 4 * 31 + 5 * 31); /* post_tx's first payload bytes */
+	post_tx(f, 80, false);
+	lab_ring_publish(&f->ring);
+	assert_int_equal(dequeue(f), 1);
+
+	const struct lab_trace *t = lab_srec_finish(f->rec);
+	uint32_t stmts = 0;
+
+	for (uint32_t i = 0; i < t->nops; i++)
+		if (t->ops[i].kind == LAB_T_DISCARD)
+			assert_int_equal(t->ops[i].given, stmts++ ? LAB_TA_TOUCH : 0);
+	assert_int_equal(stmts, 2);
+	if (replay(t, &res) != LAB_REPLAY_PASS)
+		fail_msg("replay: %s at statement %u '%s': expected %s, observed %s", res.signature,
+			 res.op, res.statement, res.expected, res.observed);
+	assert_int_equal(res.packets_discarded, 5);
+	assert_int_equal(res.packets_dequeued, 1);
+	lab_srec_counts(f->rec, &c);
+	assert_int_equal(c.packets, 6);
+	fx_free(f);
+}
+
+static void test_split_discards(void **state)
+{
+	(void)state;
+	discards(VL_LAYOUT_SPLIT);
+}
+
+static void test_packed_discards(void **state)
+{
+	(void)state;
+	discards(VL_LAYOUT_PACKED);
+}
+
 /* Many bursts around the ring (positions and indices wrap), both directions' statements. */
 static void many_bursts(enum vl_layout layout)
 {
@@ -390,6 +455,8 @@ int main(void)
 		cmocka_unit_test(test_packed_tx_race),
 		cmocka_unit_test(test_split_rx_race),
 		cmocka_unit_test(test_packed_rx_race),
+		cmocka_unit_test(test_split_discards),
+		cmocka_unit_test(test_packed_discards),
 		cmocka_unit_test(test_split_wraps),
 		cmocka_unit_test(test_packed_wraps),
 		cmocka_unit_test(test_edited_trace_fails_there),
