@@ -7,12 +7,12 @@
  * configurations, and one input per hostile-guest class the datapath targets must survive
  * (loop, next out of range, head >= size, avail index jump, nested indirect, bad indirect
  * length, unmapped range, region straddle, header over three descriptors, short chain,
- * zero-length descriptors, length overflow, wrong direction, bad offload; packed lies:
- * incomplete chain, id out of range, used-looking head). Seeds are built with the encoders
- * of fuzz_common.h, so they follow the input formats as those evolve; a ctest test runs this
- * program and replays every seed through every target. The trace parser's seeds are text:
- * copied from fuzz/seeds/fuzz_trace_parse/ (each checked to parse, or for bad-* to fail)
- * and tests/traces/. */
+ * zero-length descriptors, length overflow, the TX size limit, wrong direction, bad offload;
+ * packed lies: incomplete chain, id out of range, used-looking head). Seeds are built with
+ * the encoders of fuzz_common.h, so they follow the input formats as those evolve; a ctest
+ * test runs this program and replays every seed through every target. The trace parser's
+ * seeds are text: copied from fuzz/seeds/fuzz_trace_parse/ (each checked to parse, or for
+ * bad-* to fail) and tests/traces/. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -533,6 +533,27 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		fz_enc_setpos(&sd.o, 0x8002);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-len-overflow", &sd);
+
+	/* TX packets at the size limit: two descriptors over the same RAM make header + 65536
+	 * bytes (too big) and header + 65535 (the largest packet). */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	{
+		const uint16_t pf = (uint16_t)(W | (packed ? PAV : 0));
+
+		desc_ram(&sd, 0, 0x000, 0xc000, (uint16_t)(pf | VL_DESC_F_NEXT), 1);
+		desc_ram(&sd, 1, 0x000, 0x4000 + sd.hdr_len, pf, 1);
+		desc_ram(&sd, 2, 0x000, 0xc000, (uint16_t)(pf | VL_DESC_F_NEXT), 3);
+		desc_ram(&sd, 3, 0x000, 0x3fff + sd.hdr_len, pf, 3);
+		if (!packed) {
+			fz_enc_avail(&sd.o, 0);
+			avail(&sd, 2);
+		} else {
+			fz_enc_setpos(&sd.o, 0x8004);
+		}
+	}
+	good_then_burst(&sd, 0x3000);
+	save_dp(target, "hostile-tx-size-limit", &sd);
 
 	/* wrong direction: a device-writable TX buffer / a read-only RX buffer. */
 	s = base_setup(packed, rx);
