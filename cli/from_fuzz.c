@@ -48,7 +48,8 @@ static const struct {
 } ff_refused[] = {
 	{"fuzz_differential",
 	 "fuzz_differential runs one guest through six core variants in lockstep (batching "
-	 "threshold, zero-copy, allocation policy) and fails when they differ; a trace drives "
+	 "threshold, zero-copy, allocation policy), the two TX ceilings and a reference "
+	 "model, and fails when they differ; a trace drives "
 	 "one core, so a difference between cores has no trace. Reproduce the input with "
 	 "fuzz/replay: <build>/fuzz/fuzz_differential_replay INPUT (or the libFuzzer binary of "
 	 "a VL_FUZZ build)"},

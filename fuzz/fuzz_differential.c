@@ -1,24 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_differential: one deterministic guest, six core variants and the reference model, in
- * lockstep.
+/* fuzz_differential: one deterministic guest, six core variants, the core's two TX ceilings
+ * and the reference model, in lockstep.
  *
  * The input describes rounds of well-formed but oddly shaped traffic (TX chains: header alone,
  * shared with data or over three descriptors, 1..8 data descriptors, zero-length descriptors,
  * indirect tables with shuffled entries, misaligned and scattered buffers across region
  * boundaries, valid offloads; RX buffers of 1..4 descriptors, header split, indirect; host
- * packets of any size with offloads; call arming). Each round is replayed on seven
- * independent copies of the guest, driven by the same driver code: six with their own core
+ * packets of any size with offloads; call arming). Each round is replayed on nine
+ * independent copies of the guest, driven by the same driver code: eight with their own core
  * queues, and one served by the reference model (sim/model.h), an independent, spec-driven
  * implementation of the device datapath that shares no code with the core:
  *
- *   participant  batch threshold  zero-copy  allocation
- *     0                0             off      available
- *     1              256             off      available
- *     2            65536             off      burst
- *     3                0             on       available
- *     4              256             on       available
- *     5            65536             on       burst
- *     6 (model)        -              -        -
+ *   participant  TX burst        batch threshold  zero-copy  allocation
+ *     0          dequeue               0             off      available
+ *     1          dequeue             256             off      available
+ *     2          dequeue           65536             off      burst
+ *     3          dequeue               0             on       available
+ *     4          dequeue             256             on       available
+ *     5          dequeue           65536             on       burst
+ *     6          discard             256              -        -
+ *     7          discard (touch)     256              -        -
+ *     8 (model)  -                     -              -        -
+ *
+ * The two ceilings (vl_net_discard, vl_net_discard_touch: `vhostlab serve --mode null/touch`)
+ * return TX chains unread; their counts of good chains stand for the packets in every
+ * comparison below, their byte totals and touch's sum of first bytes must equal those of the
+ * packets the guest posted, round by round, and they belong to the zero-copy-off group. They
+ * receive as participant 1 does.
  *
  * Zero-copy packets are freed right after the burst and vl_vq_complete returns their chains
  * (no holding). Batching, the allocation policy and zero-copy are internal techniques, and
@@ -28,16 +36,16 @@
  *    RX used entries in order (id, length), the sorted set of TX buffers returned, every byte
  *    of guest RAM (RX payloads and headers written, TX buffers untouched) and the counters
  *    of packets, bytes, chains, no-room stops and drops by reason;
- *  - among the six cores only: the RX ring area (the model writes no event-suppression
- *    fields) and the other datapath counters: bursts, empty bursts, size classes (log
- *    "core");
- *  - within each zero-copy setting (0-2 and 3-5): additionally the TX used entries in order,
- *    the whole ring area, the dirty log, every notification decision and the zero-copy,
- *    used-entry and call counters (log "grp").
+ *  - among the eight cores only: the RX ring area (the model writes no event-suppression
+ *    fields); among the six that dequeue, the other datapath counters: bursts, empty
+ *    bursts, size classes (log "core");
+ *  - within each zero-copy setting (0-2, 6 and 7; 3-5): additionally the TX used entries in
+ *    order, the whole ring area, the dirty log, every notification decision and the
+ *    zero-copy, used-entry and call counters (log "grp").
  * Variant 0 is also checked against the guest's own record: each packet equals what was
  * posted, RX packets reassemble to what the host sent with untouched bytes past each used
  * length, no drops, no allocation failures. Any difference aborts with the round, the
- * participants ("variant N" or "the reference model") and the first differing item. Input
+ * participants ("variant N", "the discard ceiling", ...) and the first differing item. Input
  * format: struct fz_df_header and struct fz_df_round (fuzz_common.h), fuzz/README.md. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +55,12 @@
 #include "model.h"
 #include "vring.h"
 
-#define DF_VARIANTS 6u         /* core variants: participants 0..5 */
-#define DF_MODEL DF_VARIANTS   /* the reference model's participant index */
-#define DF_PARTS (DF_VARIANTS + 1u)
+#define DF_VARIANTS 6u         /* core variants that dequeue: participants 0..5 */
+#define DF_DISCARD 6u          /* the core's discard ceiling on TX (vl_net_discard) */
+#define DF_TOUCH 7u            /* the touch ceiling (vl_net_discard_touch) */
+#define DF_CORES 8u            /* participants with core queues: 0..7 */
+#define DF_MODEL DF_CORES      /* the reference model's participant index */
+#define DF_PARTS (DF_CORES + 1u)
 #define DF_RAM (256u * 1024u)
 #define DF_RING_AREA (32u * 1024u)
 #define DF_GRANULE 64u
@@ -95,11 +106,20 @@ struct df_log {
 	const char *name[DF_LOG_NAMES];
 };
 
+/* What a core participant does with the guest's TX chains. */
+enum df_tx {
+	DF_TX_DEQUEUE,  /* vl_net_dequeue: packets, compared byte for byte */
+	DF_TX_DISCARD,  /* vl_net_discard: chains back unread, a count and a byte total */
+	DF_TX_TOUCH,    /* vl_net_discard_touch: as discard, plus each packet's first byte */
+};
+
 struct df_var {
 	unsigned idx;
 	uint32_t batch;
 	bool zc;
 	bool burst_policy;
+	enum df_tx tx_mode;
+	uint64_t disc_good, disc_bytes;    /* a ceiling's own totals, for the TX counters */
 	struct lab_gmem *g;
 	struct vl_mem *mem;
 	struct lab_ring tx, rx;
@@ -141,7 +161,7 @@ struct df {
 static struct df df_state;
 static uint8_t df_buf[2][VL_PKT_MAX_LEN + 16];
 
-static const uint32_t df_batch[DF_VARIANTS] = {0, 256, 65536, 0, 256, 65536};
+static const uint32_t df_batch[DF_CORES] = {0, 256, 65536, 0, 256, 65536, 256, 256};
 static uint8_t df_poison[DF_RX_MAX_CAP + 64]; /* DF_POISON bytes, to compare with */
 
 /* A participant as failure messages name it. */
@@ -149,6 +169,7 @@ static const char *vname(unsigned k)
 {
 	static const char *const names[DF_PARTS] = {"variant 0", "variant 1", "variant 2",
 						    "variant 3", "variant 4", "variant 5",
+						    "the discard ceiling", "the touch ceiling",
 						    "the reference model"};
 
 	return k < DF_PARTS ? names[k] : "?";
@@ -472,17 +493,24 @@ static void post_rx(struct df *d, struct df_var *v, const struct fz_df_rx *s)
 
 /* The next expected TX packet; with `record`, the packet must equal it byte for byte (the
  * other participants are compared with variant 0 instead). */
-static void check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, unsigned i,
-			    bool record)
+static const struct df_expect *next_expected(struct df *d, struct df_var *v, unsigned i)
 {
 	if (v->exp_count == 0)
 		fz_fail("round %u, %s: packet %u dequeued, nothing was posted", d->round,
 			vname(v->idx), i);
 	const struct df_expect *x = &v->exp[v->exp_head];
-	const uint8_t *h = x->hdr;
 
 	v->exp_head = (v->exp_head + 1) % 256;
 	v->exp_count--;
+	return x;
+}
+
+static void check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, unsigned i,
+			    bool record)
+{
+	const struct df_expect *x = next_expected(d, v, i);
+	const uint8_t *h = x->hdr;
+
 	if (!record)
 		return;
 	if (p->pkt_len != x->pkt_len)
@@ -555,6 +583,38 @@ static void phase_tx_post(struct df *d, struct df_var *v, const struct fz_df_rou
 	arm(&v->tx, rd->notify, (uint8_t)(rd->notify >> 4));
 }
 
+/* A ceiling's TX burst. Its count of good chains joins the dequeue counts compared with
+ * variant 0's; its byte total, and touch's sum of first bytes, must be exactly those of the
+ * packets the guest posted in that order (every chain here is well formed, none is dropped). */
+static void phase_discard(struct df *d, struct df_var *v, const struct fz_df_round *rd)
+{
+	const bool touch = v->tx_mode == DF_TX_TOUCH;
+	uint64_t bytes = 0, firsts = 0, want_bytes = 0, want_firsts = 0;
+	uint16_t n = touch ? vl_net_discard_touch(v->txq, rd->count, &bytes, &firsts)
+			   : vl_net_discard(v->txq, rd->count, &bytes);
+
+	v->npkts = 0;
+	log32(&v->all, "dequeue count", n);
+	log32(&v->grp, "dequeue needs_call", vl_vq_needs_call(v->txq));
+	for (uint16_t i = 0; i < n; i++) {
+		const struct df_expect *x = next_expected(d, v, i);
+		uint8_t first;
+
+		want_bytes += x->pkt_len;
+		fz_fill(&first, 1, x->serial); /* the posted payload's first byte (pkt_len >= 1) */
+		want_firsts += first;
+	}
+	if (bytes != want_bytes)
+		fz_fail("round %u, %s: %u chains of %llu bytes, the guest posted %llu", d->round,
+			vname(v->idx), n, (unsigned long long)bytes, (unsigned long long)want_bytes);
+	if (touch && firsts != want_firsts)
+		fz_fail("round %u, %s: the first bytes of %u packets add up to %llu, posted %llu",
+			d->round, vname(v->idx), n, (unsigned long long)firsts,
+			(unsigned long long)want_firsts);
+	v->disc_good += n;
+	v->disc_bytes += bytes;
+}
+
 static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_round *rd)
 {
 	if (v->model) {
@@ -563,6 +623,10 @@ static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_rou
 		log32(&v->all, "dequeue count", v->npkts);
 		for (uint16_t i = 0; i < v->npkts; i++)
 			check_tx_packet(d, v, NULL, i, false);
+		return;
+	}
+	if (v->tx_mode != DF_TX_DEQUEUE) {
+		phase_discard(d, v, rd);
 		return;
 	}
 	v->npkts = vl_net_dequeue(v->txq, v->pool, v->pkts, rd->count);
@@ -595,6 +659,8 @@ static void compare_packets(struct df *d)
 	for (unsigned k = 1; k < DF_PARTS; k++) {
 		const struct df_var *v = &d->v[k];
 
+		if (v->tx_mode != DF_TX_DEQUEUE)
+			continue; /* no packets: its count is in the logs, its bytes checked */
 		if (v->npkts != r->npkts)
 			fz_fail("round %u: %s dequeued %u packets, variant 0 %u", d->round, vname(k),
 				v->npkts, r->npkts);
@@ -766,8 +832,11 @@ static void log_counters(struct df_log *l, uint64_t packets, uint64_t bytes, uin
 static void log_stats(struct df_var *v, const struct vl_vq *q)
 {
 	const struct vl_vq_stats *s = vl_vq_stats(q);
+	/* A ceiling counts no packets in the queue; what it returned stands in for them. */
+	const bool ceiling = q == v->txq && v->tx_mode != DF_TX_DEQUEUE;
 
-	log_counters(&v->all, s->packets, s->bytes, s->chains, s->rx_no_room, s->drops);
+	log_counters(&v->all, ceiling ? v->disc_good : s->packets,
+		     ceiling ? v->disc_bytes : s->bytes, s->chains, s->rx_no_room, s->drops);
 	/* How the core got there: the same for every core variant, not a model matter. */
 	log32(&v->core, "stats bursts", (uint32_t)s->bursts);
 	log32(&v->core, "stats empty bursts", (uint32_t)s->empty_bursts);
@@ -856,7 +925,7 @@ static void compare_round(struct df *d)
 		check_stats(d, k);
 	for (unsigned k = 1; k < DF_PARTS; k++) {
 		struct df_var *v = &d->v[k];
-		unsigned lead = k < 3 ? 0 : 3;
+		unsigned lead = v->zc ? 3 : 0;
 
 		log_compare(d, &d->v[0].all, &v->all, 0, k, "guest-visible");
 		first_diff(d->v[0].ram, v->ram, DF_RAM, &at);
@@ -866,7 +935,9 @@ static void compare_round(struct df *d)
 				(unsigned long long)(v->ram_gpa + at), d->v[0].ram[at], v->ram[at]);
 		if (v->model)
 			continue; /* the rest is how the core does it, not what the guest sees */
-		log_compare(d, &d->v[0].core, &v->core, 0, k, "core");
+		/* The ceilings fill no size classes: how they work is their own. */
+		if (v->tx_mode == DF_TX_DEQUEUE)
+			log_compare(d, &d->v[0].core, &v->core, 0, k, "core");
 		if (k != lead)
 			log_compare(d, &d->v[lead].grp, &v->grp, lead, k, "exact");
 		first_diff(d->v[0].ring + v->rx_ring_off, v->ring + v->rx_ring_off, rx_ring_len,
@@ -951,14 +1022,14 @@ static void model_setup(struct df *d, struct df_var *v)
 
 static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran, bool dlog)
 {
-	static struct vl_pool *pools[DF_VARIANTS];
+	static struct vl_pool *pools[DF_CORES];
 	struct vl_vq_config qc;
 	int err = 0;
 	uint32_t n;
 
 	v->idx = k;
 	v->model = k == DF_MODEL;
-	/* Guest memory slots 1..7 (fz_gmem_get keeps FZ_GMEM_SLOTS shapes: 7 per granularity
+	/* Guest memory slots 1..9 (fz_gmem_get keeps FZ_GMEM_SLOTS shapes: 9 per granularity
 	 * here, plus the datapath targets' slot 0). */
 	v->g = fz_gmem_get(1 + k, DF_RING_AREA, DF_RAM, gran);
 	v->ram_gpa = lab_gmem_ram_gpa(v->g);
@@ -979,8 +1050,9 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 		return;
 	}
 	v->batch = df_batch[k];
-	v->zc = k >= 3;
+	v->zc = k >= 3 && k < DF_VARIANTS;
 	v->burst_policy = k == 2 || k == 5;
+	v->tx_mode = k == DF_DISCARD ? DF_TX_DISCARD : k == DF_TOUCH ? DF_TX_TOUCH : DF_TX_DEQUEUE;
 	const struct vl_mem_region *regs = lab_gmem_regions(v->g, &n);
 
 	v->mem = vl_mem_create(regs, n, &err);
