@@ -6,6 +6,7 @@ see at once what to fix.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,6 +49,22 @@ def test_top_level_help(vhostlab, flag):
     assert res.returncode == 0, res.describe()
     assert re.search(r"\brun\b", res.stdout), f"help must list the run command\n{res.describe()}"
     assert "--version" in res.stdout, res.describe()
+
+
+def test_top_level_help_states_run_defaults(vhostlab):
+    """The summary of `run` names its default matrix and packet count: both as the program
+    has them (the matrix from what `run` does with one packet, the count from run's help)."""
+    res = vhostlab("--help")
+    m = re.search(r"default: (\d+) configurations x (\d+) packets", res.stdout)
+    assert m, f"the run summary states no defaults\n{res.describe()}"
+    ran = vhostlab("run", "--packets", "1", "--json", "--quiet")
+    assert ran.returncode == 0, ran.describe()
+    configs = len(json.loads(ran.stdout)["configs"])
+    assert int(m.group(1)) == configs, f"help says {m.group(1)}, run ran {configs}"
+    run_help = vhostlab("run", "--help").stdout
+    p = re.search(r"--packets N\s+packets per direction per configuration \(default (\d+)\)",
+                  run_help)
+    assert p and p.group(1) == m.group(2), f"run --help: {p and p.group(0)}"
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
