@@ -120,6 +120,8 @@ struct serve_pair {
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
+	uint32_t txonly_skip;          /* txonly: busy rounds left that do not poll the TX ring */
+	uint32_t txonly_backoff;       /* ... and the skip the last empty poll set (1, 3, 7) */
 	uint64_t resyncs_told[2];      /* vl_vu_dev_ring_resyncs already announced */
 	uint64_t last_rx, last_tx;     /* at the previous live line, for pps */
 	uint64_t touched;              /* touch: the first bytes read, summed (a sink) */

@@ -370,7 +370,25 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
     assert counts["rx_errors"] == 0, (counts, tail(tp.log))
     check_in_flight(q["tx_packets"], counts["rx"], "serve -> testpmd", logs=(serve.err, tp.log))
     assert q["drops"] == 0, q
+    assert q["tx_bytes"] == 64 * q["tx_packets"], q
     check_bursts(q, "tx", q["tx_packets"])
+
+
+@pytest.mark.parametrize("cell", [CELLS[0], CELLS[7]], ids=[CELL_IDS[0], CELL_IDS[7]])
+def test_serve_txonly_takes_what_testpmd_io_sends_back(vhostlab, testpmd, workdir, cell):
+    """testpmd io sends back every frame serve's txonly sends it. serve, busy sending, still
+    takes all of it off the guest's TX ring (which it polls in every round while the ring
+    yields packets, and in 1 of 8 busy rounds otherwise): what testpmd sent, serve received,
+    less what is in flight; both byte counts are 64 a frame."""
+    counts, result, serve, tp = session(vhostlab, testpmd, workdir, "txonly", "io", cell)
+    q = queue0(result)
+    print(f"{cell}: serve sent {q['tx_packets']}, testpmd received {counts['rx']}, sent back "
+          f"{counts['tx']} (dropped {counts['tx_dropped']}), serve received {q['rx_packets']}")
+    check_in_flight(q["tx_packets"], counts["rx"], "serve -> testpmd", logs=(serve.err, tp.log))
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve", logs=(serve.err, tp.log))
+    assert q["tx_bytes"] == 64 * q["tx_packets"], q
+    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    assert q["drops"] == 0, q
 
 
 def test_idle_pause_bounds_idle_polls(vhostlab, testpmd, workdir):
