@@ -971,6 +971,26 @@ def write_plot(path: Path, doc: dict) -> bool:
 
 # --- command line ------------------------------------------------------------------------
 
+def check_window_args(p: argparse.ArgumentParser, a):
+    """--reps, --seconds and --warmup, as every script that runs this front end takes them."""
+    if a.reps < 1:
+        p.error(f"--reps {a.reps}: must be at least 1")
+    if not 0.2 <= a.seconds <= 60:
+        p.error(f"--seconds {a.seconds}: must be in [0.2, 60]")
+    if not 0 <= a.warmup <= 30:
+        p.error(f"--warmup {a.warmup}: must be in [0, 30]")
+
+
+def check_machine(p: argparse.ArgumentParser):
+    """The programs a run needs, and a CPU each for the front end and the back end."""
+    for tool in ("dpdk-testpmd", "taskset", "timeout", "stdbuf"):
+        if shutil.which(tool) is None:
+            p.error(f"{tool} not found (dpdk-testpmd: apt-get install dpdk-dev "
+                    "librte-net-virtio23)")
+    if (os.cpu_count() or 1) < 2:
+        p.error("needs 2 CPUs: front end and back end each get one")
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Run DPDK testpmd (virtio-user) against DPDK's vhost back end and "
@@ -1014,12 +1034,7 @@ def parse_args(argv):
     a.warmup = a.warmup if a.warmup is not None else 0.5
     if a.serve_arg is None:
         a.serve_arg = ["--poll"]
-    if a.reps < 1:
-        p.error(f"--reps {a.reps}: must be at least 1")
-    if not 0.2 <= a.seconds <= 60:
-        p.error(f"--seconds {a.seconds}: must be in [0.2, 60]")
-    if not 0 <= a.warmup <= 30:
-        p.error(f"--warmup {a.warmup}: must be in [0, 30]")
+    check_window_args(p, a)
     if a.render:
         if not a.render.is_file():
             p.error(f"--render {a.render}: no such file")
@@ -1035,12 +1050,7 @@ def parse_args(argv):
     if not os.access(a.vhostlab.parent / "vhostlab-fast", os.X_OK):
         p.error(f"{a.vhostlab.parent / 'vhostlab-fast'} is missing: serve would run on the "
                 "lab-hooks core; build the vhostlab-fast target")
-    for tool in ("dpdk-testpmd", "taskset", "timeout", "stdbuf"):
-        if shutil.which(tool) is None:
-            p.error(f"{tool} not found (dpdk-testpmd: apt-get install dpdk-dev "
-                    "librte-net-virtio23)")
-    if (os.cpu_count() or 1) < 2:
-        p.error("needs 2 CPUs: front end and back end each get one")
+    check_machine(p)
     return a
 
 

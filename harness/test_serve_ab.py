@@ -1,0 +1,129 @@
+"""scripts/serve_ab.py, the interleaved A/B of back ends (reports/README.md): usage errors
+name what is wrong; the summary's arithmetic on made-up runs; one short real run checked for
+structure and self-consistency -- never for which variant is faster.
+
+Needs dpdk-testpmd (a missing one fails, as in test_interop_dpdk.py) and vl_cpu_pingpong
+and vhostlab-fast beside the vhostlab under test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "serve_ab.py"
+
+
+def ab(vhostlab, *args, timeout=300):
+    argv = [sys.executable, str(SCRIPT), "--vhostlab", str(vhostlab.path), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def module():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import serve_ab
+    finally:
+        sys.path.pop(0)
+    return serve_ab
+
+
+@pytest.mark.parametrize("args,word", [
+    (["--cells", "split-mrg1-ord1-64-g2h", "dpdk"], "at least two variants"),
+    (["--cells", "no-such-cell", "dpdk", "serve"], "no-such-cell"),
+    (["--cells", "split-mrg1-ord1-64-h2g", "dpdk", "null"], "split-mrg1-ord1-64-h2g"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "dpdk", "x=/no/such/vhostlab"], "/no/such/vhostlab"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "dpdk", "dpdk --burst 4"], "takes no options"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "a=serve", "a=dpdk"], "must differ"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--reps", "0", "dpdk", "serve"], "--reps 0"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--seconds", "0.1", "dpdk", "serve"], "--seconds"),
+])
+def test_usage_errors_name_the_value(vhostlab, args, word):
+    res = ab(vhostlab, *args, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert word in res.stderr, res.stderr
+
+
+def test_help():
+    res = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    for word in ("--cells", "--reps", "--wait", "--json", "dpdk", "touch", "PROGRAM"):
+        assert word in res.stdout, word
+
+
+def test_variant_specs(vhostlab):
+    m = module()
+    v = m.parse_variant("b16=serve --burst 16", vhostlab.path)
+    assert (v.name, v.kind, v.program, v.args) == (
+        "b16", "vhostlab", vhostlab.path, ["--poll", "--burst", "16"])
+    v = m.parse_variant(f"{vhostlab.path} --poll --idle-pause 0", vhostlab.path)
+    assert v.name == f"{vhostlab.path} --poll --idle-pause 0"
+    assert v.args == ["--poll", "--idle-pause", "0"]  # --poll not added twice
+    assert m.parse_variant("touch", vhostlab.path).kind == "touch"
+    assert m.parse_variant("ref=dpdk", vhostlab.path).kind == "dpdk"
+
+
+def test_summary_arithmetic():
+    m = module()
+    runs = [  # rep, variant, placement, Mpps
+        (0, "a", "close", 10.0), (0, "b", "close", 12.0),
+        (1, "b", "close", 13.0), (1, "a", "close", 11.0),
+        (2, "a", "far", 4.0), (2, "b", "mixed", 9.0),
+        (3, "a", "close", 20.0), (3, "b", "far", 5.0),
+    ]
+    runs = [{"cell": "c", "rep": r, "variant": v, "placement": p, "mpps": x}
+            for r, v, p, x in runs]
+    runs.append({"cell": "c", "rep": 4, "variant": "b", "placement": "close", "error": "x"})
+    rows = {r["placement"]: r for r in m.summarize(["a", "b"], ["c"], runs)}
+    close = rows["close"]["variants"]
+    assert close["a"]["n"] == 3 and close["a"]["median"] == 11.0
+    assert close["b"]["n"] == 2 and close["b"]["median"] == 12.5
+    assert close["b"]["ratio"] == pytest.approx(12.5 / 11.0)
+    # Pairs: reps 0 and 1 only (rep 3's b is far): 12/10 and 13/11.
+    assert close["b"]["pairs"] == 2
+    assert close["b"]["paired"] == pytest.approx(statistics.median([1.2, 13 / 11]))
+    far = rows["far"]["variants"]
+    assert far["a"]["median"] == 4.0 and far["b"]["median"] == 5.0
+    assert far["b"]["pairs"] == 0 and far["b"]["paired"] is None
+    assert "mixed" not in rows
+
+
+def test_short_run(vhostlab):
+    if shutil.which("dpdk-testpmd") is None:
+        pytest.fail("dpdk-testpmd not found: apt-get install --no-install-recommends dpdk-dev "
+                    "librte-net-virtio23 (./lab installs them)", pytrace=False)
+    res = ab(vhostlab, "--cells", "split-mrg1-ord1-64-g2h", "--reps", "2", "--seconds", "0.3",
+             "--warmup", "0.2", "--json", "ref=serve", "b16=serve --burst 16", "touch")
+    assert res.returncode == 0, res.stderr[-4000:]
+    doc = json.loads(res.stdout)
+    assert [v["name"] for v in doc["variants"]] == ["ref", "b16", "touch"]
+    assert doc["variants"][1]["args"] == ["--poll", "--burst", "16"]
+    runs = doc["runs"]
+    assert len(runs) == 6, runs
+    # Interleaved: rep 0 in the given order, rep 1 reversed.
+    assert [r["variant"] for r in runs] == ["ref", "b16", "touch", "touch", "b16", "ref"]
+    for r in runs:
+        assert r["mpps"] > 0 and r["placement"] in ("close", "far", "mixed"), r
+        assert r["serve"]["rx_packets"] > 0, r
+        if r["variant"] == "touch":
+            assert r["serve"]["tx_packets"] == 0, r
+    for row in doc["cells"]:
+        ref = row["variants"]["ref"]
+        for name, d in row["variants"].items():
+            mine = [r["mpps"] for r in runs
+                    if r["variant"] == name and r["placement"] == row["placement"]]
+            assert d["n"] == len(mine)
+            if mine:
+                assert d["median"] == pytest.approx(statistics.median(mine))
+                if ref["n"]:
+                    assert d["ratio"] == pytest.approx(d["median"] / ref["median"])
+    # Progress: one line per run on stderr.
+    assert sum(1 for line in res.stderr.splitlines() if " Mpps (" in line) == 6, res.stderr
