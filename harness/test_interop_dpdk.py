@@ -372,6 +372,13 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
     assert q["drops"] == 0, q
     assert q["tx_bytes"] == 64 * q["tx_packets"], q
     check_bursts(q, "tx", q["tx_packets"])
+    # testpmd rxonly never sends: serve polls its TX ring in every round that sent nothing
+    # (a no-room burst) and, in a run of rounds that sent, once after 0, 1, 3, then every 7
+    # skipped -- so at most one poll per idle round, one per return from idle to busy, and
+    # half the busy rounds. (Polling every round, as serve once did, has polls == bursts.)
+    idle, busy = q["tx_no_room_bursts"], q["tx_bursts"] - q["tx_no_room_bursts"]
+    assert q["rx_idle_polls"] == q["rx_polls"], q
+    assert q["rx_polls"] <= 2 * idle + busy // 2 + 1, q
 
 
 @pytest.mark.parametrize("cell", [CELLS[0], CELLS[7]], ids=[CELL_IDS[0], CELL_IDS[7]])
