@@ -70,6 +70,12 @@ def test_every_run_measured_traffic(report):
         # testpmd's rate (its clock) and the count over our wall clock describe the same
         # window: they agree up to the few milliseconds a command takes to be read.
         assert 0.7 < r["wall_mpps"] / r["mpps"] < 1.3, r
+        # The window read in intervals (0.5 s window: one), its class from them and the
+        # probes.
+        rates = r["interval_mpps"]
+        assert len(rates) == 1 and min(rates) * 0.999 <= r["mpps"] <= max(rates) * 1.001, r
+        assert r["spread"] == pytest.approx(max(rates) / min(rates), rel=1e-2), r
+        assert r["placement"] in ("close", "far", "mixed", "unsteady"), r
 
 
 def test_serve_totals_cover_the_window(report):
@@ -161,6 +167,30 @@ def test_paired_ratio_pairs_runs_of_one_repetition():
     ]
     assert vs_dpdk.paired_ratio("c", runs) == pytest.approx(1.0)
     assert vs_dpdk.paired_ratio("missing", runs) is None
+
+
+def test_window_rate_and_steadiness():
+    """The window's rate weights each interval's rate by its length; a run the probes call
+    close or far is unsteady when its interval rates spread more than STEADY_MAX, or when
+    an interval moved nothing; a mixed run stays mixed."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    mpps, spread = vs_dpdk.window_rate([(20e6, 0.5), (10e6, 1.5)])
+    assert mpps == pytest.approx((20 * 0.5 + 10 * 1.5) / 2.0)
+    assert spread == pytest.approx(2.0)
+    assert vs_dpdk.window_rate([(30e6, 0.5)]) == (pytest.approx(30.0), pytest.approx(1.0))
+    assert vs_dpdk.window_rate([(30e6, 0.5), (0.0, 0.5)])[1] is None
+    top = vs_dpdk.STEADY_MAX
+    assert vs_dpdk.classify(60.0, 70.0, 1.05) == "close"
+    assert vs_dpdk.classify(60.0, 70.0, top) == "close"
+    assert vs_dpdk.classify(60.0, 70.0, top * 1.01) == "unsteady"
+    assert vs_dpdk.classify(300.0, 310.0, 2.5) == "unsteady"
+    assert vs_dpdk.classify(300.0, 310.0, None) == "unsteady"
+    assert vs_dpdk.classify(60.0, 310.0, 1.0) == "mixed"
+    assert vs_dpdk.classify(None, None, 1.0) is None
 
 
 def test_placement_classes_and_medians():

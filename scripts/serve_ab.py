@@ -12,7 +12,8 @@ each run close, far or mixed. Per cell and placement: each variant's median Mpps
 how many runs), its ratio to the first variant's median, and the paired ratio -- the median,
 over the repetitions where both ran in that placement, of variant / first variant, which a
 machine's slow and fast spells (this VM's rates move 2x for minutes) disturb less. Mixed
-runs are counted but left out of the medians.
+runs (the probes before and after disagree) and unsteady ones (the window's interval rates
+spread more than vs_dpdk.STEADY_MAX) are counted but left out of the medians.
 
 Progress on stderr; the table on stdout (or --json). Exit 0 when every run measured
 traffic, 1 when one failed, 2 on a usage error. See reports/README.md.
@@ -180,7 +181,8 @@ def run(a) -> list[dict]:
                             rec["error"] = str(e)
                         after = V.placement_probe(a.vhostlab)
                         rec["probe_ns"] = [before, after]
-                        rec["placement"] = V.placement(before, after)
+                        rec["placement"] = (V.placement(before, after) if "error" in rec
+                                            else V.classify(before, after, rec["spread"]))
                         runs.append(rec)
                         el = time.monotonic() - started
                         what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec
@@ -252,9 +254,10 @@ def table(variants: list[str], rows: list[dict], runs: list[dict]) -> str:
                          f"{d['min']:>7.2f}-{d['max']:<7.2f} {fmt(d['ratio']):>6} "
                          f"{fmt(d['paired']):>6} {d['pairs']:>5} {idle:>5}")
     mixed = sum(1 for r in runs if r.get("placement") == "mixed" and "error" not in r)
+    unsteady = sum(1 for r in runs if r.get("placement") == "unsteady" and "error" not in r)
     failed = sum(1 for r in runs if "error" in r)
-    lines.append(f"{len(runs)} runs: {mixed} mixed (placement changed; left out), "
-                 f"{failed} failed. Ratio: median / {variants[0]}'s median; paired: median "
+    lines.append(f"{len(runs)} runs: {mixed} mixed (placement changed), {unsteady} unsteady "
+                 f"(interval rates over {V.STEADY_MAX}x apart), both left out; {failed} failed. Ratio: median / {variants[0]}'s median; paired: median "
                  f"of run / {variants[0]}'s run in the same repetition and placement.")
     return "\n".join(lines)
 

@@ -68,6 +68,13 @@ BE_CPU = 0
 # probes just before and just after it: both under the line, close; both over, far; else it
 # moved during the run (mixed), and it is left out of the per-placement figures.
 PLACEMENT_FAR_NS = 250.0
+# The host can also move the CPUs away and back within one run, which the probes around it
+# do not see (a run probed close at 28 ns both sides ran at a far run's rate). So the window
+# is read in intervals of about this many seconds, and a run whose interval rates differ by
+# more than STEADY_MAX (highest / lowest) is unsteady: left out of the per-placement
+# figures as mixed runs are. Within one placement, intervals of a run agree within a few %.
+STEADY_INTERVAL = 0.5
+STEADY_MAX = 1.25
 
 QUICK_CELLS = "split-mrg1-ord1-64-g2h,packed-mrg0-ord0-1518-h2g"
 START_TIMEOUT = 30.0  # testpmd's EAL start with --no-huge takes 1-2 s; more on a busy machine
@@ -378,19 +385,27 @@ class Bench:
             rx.cmd("set fwd rxonly")
 
     def window(self, fe: TestPmd, cell: Cell) -> dict:
-        """Warm up, then the front end's counters across the window. The rate is testpmd's
-        Tx-pps (guest->host) or Rx-pps (host->guest) of the second show, i.e. since the
-        first one, on testpmd's clock; ours (counts over our wall time) is kept to check."""
+        """Warm up, then the front end's counters across the window, read every
+        STEADY_INTERVAL or so. Each show's Tx-pps (guest->host) or Rx-pps (host->guest) is
+        testpmd's rate since the previous show, on its clock; the run's rate weights them
+        by their lengths (window_rate), and their spread says whether the run was steady.
+        Ours (counts over our wall time) is kept to check."""
         time.sleep(self.a.warmup)
-        s0 = fe.stats()
-        time.sleep(self.a.seconds)
-        s1 = fe.stats()
+        n = max(1, round(self.a.seconds / STEADY_INTERVAL))
         key = "tx" if cell.dir == "g2h" else "rx"
-        packets = s1[key] - s0[key]
-        wall = s1["t"] - s0["t"]
-        return {"mpps": s1[key + "_pps"] / 1e6, "packets": packets,
+        shows = [fe.stats()]
+        for _ in range(n):
+            time.sleep(self.a.seconds / n)
+            shows.append(fe.stats())
+        intervals = [(b[key + "_pps"], b["t"] - a["t"]) for a, b in zip(shows, shows[1:])]
+        mpps, spread = window_rate(intervals)
+        packets = shows[-1][key] - shows[0][key]
+        wall = shows[-1]["t"] - shows[0]["t"]
+        return {"mpps": mpps, "packets": packets,
+                "interval_mpps": [round(pps / 1e6, 3) for pps, _ in intervals],
+                "spread": round(spread, 3) if spread is not None else None,
                 "wall_seconds": round(wall, 4), "wall_mpps": packets / wall / 1e6,
-                "t_start": s0["t"], "t_end": s1["t"]}
+                "t_start": shows[0]["t"], "t_end": shows[-1]["t"]}
 
     def run_dpdk(self, procs: dict, cell: Cell) -> dict:
         fe, be = procs["fe_d"], procs["be_d"]
@@ -502,7 +517,8 @@ class Bench:
                                 rec["error"] = str(e)
                             after = placement_probe(self.a.vhostlab)
                             rec["probe_ns"] = [before, after]
-                            rec["placement"] = placement(before, after)
+                            rec["placement"] = (placement(before, after) if "error" in rec
+                                                else classify(before, after, rec["spread"]))
                             self.runs.append(rec)
                             done += 1
                             el = time.monotonic() - started
@@ -550,6 +566,26 @@ def placement_probe(vhostlab: Path) -> float | None:
         log(f"note: {exe} failed: {out.stderr.strip()}")
         return None
     return json.loads(out.stdout)["round_trip_ns"]
+
+
+def window_rate(intervals: list[tuple[float, float]]) -> tuple[float, float | None]:
+    """(Mpps over the window, highest / lowest interval rate) from the window's intervals,
+    each (testpmd's pps over it, its length in seconds by our clock): the intervals' rates
+    weighted by their length. The spread is None when an interval moved nothing."""
+    total = sum(t for _, t in intervals)
+    mpps = sum(pps * t for pps, t in intervals) / total / 1e6 if total > 0 else 0.0
+    rates = [pps for pps, _ in intervals]
+    spread = max(rates) / min(rates) if rates and min(rates) > 0 else None
+    return mpps, spread
+
+
+def classify(before: float | None, after: float | None, spread: float | None) -> str | None:
+    """The run's class: its placement by the probes (close, far, mixed, or None without
+    probes), or unsteady when its interval rates spread more than STEADY_MAX."""
+    where = placement(before, after)
+    if where in ("close", "far") and (spread is None or spread > STEADY_MAX):
+        return "unsteady"
+    return where
 
 
 def placement(before: float | None, after: float | None) -> str | None:
@@ -874,7 +910,7 @@ def placement_section(doc: dict) -> list[str]:
     if not any(r.get("placement") for r in runs):
         return []
     count = {w: sum(1 for r in runs if r.get("placement") == w)
-             for w in ("close", "far", "mixed")}
+             for w in ("close", "far", "mixed", "unsteady")}
 
     def cell(p: dict) -> str:
         t = (f"{p['touch_ratio']:.2f} ({p['n_touch']})" if p.get("touch_ratio")
@@ -898,8 +934,11 @@ def placement_section(doc: dict) -> list[str]:
         "placement. "
         f"`vl_cpu_pingpong` measured the round trip just before and just after each run: "
         f"both under {PLACEMENT_FAR_NS:.0f} ns, close; both over, far; else the placement "
-        f"changed during the run (mixed: left out here). Of the {len(runs)} DPDK and vhostlab "
-        f"runs, {count['close']} were close, {count['far']} far, {count['mixed']} mixed.",
+        f"changed during the run (mixed: left out here). It can also change and change back "
+        f"between the probes, so the window is read every {STEADY_INTERVAL} s or so and a "
+        f"run whose interval rates differ by more than {STEADY_MAX:.2f}x is unsteady, also "
+        f"left out. Of the {len(runs)} DPDK and vhostlab runs, {count['close']} were close, "
+        f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady.",
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
         "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
