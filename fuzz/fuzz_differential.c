@@ -1022,7 +1022,7 @@ static void model_setup(struct df *d, struct df_var *v)
 
 static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran, bool dlog)
 {
-	static struct vl_pool *pools[DF_CORES];
+	static struct vl_pool *pools[DF_VARIANTS];
 	struct vl_vq_config qc;
 	int err = 0;
 	uint32_t n;
@@ -1071,10 +1071,13 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 		vl_vq_set_zero_copy(v->txq, true, d->zc_min, d->size);
 	if (v->burst_policy)
 		vl_vq_set_alloc_policy(v->txq, VL_ALLOC_BURST);
-	/* Pools are kept across inputs (each is full again at the end of one). */
-	if (!pools[k] && !(pools[k] = vl_pool_create(DF_POOL_BUFS, DF_POOL_BUF)))
-		fz_fail("vl_pool_create");
-	v->pool = pools[k];
+	/* Pools are kept across inputs (each is full again at the end of one). The ceilings
+	 * make no packets and have none. */
+	if (v->tx_mode == DF_TX_DEQUEUE) {
+		if (!pools[k] && !(pools[k] = vl_pool_create(DF_POOL_BUFS, DF_POOL_BUF)))
+			fz_fail("vl_pool_create");
+		v->pool = pools[k];
+	}
 	if (dlog) {
 		v->log_bytes = ((lab_gmem_end_gpa(v->g) >> 12) + 7) / 8;
 		v->log = calloc(v->log_bytes, 1);

@@ -852,9 +852,12 @@ def write_markdown(path: Path, doc: dict):
         + ("runs with `--poll`." if "--poll" in meta["serve_args"] else
            "sleeps only when a round moved nothing (no `--poll`)."),
         "- **What is counted**: the front end's port counters (`show port stats 0`), the "
-        "same program and the same counter whichever back end runs. Two shows bracket the "
-        "window; the rate is testpmd's own `Tx-pps` (guest→host) or `Rx-pps` (host→guest) "
-        "of the second, over the interval between the two on testpmd's clock. In "
+        "same program and the same counter whichever back end runs. Shows every "
+        f"{STEADY_INTERVAL} s or so cut the window into intervals; each show's `Tx-pps` "
+        "(guest→host) or `Rx-pps` (host→guest) is testpmd's own rate since the previous "
+        "one, on its clock, and the run's rate is their mean weighted by the intervals' "
+        "lengths (`interval_mpps` in the JSON; a run whose intervals differ by more than "
+        f"{STEADY_MAX:.2f}x is unsteady, see By placement). In "
         "guest→host the front end is the sender: it counts a packet when virtio-user put "
         "it on the ring, and a back end that lags only makes the ring full, so sent and "
         "received differ by at most the ring (256 packets, < 0.01 % of a window). The "
