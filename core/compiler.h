@@ -36,4 +36,8 @@
 #define VL_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #endif
 
+/* Ask for the cache line at p to read: a shared copy, so the core that holds it keeps its
+ * own (a receive header we expect to find already right, see rx_store_hdrs). */
+#define VL_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
+
 #endif

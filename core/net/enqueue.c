@@ -70,6 +70,26 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
 	b->committed = pos;
 }
 
+/* Ask now for the lines a receive piece at `host` will be written to: `hdr` header bytes
+ * at its start, then payload, `take` bytes in all (1 <= take, hdr <= take). The stores come
+ * at the burst's flush (rx_store_hdrs, vl_copy_flush), by which time the lines of the whole
+ * burst have been on their way together instead of one miss after another. The payload's
+ * first and last lines with intent to write (the same line for most small packets; large
+ * ones are copied at once, not batched, and stream the lines between). A line holding
+ * header bytes and no payload only to read: rx_store_hdrs usually finds the header right
+ * and leaves it, and the driver's copy of the line with it. Every address asked for is
+ * inside the piece, but for a packet without payload, whose "first payload byte" is one past
+ * it: a prefetch never faults, and a line asked for in vain costs only time. */
+static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
+{
+	const uint8_t *data = host + hdr;
+
+	if ((((uintptr_t)host ^ (uintptr_t)data) >> 6) != 0)
+		VL_PREFETCH_R(host);
+	VL_PREFETCH_W(data);
+	VL_PREFETCH_W(host + take - 1);
+}
+
 /* Reserve chains for `need` bytes starting at the first unconsumed avail entry. On success,
  * vq->rx_bufs[0..*nbufs) describe the chains and *pos is the window position after them.
  * `ahead`: packets left in the burst, this one included. Every packet takes at least one
@@ -162,14 +182,16 @@ fetched:
 			b->drop_reason = VL_DROP_RX_TOO_BIG;
 			return RESERVE_DROP;
 		}
-		/* The chain's first two lines, asked for now (VL_PREFETCH_W): the header and the
-		 * start of the payload, which the driver touched last. Their stores come at the
-		 * burst's flush (rx_store_hdrs, vl_copy_flush), by which time the lines of the
-		 * whole burst have been on their way together instead of one miss after another.
-		 * The second only when it is still this buffer's. */
-		VL_PREFETCH_W(vq->pieces[first].host);
-		if (vq->pieces[first].len > 64)
-			VL_PREFETCH_W(vq->pieces[first].host + 64);
+		/* The lines this chain's first piece will take, asked for now (rx_prefetch):
+		 * the header (first chain only) and up to two lines of payload. */
+		{
+			const uint32_t hdr = *nbufs > 0 ? 0 : vq->hdr_len;
+			const uint32_t plen = vq->pieces[first].len, left = need - cap;
+			const uint32_t take = plen < left ? plen : left;
+
+			if (take > 0)
+				rx_prefetch(vq->pieces[first].host, hdr < take ? hdr : take, take);
+		}
 		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
 
 		rb->chain = c;
@@ -327,7 +349,8 @@ static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl
 
 /* Fill a packet rx_fits_one accepted: one header slot (or, with batching off, one header
  * copy), one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's
- * first two lines are asked for now, as rx_reserve does, and written at the burst's flush. */
+ * lines are asked for now (rx_prefetch), as rx_reserve does, and written at the burst's
+ * flush. */
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
 					 const struct vl_pkt *pkt, const struct rx_first *f,
 					 uint32_t need, uint16_t nth)
@@ -336,9 +359,7 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
 	const uint32_t hdr_len = vq->hdr_len;
 
-	VL_PREFETCH_W(pc->host);
-	if (pc->len > 64)
-		VL_PREFETCH_W(pc->host + 64);
+	rx_prefetch(pc->host, hdr_len, need);
 	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, 1, slot->bytes);
 	if (vq->batch_threshold >= hdr_len) {
 		slot->dst = pc->host;
@@ -353,23 +374,43 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 	vl_ring_push_used(vq, L, &f->c, need);
 }
 
+/* rx_store_hdrs for one header length, a constant where it is inlined, so the compare and
+ * the copy are a few loads and stores. Returns the headers kept. */
+static VL_ALWAYS_INLINE uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
+						  const uint32_t len)
+{
+	uint32_t kept = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct vl_rx_hdr *h = &hdrs[i];
+
+		if (!h->dst)
+			continue;
+		if (memcmp(h->dst, h->bytes, len) == 0)
+			kept++;
+		else
+			memcpy(h->dst, h->bytes, len);
+	}
+	return kept;
+}
+
 /* The headers rx_fill left in vq->rx_hdrs[0..n): one fixed-size copy each (10 or 12 bytes,
- * the only header lengths), inline. */
+ * the only header lengths), inline -- unless the buffer holds those bytes already. A driver
+ * that recycles its buffers (DPDK's virtio PMD: the same mbufs come back within a few
+ * bursts) finds last time's header there, usually the same one. Its line is then shared
+ * between the driver's cache (it read num_buffers) and ours, and reading it costs nothing
+ * where a store would take the line from the driver and have it fetched back, two
+ * transfers per packet when the two CPUs are far apart. DPDK's enqueue also assigns each
+ * header field only when it differs. The bytes may change under us (the guest's buffer):
+ * the compare is a hint, and what the guest reads is its own doing either way. */
 static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 {
 	const uint32_t hdr_len = vq->hdr_len;
 
-	for (uint16_t i = 0; i < n; i++) {
-		const struct vl_rx_hdr *h = &vq->rx_hdrs[i];
-
-		if (!h->dst)
-			continue;
-		if (hdr_len == 12)
-			memcpy(h->dst, h->bytes, 12);
-		else
-			memcpy(h->dst, h->bytes, 10);
-	}
-	/* Logged after the stores (one predictable branch per burst when logging is off). */
+	vq->stats.rx_hdrs_kept += hdr_len == 12 ? rx_store_hdrs_of(vq->rx_hdrs, n, 12)
+						: rx_store_hdrs_of(vq->rx_hdrs, n, 10);
+	/* Logged after the stores, kept ones too: the device wrote the header, as far as a
+	 * migration is concerned (one predictable branch per burst when logging is off). */
 	if (vq->log.bitmap)
 		for (uint16_t i = 0; i < n; i++)
 			if (vq->rx_hdrs[i].dst)

@@ -14,9 +14,9 @@ static const struct {
 	STAT(packets), STAT(bytes), STAT(chains), STAT(used_entries), STAT(bursts),
 	STAT(empty_bursts), STAT(alloc_failures), STAT(alloc_calls), STAT(alloc_bufs),
 	STAT(alloc_unused), STAT(zc_packets), STAT(zc_returned), STAT(zc_stalls),
-	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(calls_needed),
-	STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages), STAT(log_out_of_range),
-	STAT(tx_write_ignored),
+	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(rx_hdrs_kept),
+	STAT(calls_needed), STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages),
+	STAT(log_out_of_range), STAT(tx_write_ignored),
 };
 #undef STAT
 #define NFIELDS ((uint32_t)(sizeof(stat_fields) / sizeof(stat_fields[0])))

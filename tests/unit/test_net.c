@@ -790,6 +790,108 @@ static void test_batch_threshold_invisible(void **state)
 		rf_teardown(&f[k]);
 }
 
+/* ---- recycled buffers ------------------------------------------------------------------- */
+
+/* One packet into the buffer at gpa (reposted, its header left as the last packet wrote it,
+ * the bytes after the header poisoned again), found there with the header `ol` asks for. */
+static void recycle_one(struct rf *f, struct rxb *b, uint32_t len, uint8_t seed,
+			const struct vl_offload *ol)
+{
+	const struct rf_desc d = { b->gpa, b->cap, VL_DESC_F_WRITE };
+	struct vl_pkt *p = make_pkt_ol(f, len, seed, ol);
+	uint8_t st = 0xEE;
+
+	rf_fill(f, b->gpa + f->hdr_len, 0xA5, b->cap - f->hdr_len);
+	b->head = rf_post_chain(&f->rx, &d, 1);
+	assert_int_equal(vl_net_enqueue(f->rx.q, &p, 1, &st), 1);
+	assert_int_equal(st, VL_RX_DELIVERED);
+	vl_pkt_free(p);
+	expect_rx_packet(f, b, 1, &b->head, 1, len, seed, ol);
+}
+
+/* A driver that recycles its RX buffers finds last time's header in them. Where those bytes
+ * already are the header this packet needs, the device leaves them (rx_hdrs_kept): the
+ * guest reads the right header either way, and every difference -- a poisoned buffer,
+ * offloads, num_buffers -- is written. With batching off headers are stored at once,
+ * unread. One buffer, packet after packet; mergeable adds a packet over two buffers. */
+static void scn_rx_hdr_recycled(struct rf *f)
+{
+	const bool batching = f->cfg.batch_threshold > 0;
+	const struct vl_vq_stats *s = vl_vq_stats(f->rx.q);
+	struct rxb b = { .gpa = rf_alloc(f, f->hdr_len + 200), .cap = f->hdr_len + 200 };
+	static const struct {
+		uint32_t len;
+		bool tso;
+		uint64_t kept; /* rx_hdrs_kept after it, batching on */
+	} step[] = {
+		{ 64, false, 0 },  /* poison in the header's place: written */
+		{ 100, false, 1 }, /* the same header: kept */
+		{ 150, true, 1 },  /* offloads: written */
+		{ 64, false, 1 },  /* back to none: written */
+		{ 200, false, 2 }, /* kept */
+	};
+
+	rf_fill(f, b.gpa, 0xA5, b.cap);
+	for (uint32_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+		recycle_one(f, &b, step[i].len, (uint8_t)(0x40 + i), step[i].tso ? &OL_TSO : NULL);
+		if (s->rx_hdrs_kept != (batching ? step[i].kept : 0))
+			fail_msg("step %u: rx_hdrs_kept %llu, expected %llu", i,
+				 (unsigned long long)s->rx_hdrs_kept,
+				 (unsigned long long)(batching ? step[i].kept : 0));
+	}
+	if (!mergeable(f)) {
+		rf_expect_no_used(&f->rx);
+		return;
+	}
+	/* 250 bytes over b and a second buffer c: num_buffers 2 is written, then kept. */
+	struct rxb two[2] = { b, { .gpa = rf_alloc(f, 100), .cap = 100 } };
+	const uint64_t before = s->rx_hdrs_kept;
+
+	for (uint32_t round = 0; round < 2; round++) {
+		struct vl_pkt *p = rf_make_pkt(f, 250, (uint8_t)(0x60 + round));
+		uint8_t st = 0xEE;
+
+		for (uint32_t k = 0; k < 2; k++) {
+			const struct rf_desc d = { two[k].gpa, two[k].cap, VL_DESC_F_WRITE };
+
+			rf_fill(f, two[k].gpa + (k ? 0 : f->hdr_len), 0xA5,
+				two[k].cap - (k ? 0 : f->hdr_len));
+			two[k].head = rf_post_chain(&f->rx, &d, 1);
+		}
+		assert_int_equal(vl_net_enqueue(f->rx.q, &p, 1, &st), 1);
+		assert_int_equal(st, VL_RX_DELIVERED);
+		vl_pkt_free(p);
+		const uint16_t e[2] = { two[0].head, two[1].head };
+
+		expect_rx_packet(f, two, 2, e, 2, 250, (uint8_t)(0x60 + round), NULL);
+		assert_int_equal(s->rx_hdrs_kept, before + (batching ? round : 0));
+	}
+	rf_expect_no_used(&f->rx);
+}
+
+static void test_rx_hdr_recycled(void **state)
+{
+	static const uint64_t feats[3] = { F_LEGACY, F_MODERN, F_MRG };
+
+	(void)state;
+	for (int packed = 0; packed < 2; packed++)
+		for (int k = packed; k < 3; k++) /* packed implies VERSION_1 */
+			for (int batch = 0; batch < 2; batch++) {
+				struct rf_cfg cfg;
+				struct rf f;
+
+				if (packed)
+					rf_cfg_init_packed(&cfg, RF_COARSE, 256);
+				else
+					rf_cfg_init(&cfg, RF_COARSE);
+				cfg.features = feats[k];
+				cfg.batch_threshold = batch ? VL_BATCH_THRESHOLD_DEFAULT : 0;
+				rf_setup(&f, &cfg);
+				scn_rx_hdr_recycled(&f);
+				rf_teardown(&f);
+			}
+}
+
 /* ---- limits ----------------------------------------------------------------------------- */
 
 /* A packet longer than VL_PKT_MAX_LEN is dropped even where it would fit; exactly
@@ -1035,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_rx_header_pieces_modern),
 		cmocka_unit_test(test_rx_header_pieces_mrg),
 		cmocka_unit_test(test_batch_threshold_invisible),
+		cmocka_unit_test(test_rx_hdr_recycled),
 		cmocka_unit_test(test_pkt_over_max_nonmrg),
 		cmocka_unit_test(test_pkt_over_max_mrg),
 		cmocka_unit_test(test_mrg_too_many_pieces_coarse),

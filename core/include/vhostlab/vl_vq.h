@@ -137,6 +137,8 @@ struct vl_vq_stats {
 	uint64_t rx_no_room;          /* enqueue stopped: not enough guest buffers right now */
 	uint64_t copies_batched;      /* small copies deferred to the burst flush */
 	uint64_t copies_direct;       /* copies done at once (large, or batch array full) */
+	uint64_t rx_hdrs_kept;        /* RX headers not stored: the buffer held those bytes
+				       * already (a recycled buffer; its line stays shared) */
 	uint64_t calls_needed;        /* bursts after which the guest asked to be notified */
 	uint64_t calls_suppressed;    /* bursts that published but the guest wanted no call */
 	uint64_t rx_bufs_wasted;      /* in-order RX: good buffers returned empty because a bad
