@@ -91,6 +91,8 @@ struct serve_qstats {
 	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT]; /* copied anyway, by reason */
 	uint64_t write_flag_read;      /* TX indirect entries marked device-writable, read anyway
 					* (vl_vq_stats.tx_write_ignored: DPDK virtio-user, packed) */
+	uint64_t hdrs_kept;            /* RX ring: virtio-net headers the front end's buffer
+					* held already, not stored again (vl_vq_stats.rx_hdrs_kept) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
 	uint64_t calls;                /* call eventfd signals (both rings) */
 	/* Burst calls per ring (SERVE_RING_RX / _TX) and those that moved nothing: on the TX
@@ -118,6 +120,7 @@ struct serve_pair {
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
 	uint64_t folded_wr;            /* ... and tx_write_ignored */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
+	uint64_t folded_kept;          /* RX ring rx_hdrs_kept already counted */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint32_t txonly_skip;          /* txonly: busy rounds left that do not poll the TX ring */
@@ -234,7 +237,8 @@ struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, boo
 uint64_t serve_stats_core_drops(const struct vl_vq *vq);
 /* Count the core's TX-ring drops and zero-copy packets of (p, pair) not counted yet. */
 void serve_stats_fold(struct serve_port *p, uint32_t pair);
-/* Fold the burst counters of one ring of (p, pair) into its serve_qstats. */
+/* Fold the burst counters of one ring of (p, pair) into its serve_qstats (the RX ring: and
+ * its headers kept). */
 void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring);
 void serve_stats_live(struct serve *s, double now);
 /* The final report on stdout. */

@@ -77,6 +77,8 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	/* A queue may come back with its counters: fold only what it does from now on. */
 	sp->folded_bursts[ring] = vl_vq_stats(vq)->bursts;
 	sp->folded_idle[ring] = vl_vq_stats(vq)->empty_bursts;
+	if (ring == SERVE_RING_RX)
+		sp->folded_kept = vl_vq_stats(vq)->rx_hdrs_kept;
 	if (ring == SERVE_RING_TX) {
 		/* A queue may come back (enable 0/1 around a new memory table) with counters it
 		 * already had: count only what it drops from now on. */

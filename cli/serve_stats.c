@@ -125,6 +125,10 @@ void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring)
 	sp->folded_bursts[ring] = st->bursts;
 	sp->st.idle_bursts[ring] += st->empty_bursts - sp->folded_idle[ring];
 	sp->folded_idle[ring] = st->empty_bursts;
+	if (ring == SERVE_RING_RX) {
+		sp->st.hdrs_kept += st->rx_hdrs_kept - sp->folded_kept;
+		sp->folded_kept = st->rx_hdrs_kept;
+	}
 }
 
 void serve_stats_fold(struct serve_port *p, uint32_t pair)
@@ -234,13 +238,13 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"zero_copied\": %" PRIu64 ", \"kicks\": %" PRIu64
 			       ", \"calls\": %" PRIu64 ", \"rx_polls\": %" PRIu64
 			       ", \"rx_idle_polls\": %" PRIu64 ", \"tx_bursts\": %" PRIu64
-			       ", \"tx_no_room_bursts\": %" PRIu64 ", \"tx_write_ignored\": %" PRIu64
-			       ", \"drops_by_reason\": {",
+			       ", \"tx_no_room_bursts\": %" PRIu64 ", \"tx_hdrs_kept\": %" PRIu64
+			       ", \"tx_write_ignored\": %" PRIu64 ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
 			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls,
 			       st->bursts[SERVE_RING_TX], st->idle_bursts[SERVE_RING_TX],
 			       st->bursts[SERVE_RING_RX], st->idle_bursts[SERVE_RING_RX],
-			       st->write_flag_read);
+			       st->hdrs_kept, st->write_flag_read);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);
