@@ -78,8 +78,9 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
  * ones are copied at once, not batched, and stream the lines between). A line holding
  * header bytes and no payload only to read: rx_store_hdrs usually finds the header right
  * and leaves it, and the driver's copy of the line with it. Every address asked for is
- * inside the piece, but for a packet without payload, whose "first payload byte" is one past
- * it: a prefetch never faults, and a line asked for in vain costs only time. */
+ * inside the piece, but where the piece takes no payload (hdr == take), whose "first payload
+ * byte" is one past it: a prefetch never faults, and a line asked for in vain costs only
+ * time. */
 static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
 {
 	const uint8_t *data = host + hdr;
@@ -183,7 +184,8 @@ fetched:
 			return RESERVE_DROP;
 		}
 		/* The lines this chain's first piece will take, asked for now (rx_prefetch):
-		 * the header (first chain only) and up to two lines of payload. */
+		 * the header (the packet's first chain only) and the first and last lines of
+		 * the payload it holds. */
 		{
 			const uint32_t hdr = *nbufs > 0 ? 0 : vq->hdr_len;
 			const uint32_t plen = vq->pieces[first].len, left = need - cap;
