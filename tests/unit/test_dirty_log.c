@@ -332,6 +332,59 @@ static void test_rx_packed_wrap(void **state)
 	run(scn_rx_enqueue, VL_LAYOUT_PACKED, RF_COARSE, 256, 255, 0, BATCH);
 }
 
+/* A header the buffer already holds is not stored again (rx_hdrs_kept, with batching on) but
+ * is logged all the same: as far as a migration is concerned the device wrote it. The header
+ * sits alone at the end of a page, the payload on the next, so only that log entry can mark
+ * the header's page. */
+static void scn_rx_kept_header_logged(struct rf *f)
+{
+	struct rf_q *s = &f->rx;
+	const uint64_t bytes = full_bytes(f);
+	const uint32_t h = f->hdr_len, len = 200;
+	const uint64_t buf = alloc_pages(f, 2) + PAGE - h;
+	const struct rf_desc d = { buf, h + len, VL_DESC_F_WRITE };
+	uint8_t seed = 0x44;
+	uint32_t id, used_len;
+
+	post_rx(f, buf, h + len);
+	enq(f, &len, &seed, 1);
+	assert_true(rf_pop_used(s, &id, &used_len));
+	assert_int_equal(used_len, h + len);
+
+	/* The same buffer again, its header as the last packet left it. */
+	uint8_t *bm = log_on(s, bytes);
+	uint8_t *exp = exp_new(f);
+	const uint16_t used0 = vl_vq_last_used(s->q);
+	const uint64_t kept = st(s)->rx_hdrs_kept;
+
+	rf_fill(f, buf + h, 0xA5, len);
+	(void)rf_post_chain(s, &d, 1);
+	seed = 0x55;
+	enq(f, &len, &seed, 1);
+	assert_int_equal(st(s)->rx_hdrs_kept, kept + (f->cfg.batch_threshold ? 1 : 0));
+	assert_rx_at(f, buf, len, 0x55);
+	exp_mark(exp, buf, h + len);
+	exp_flush(f, s, exp, used0, NULL, 1);
+	assert_true(buf / PAGE != (buf + h) / PAGE);
+	assert_log(bm, exp, bytes);
+
+	vl_vq_set_dirty_log(s->q, NULL, 0);
+	free(bm);
+	free(exp);
+}
+
+static void test_rx_kept_header_logged_split(void **state)
+{
+	(void)state;
+	run(scn_rx_kept_header_logged, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
+}
+
+static void test_rx_kept_header_logged_packed(void **state)
+{
+	(void)state;
+	run(scn_rx_kept_header_logged, VL_LAYOUT_PACKED, RF_4K, 256, 0, EVENT_IDX, BATCH);
+}
+
 /* A buffer across a page boundary: the packet written over both pages marks both (in 4 KiB
  * regions these are also two host mappings). Then one whose header alone straddles. */
 static void scn_rx_straddle_page(struct rf *f)
@@ -945,6 +998,8 @@ int main(void)
 		cmocka_unit_test(test_rx_packed_writeback_batch),
 		cmocka_unit_test(test_rx_packed_writeback_event_idx_nobatch),
 		cmocka_unit_test(test_rx_packed_wrap),
+		cmocka_unit_test(test_rx_kept_header_logged_split),
+		cmocka_unit_test(test_rx_kept_header_logged_packed),
 		cmocka_unit_test(test_rx_straddle_split_coarse_batch),
 		cmocka_unit_test(test_rx_straddle_split_coarse_nobatch),
 		cmocka_unit_test(test_rx_straddle_split_4k_batch),
