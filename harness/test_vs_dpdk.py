@@ -125,6 +125,21 @@ def test_window_idle_takes_the_intervals_inside_the_window():
     assert vs_dpdk.window_idle([{"time": 1.0}], 0.0, 2.0, 0.25) is None
 
 
+def test_touch_bounds_every_guest_to_host_cell():
+    """touch runs in every guest->host cell, 1518-byte ones included: a back end that copies
+    a packet reads the line touch reads, so touch bounds it at any size. Host->guest has
+    neither ceiling."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    for c in vs_dpdk.ALL_CELLS:
+        want = (("dpdk", "vhostlab", "null", "touch") if c.dir == "g2h"
+                else ("dpdk", "vhostlab"))
+        assert c.backends() == want, c.id
+
+
 def test_ratios_and_medians_follow_from_the_runs(report):
     _, doc, _ = report
     assert [c["cell"] for c in doc["cells"]] == CELLS
