@@ -182,12 +182,13 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 			", \"calls_spurious\": %" PRIu64 ", \"kicks_sent\": %" PRIu64
 			", \"kicks_skipped\": %" PRIu64 ", \"seconds\": %.3f, \"pps\": %.0f, "
 			"\"copies_batched\": %" PRIu64 ", \"copies_direct\": %" PRIu64 ", "
-			"\"ok\": %s, \"error\": ",
+			"\"rx_hdrs_kept\": %" PRIu64 ", \"ok\": %s, \"error\": ",
 			s->tx_packets, s->rx_packets, s->tx_bytes, s->rx_bytes, s->checks,
 			s->containment_scans, s->calls_due, s->calls_spurious, s->kicks_sent,
 			s->kicks_skipped, s->seconds, pps(s),
 			s->tx_stats.copies_batched + s->rx_stats.copies_batched,
-			s->tx_stats.copies_direct + s->rx_stats.copies_direct, tf(s->ok));
+			s->tx_stats.copies_direct + s->rx_stats.copies_direct,
+			s->rx_stats.rx_hdrs_kept, tf(s->ok));
 		if (s->ok)
 			fprintf(out, "null");
 		else
