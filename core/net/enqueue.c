@@ -185,14 +185,15 @@ fetched:
 		}
 		/* The lines this chain's first piece will take, asked for now (rx_prefetch):
 		 * the header (the packet's first chain only) and the first and last lines of
-		 * the payload it holds. */
+		 * the payload it holds. take >= 1: the chain holds at least the header (checked
+		 * above), so it has a first piece, and no piece is empty (vl_chain_add_range);
+		 * cap < need inside the loop. */
 		{
 			const uint32_t hdr = *nbufs > 0 ? 0 : vq->hdr_len;
 			const uint32_t plen = vq->pieces[first].len, left = need - cap;
 			const uint32_t take = plen < left ? plen : left;
 
-			if (take > 0)
-				rx_prefetch(vq->pieces[first].host, hdr < take ? hdr : take, take);
+			rx_prefetch(vq->pieces[first].host, hdr < take ? hdr : take, take);
 		}
 		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
 
