@@ -24,11 +24,24 @@ SCRIPT = REPO / "scripts" / "vs_dpdk.py"
 # One cell each way, different rings and options, so both back-end modes and the null and
 # touch ceilings run.
 CELLS = ["split-mrg1-ord1-64-g2h", "packed-mrg0-ord0-1518-h2g"]
+# --fill: one steady run per compared back end in each placement, within 20 s (plus the
+# round under way when the budget runs out).
+FILL_K = 1
+FILL_MINUTES = 0.33
 RING_SLACK = 256  # packets a ring holds: the most sender and receiver counts may differ by
 
 F_MRG_RXBUF = 1 << 15
 F_PACKED = 1 << 34
 F_IN_ORDER = 1 << 35
+
+
+def import_script():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import vs_dpdk
+    finally:
+        sys.path.pop(0)
+    return vs_dpdk
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +52,7 @@ def report(vhostlab, tmp_path_factory):
     out = tmp_path_factory.mktemp("vs-dpdk")
     argv = [sys.executable, str(SCRIPT), "--quick", "--cells", ",".join(CELLS),
             "--seconds", "0.5", "--warmup", "0.3", "--out", str(out),
+            "--fill", str(FILL_K), "--fill-minutes", str(FILL_MINUTES),
             "--vhostlab", str(vhostlab.path)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 0, (f"{' '.join(argv)} exited {proc.returncode}\n"
@@ -54,8 +68,12 @@ def test_files_written(report):
         assert f"`{cell}`" in md, md
     assert "A partial run" in md, "a 2-cell run must say it is partial"
     assert "null ceiling" in md and "touch ceiling" in md and "memcpy" in md, md
-    # Progress went to stderr, one line per run.
-    assert sum(1 for line in stderr.splitlines() if " Mpps " in line) == 6, stderr
+    # Progress went to stderr, one line per run: 6 repetition runs, then the fill's.
+    lines = stderr.splitlines()
+    assert sum(1 for line in lines if line.startswith("[rep ") and " Mpps " in line) == 6, stderr
+    fill = sum(1 for r in doc["runs"] if r.get("fill"))
+    assert sum(1 for line in lines if line.startswith("[fill ") and " Mpps " in line) == fill
+    assert "Then filled (`--fill 1`)" in md, md
 
 
 def test_every_run_measured_traffic(report):
@@ -111,11 +129,7 @@ def test_serve_idle_share_of_the_window(report):
 
 
 def test_window_idle_takes_the_intervals_inside_the_window():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     lines = [{"time": t, "idle_share": x} for t, x in
              ((0.25, 1.0), (0.5, 1.0), (0.75, 0.2), (1.0, 0.4), (1.25, 0.9))]
     # The window 0.5..1.1 holds the intervals ending at 0.75 and 1.0 (0.5..0.75, 0.75..1.0).
@@ -129,11 +143,7 @@ def test_touch_bounds_every_guest_to_host_cell():
     """touch runs in every guest->host cell, 1518-byte ones included: a back end that copies
     a packet reads the line touch reads, so touch bounds it at any size. Host->guest has
     neither ceiling."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     for c in vs_dpdk.ALL_CELLS:
         want = (("dpdk", "vhostlab", "null", "touch") if c.dir == "g2h"
                 else ("dpdk", "vhostlab"))
@@ -141,11 +151,13 @@ def test_touch_bounds_every_guest_to_host_cell():
 
 
 def test_ratios_and_medians_follow_from_the_runs(report):
+    """The columns over all placements take the repetitions' runs, not the fill's."""
     _, doc, _ = report
     assert [c["cell"] for c in doc["cells"]] == CELLS
     for c in doc["cells"]:
         for b in ("dpdk", "vhostlab", "null", "touch"):
-            vals = [r["mpps"] for r in doc["runs"] if r["cell"] == c["cell"] and r["backend"] == b]
+            vals = [r["mpps"] for r in doc["runs"]
+                    if r["cell"] == c["cell"] and r["backend"] == b and not r.get("fill")]
             if b in ("null", "touch") and c["dir"] == "h2g":
                 assert not vals and b not in c, c
                 continue
@@ -158,16 +170,80 @@ def test_ratios_and_medians_follow_from_the_runs(report):
         assert c["paired_ratio"] == pytest.approx(c["ratio"], rel=1e-12), c
 
 
+def test_fill_needs_counts_steady_runs_per_placement():
+    """A cell is short in a placement while a back end it compares (DPDK, vhostlab, touch;
+    never null) has fewer than k steady runs there; failed, mixed, unsteady and other
+    placements' runs do not count."""
+    vs_dpdk = import_script()
+    g2h, h2g = vs_dpdk.ALL_CELLS[0], vs_dpdk.ALL_CELLS[1]
+    assert g2h.dir == "g2h" and h2g.dir == "h2g"
+
+    def run(cell, b, where, **kw):
+        return {"cell": cell.id, "backend": b, "mpps": 10.0, "placement": where, **kw}
+
+    runs = [run(g2h, "dpdk", "close"), run(g2h, "dpdk", "close"), run(g2h, "vhostlab", "close"),
+            run(g2h, "vhostlab", "mixed"), run(g2h, "vhostlab", "unsteady"),
+            run(g2h, "touch", "close", error="x"), run(g2h, "touch", "far"),
+            run(h2g, "dpdk", "close"), run(h2g, "vhostlab", "close"),
+            run(h2g, "dpdk", "close"), run(h2g, "vhostlab", "close")]
+    need = vs_dpdk.fill_needs([g2h, h2g], runs, "close", 2)
+    assert need == {g2h.id: {"vhostlab": 1, "touch": 2}}
+    assert vs_dpdk.fill_needs([g2h, h2g], runs, "close", 1) == {g2h.id: {"touch": 1}}
+    assert vs_dpdk.fill_needs([g2h, h2g], runs, "far", 1) == {
+        g2h.id: {"dpdk": 1, "vhostlab": 1}, h2g.id: {"dpdk": 1, "vhostlab": 1}}
+    assert vs_dpdk.fill_needs([h2g], runs, "close", 2) == {}
+    assert vs_dpdk.fill_short_words([g2h, h2g], runs, 2) == (
+        "1 cell close (3 runs), 2 cells far (9 runs)")
+
+
+def test_fill_runs_join_only_the_placement_figures():
+    """A fill run (aimed at one placement) moves that placement's median, not the median
+    over the repetitions nor the paired ratio."""
+    vs_dpdk = import_script()
+    cell = vs_dpdk.ALL_CELLS[1]
+    runs = [{"rep": 0, "cell": cell.id, "backend": "dpdk", "mpps": 10.0, "placement": "far"},
+            {"rep": 0, "cell": cell.id, "backend": "vhostlab", "mpps": 12.0, "placement": "far"},
+            {"rep": 1, "cell": cell.id, "backend": "dpdk", "mpps": 30.0, "placement": "far",
+             "fill": "far"},
+            {"rep": 1, "cell": cell.id, "backend": "vhostlab", "mpps": 60.0, "placement": "far",
+             "fill": "far"}]
+    row = vs_dpdk.summarize([cell], runs)[0]
+    assert row["dpdk"]["median"] == 10.0 and row["vhostlab"]["median"] == 12.0
+    assert row["ratio"] == pytest.approx(1.2) and row["paired_ratio"] == pytest.approx(1.2)
+    assert row["placement"]["far"]["dpdk"] == 20.0
+    assert row["placement"]["far"]["vhostlab"] == 36.0
+    assert row["placement"]["far"]["n_vhostlab"] == 2
+
+
+def test_fill_runs_went_where_a_placement_was_short(report):
+    """Each fill run measured a back end that was short, at that moment, in the placement it
+    was aimed at; the summary counts them and what stayed short follows from all runs."""
+    _, doc, _ = report
+    vs_dpdk = import_script()
+    cells = [c for c in vs_dpdk.ALL_CELLS if c.id in CELLS]
+    fill = doc["meta"]["fill"]
+    assert fill["steady_runs_wanted"] == FILL_K
+    assert fill["budget_seconds"] == pytest.approx(FILL_MINUTES * 60)
+    runs = doc["runs"]
+    filled = [i for i, r in enumerate(runs) if r.get("fill")]
+    assert fill["runs"] == len(filled) and all(i >= 6 for i in filled)
+    for i in filled:
+        r = runs[i]
+        assert r["rep"] >= doc["meta"]["reps"] and r["backend"] != "null", r
+        need = vs_dpdk.fill_needs(cells, runs[:i], r["fill"], FILL_K)
+        assert r["backend"] in need.get(r["cell"], {}), (r, need)
+    assert fill["short_after"] == {w: vs_dpdk.fill_needs(cells, runs, w, FILL_K)
+                                   for w in ("close", "far")}
+    # It ran or waited: the repetitions alone leave the far or the close figures short.
+    assert filled or fill["waited_seconds"] > 0 or not any(fill["short_after"].values())
+
+
 def test_paired_ratio_pairs_runs_of_one_repetition():
     """Repetitions whose runs moved together (a slow spell in the first, vhostlab alone slow
     in the third, DPDK failed in the fourth): the ratio of medians would be 16/20 = 0.8; the
     paired ratio is the median of each complete repetition's own ratio (1.0, 1.1, 0.5), 1.0.
     Other cells and the null runs do not count."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     runs = [
         {"rep": 0, "cell": "c", "backend": "dpdk", "mpps": 10.0},
         {"rep": 0, "cell": "c", "backend": "vhostlab", "mpps": 10.0},
@@ -188,11 +264,7 @@ def test_window_rate_and_steadiness():
     """The window's rate weights each interval's rate by its length; a run the probes call
     close or far is unsteady when its interval rates spread more than STEADY_MAX, or when
     an interval moved nothing; a mixed run stays mixed."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     mpps, spread = vs_dpdk.window_rate([(20e6, 0.5), (10e6, 1.5)])
     assert mpps == pytest.approx((20 * 0.5 + 10 * 1.5) / 2.0)
     assert spread == pytest.approx(2.0)
@@ -212,11 +284,7 @@ def test_placement_classes_and_medians():
     """A run is close when both probes are under the line, far when both are over, mixed
     otherwise; each placement's medians take only its own runs (mixed, failed, null and other
     cells' runs left out), and a placement with one back end missing has no ratio."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     line = vs_dpdk.PLACEMENT_FAR_NS
     assert vs_dpdk.placement(100.0, 120.0) == "close"
     assert vs_dpdk.placement(line, 400.0) == "far"
@@ -270,11 +338,7 @@ def test_capped_cells_named():
     """Of a placement's cells below the goal, those whose touch ceiling is under the goal too
     are named as out of reach; a cell below the goal with room under touch, one at the goal,
     and one without touch runs are not."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
 
     def row(name, ratio, touch_ratio):
         far = {"ratio": ratio}
@@ -296,11 +360,7 @@ def test_runs_carry_their_placement(report):
     """Every run was probed before and after (vl_cpu_pingpong is built beside vhostlab), and
     its class follows from the two probes; the cells' placement figures from the runs."""
     out, doc, _ = report
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
     for r in doc["runs"]:
         before, after = r["probe_ns"]
         assert 0 < before < 100000 and 0 < after < 100000, r
@@ -345,6 +405,8 @@ def test_usage_errors_name_the_value(vhostlab):
     for args, word in ((["--cells", "nosuch-cell"], "nosuch-cell"),
                        (["--reps", "0"], "--reps 0"),
                        (["--seconds", "0.01"], "--seconds 0.01"),
+                       (["--fill", "-1"], "--fill -1"),
+                       (["--fill", "2", "--fill-minutes", "0"], "--fill-minutes 0.0"),
                        (["--vhostlab", "/nonexistent/vhostlab"], "/nonexistent/vhostlab")):
         argv = [sys.executable, str(SCRIPT), *args]
         if "--vhostlab" not in args:
@@ -368,11 +430,7 @@ def test_placement_verdict():
     """met: >= 1.10x in every placement with both back ends; capped: short only where touch
     itself is under 1.10x DPDK; short: short somewhere with room under touch (or without a
     touch run); None: no placement has both back ends."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
+    vs_dpdk = import_script()
 
     def p(close, far, touch_close=None, touch_far=None):
         out = {"close": {"ratio": close}, "far": {"ratio": far}}

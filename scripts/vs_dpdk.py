@@ -7,8 +7,8 @@ The front end is DPDK 22.11 testpmd driving a virtio-user port. The back end, in
   null      `vhostlab serve --mode null`: chains go back unread, nothing is copied -- the
             ceiling the front end allows (guest->host cells only);
   touch     `vhostlab serve --mode touch`: null, reading the first byte of each packet --
-            the ceiling for any back end that reads its packets (guest->host 64-byte cells,
-            where one cache line is the whole packet).
+            the ceiling for any back end that reads its packets (guest->host cells: a
+            back end that copies the packet reads that line too).
 over {split, packed} x {mergeable on, off} x {in-order on, off} x {64, 1518 B} x
 {guest->host, host->guest}: 32 cells. Each run measures the front end's packet rate over a
 fixed window after a warm-up; runs are interleaved (for each repetition, for each cell, the
@@ -17,7 +17,9 @@ and max over the repetitions and the ratio vhostlab / dpdk of the medians. A mem
 ceiling (vl_memcpy_ceiling, built beside vhostlab) is measured once. Around each run the
 placement probe (vl_cpu_pingpong, also beside vhostlab) times a cache line's round trip
 between the two CPUs, and each cell also gets medians and ratios over the runs whose CPUs were
-close together and over those whose CPUs were far apart (see PLACEMENT_FAR_NS).
+close together and over those whose CPUs were far apart (see PLACEMENT_FAR_NS). With
+--fill K, more runs follow the repetitions wherever a cell's per-placement figures rest on
+fewer than K steady runs of a back end (Bench.fill).
 
 Writes OUT/vs-dpdk.md (table and method), OUT/vs-dpdk.png (plot) and OUT/vs-dpdk.json (every
 run). Progress goes to stderr. Exit status 0 when every run measured traffic, 1 otherwise,
@@ -477,6 +479,32 @@ class Bench:
 
     # --- the matrix ------------------------------------------------------------------------
 
+    def measure(self, procs: dict, cell: Cell, backend: str, rep: int) -> dict:
+        """One run, probed before and after (while nothing of ours polls), recorded."""
+        rec = {"rep": rep, "cell": cell.id, "backend": backend}
+        before = placement_probe(self.a.vhostlab)
+        try:
+            if backend == "dpdk":
+                rec.update(self.run_dpdk(procs, cell))
+            else:
+                rec.update(self.run_serve(procs, cell, backend))
+            if rec["mpps"] <= 0:
+                raise RunError("no packets in the window")
+        except RunError as e:
+            rec["error"] = str(e)
+        after = placement_probe(self.a.vhostlab)
+        rec["probe_ns"] = [before, after]
+        rec["placement"] = (placement(before, after) if "error" in rec
+                            else classify(before, after, rec["spread"]))
+        self.runs.append(rec)
+        return rec
+
+    @staticmethod
+    def outcome(rec: dict) -> str:
+        what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec
+                else "FAILED: " + rec["error"].splitlines()[0])
+        return what + (f" ({rec['placement']})" if rec["placement"] else "")
+
     def run(self, cells: list[Cell]) -> float:
         started = time.monotonic()
         configs = sorted({c.config for c in cells}, key=lambda k: ALL_CELLS.index(
@@ -486,7 +514,7 @@ class Bench:
         for rep in range(self.a.reps):
             for cfg in configs:
                 log(f"[rep {rep + 1}/{self.a.reps}] starting the front ends and DPDK's back "
-                    f"end for {cfg[0]}-mrg{cfg[1]}-ord{cfg[2]}")
+                    f"end for {cfg_name(cfg)}")
                 try:
                     procs = self.start_config(cfg)
                 except RunError as e:
@@ -503,35 +531,87 @@ class Bench:
                         if (rep + i) % 2:
                             order = tuple(reversed(order))
                         for b in order:
-                            rec = {"rep": rep, "cell": cell.id, "backend": b}
-                            # Probed while nothing of ours polls: between runs.
-                            before = placement_probe(self.a.vhostlab)
-                            try:
-                                if b == "dpdk":
-                                    rec.update(self.run_dpdk(procs, cell))
-                                else:
-                                    rec.update(self.run_serve(procs, cell, b))
-                                if rec["mpps"] <= 0:
-                                    raise RunError("no packets in the window")
-                            except RunError as e:
-                                rec["error"] = str(e)
-                            after = placement_probe(self.a.vhostlab)
-                            rec["probe_ns"] = [before, after]
-                            rec["placement"] = (placement(before, after) if "error" in rec
-                                                else classify(before, after, rec["spread"]))
-                            self.runs.append(rec)
+                            rec = self.measure(procs, cell, b, rep)
                             done += 1
                             el = time.monotonic() - started
-                            what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec
-                                    else "FAILED: " + rec["error"].splitlines()[0])
-                            if rec["placement"]:
-                                what += f" ({rec['placement']})"
-                            log(f"[rep {rep + 1}/{self.a.reps}] {cell.id:28} {b:9} {what}   "
-                                f"({done}/{total}, {el:.0f} s, about "
+                            log(f"[rep {rep + 1}/{self.a.reps}] {cell.id:28} {b:9} "
+                                f"{self.outcome(rec)}   ({done}/{total}, {el:.0f} s, about "
                                 f"{el / done * (total - done):.0f} s left)")
                 finally:
                     self.stop_config(procs)
         return time.monotonic() - started
+
+    def fill(self, cells: list[Cell], k: int, budget: float) -> dict:
+        """After the repetitions: more runs where a placement's figures rest on fewer than k
+        steady runs of a back end (fill_needs), until none does or `budget` seconds are
+        spent. The host picks the placement, not us: each round probes it and runs a cell
+        short there, preferring the ring configuration whose processes are up (starting a
+        DPDK pair takes seconds); when the current placement is full it waits for the
+        other. Each run's own probes still class it: a round may land elsewhere."""
+        started = time.monotonic()
+        procs, cfg_now, rnd, runs_before, waited = None, None, 0, len(self.runs), 0.0
+        failures = 0  # in a row: a back end that keeps failing would spend the budget
+        waiting = False
+        try:
+            while failures < 3:
+                left = budget - (time.monotonic() - started)
+                if not any(fill_needs(cells, self.runs, w, k) for w in ("close", "far")):
+                    log(f"[fill] every cell has {k} steady runs per back end and placement")
+                    break
+                if left <= 0:
+                    log(f"[fill] budget of {budget / 60:.1f} min spent; still short: "
+                        + fill_short_words(cells, self.runs, k))
+                    break
+                probe = placement_probe(self.a.vhostlab)
+                where = placement(probe, probe)
+                need = fill_needs(cells, self.runs, where, k) if where else {}
+                if not need:
+                    if not waiting:
+                        log(f"[fill] {where or 'no placement probed'}: nothing short here; "
+                            "waiting for the host to move the CPUs")
+                    waiting = True
+                    time.sleep(1.0)
+                    waited += 1.0
+                    continue
+                waiting = False
+                by_id = {c.id: c for c in cells}
+                pick = min(need, key=lambda cid: (by_id[cid].config != cfg_now,
+                                                  -sum(need[cid].values()),
+                                                  ALL_CELLS.index(by_id[cid])))
+                cell = by_id[pick]
+                if cell.config != cfg_now:
+                    if procs:
+                        self.stop_config(procs)
+                        procs, cfg_now = None, None
+                    log(f"[fill] starting the front ends and DPDK's back end for "
+                        f"{cfg_name(cell.config)}")
+                    try:
+                        procs = self.start_config(cell.config)
+                    except RunError as e:
+                        log(f"  FAILED to start: {e}")
+                        break
+                    cfg_now = cell.config
+                order = [b for b in cell.backends() if b in need[pick]]
+                if rnd % 2:
+                    order.reverse()
+                for b in order:
+                    rec = self.measure(procs, cell, b, self.a.reps + rnd)
+                    rec["fill"] = where  # the placement it was run for
+                    failures = failures + 1 if "error" in rec else 0
+                    el = time.monotonic() - started
+                    log(f"[fill {where} {rnd + 1}] {cell.id:28} {b:9} {self.outcome(rec)}   "
+                        f"({el:.0f} s of {budget:.0f} s)")
+                rnd += 1
+            if failures >= 3:
+                log("[fill] stopped: three runs in a row failed")
+        finally:
+            if procs:
+                self.stop_config(procs)
+        return {"steady_runs_wanted": k, "budget_seconds": budget, "rounds": rnd,
+                "runs": len(self.runs) - runs_before, "waited_seconds": waited,
+                "seconds": round(time.monotonic() - started, 1),
+                "short_after": {w: fill_needs(cells, self.runs, w, k)
+                                for w in ("close", "far")}}
 
     def cleanup(self):
         root = Path("/var/run/dpdk")
@@ -628,6 +708,41 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
     return out
 
 
+# The back ends whose per-placement medians the verdict compares (null is a ceiling shown
+# beside the cells, not judged by placement).
+FILL_BACKENDS = ("dpdk", "vhostlab", "touch")
+
+
+def cfg_name(cfg: tuple) -> str:
+    return f"{cfg[0]}-mrg{cfg[1]}-ord{cfg[2]}"
+
+
+def fill_needs(cells: list[Cell], runs: list[dict], where: str, k: int) -> dict:
+    """For placement `where`: {cell id: {back end: runs missing}} for every cell where a
+    back end it compares has fewer than k steady runs (classed `where`, no error) there."""
+    out = {}
+    for cell in cells:
+        miss = {}
+        for b in (b for b in cell.backends() if b in FILL_BACKENDS):
+            have = sum(1 for r in runs if r["cell"] == cell.id and r["backend"] == b
+                       and "error" not in r and r.get("placement") == where)
+            if have < k:
+                miss[b] = k - have
+        if miss:
+            out[cell.id] = miss
+    return out
+
+
+def fill_short_words(cells: list[Cell], runs: list[dict], k: int) -> str:
+    parts = []
+    for w in ("close", "far"):
+        need = fill_needs(cells, runs, w, k)
+        if need:
+            parts.append(f"{len(need)} cell{'s' if len(need) > 1 else ''} {w} "
+                         f"({sum(sum(m.values()) for m in need.values())} runs)")
+    return ", ".join(parts) or "nothing"
+
+
 def placement_verdict(p: dict) -> str | None:
     """The goal judged within each placement: "met" when the ratio is >= TARGET in every
     placement that has runs of both back ends; "capped" when it is short only in placements
@@ -659,17 +774,21 @@ def paired_ratio(cell_id: str, runs: list[dict]) -> float | None:
 
 
 def summarize(cells: list[Cell], runs: list[dict]) -> list[dict]:
+    """Each cell's row. The medians over all placements and the paired ratio take the
+    repetitions only: their schedule does not depend on placement. The --fill runs were
+    aimed at one placement, so they only join the per-placement figures."""
+    reps = [r for r in runs if not r.get("fill")]
     rows = []
     for cell in cells:
         row = {"cell": cell.id, "ring": cell.ring, "mrg": cell.mrg, "ord": cell.ord,
                "size": cell.size, "dir": cell.dir}
         for b in cell.backends():
-            vals = [r["mpps"] for r in runs
+            vals = [r["mpps"] for r in reps
                     if r["cell"] == cell.id and r["backend"] == b and "error" not in r]
             row[b] = median_min_max(vals) if vals else None
         d, v = row.get("dpdk"), row.get("vhostlab")
         row["ratio"] = v["median"] / d["median"] if d and v and d["median"] > 0 else None
-        row["paired_ratio"] = paired_ratio(cell.id, runs)
+        row["paired_ratio"] = paired_ratio(cell.id, reps)
         row["placement"] = by_placement(cell.id, runs)
         row["verdict"] = placement_verdict(row["placement"])
         rows.append(row)
@@ -712,6 +831,19 @@ def write_markdown(path: Path, doc: dict):
         f"{meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end.",
         "",
     ]
+    fill = meta.get("fill")
+    if fill:
+        short = sum(len(v) for v in fill["short_after"].values())
+        lines += [
+            f"Then filled (`--fill {fill['steady_runs_wanted']}`): wherever a cell's figures "
+            f"in one placement rested on fewer than {fill['steady_runs_wanted']} steady runs "
+            f"of DPDK, vhostlab or touch, more runs of that cell, in the placement the host "
+            f"gave at the time: {fill['runs']} runs in {fill['rounds']} rounds, "
+            f"{fill['seconds'] / 60:.1f} min of a {fill['budget_seconds'] / 60:g} min "
+            f"budget ({fill['waited_seconds']:.0f} s waiting for the other placement). "
+            + (f"Still short after it: {short} cell-placements (see By placement for the run "
+               "counts)." if short else "Every cell reached it in both placements."),
+            ""]
     if len(rows) < len(ALL_CELLS) or meta["reps"] < 3:
         lines += ["**A partial run** (a subset of cells or fewer than 3 repetitions): not the "
                   "full comparison.", ""]
@@ -942,7 +1074,11 @@ def placement_section(doc: dict) -> list[str]:
         f"between the probes, so the window is read every {STEADY_INTERVAL} s or so and a "
         f"run whose interval rates differ by more than {STEADY_MAX:.2f}x is unsteady, also "
         f"left out. Of the {len(runs)} DPDK and vhostlab runs, {count['close']} were close, "
-        f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady.",
+        f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady"
+        + (f", the fill runs included (`--fill`: each aimed at a cell and placement with "
+           f"fewer than {doc['meta']['fill']['steady_runs_wanted']} steady runs of a back "
+           "end; the columns above take the repetitions only)."
+           if doc["meta"].get("fill") else "."),
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
         "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
@@ -1052,6 +1188,12 @@ def parse_args(argv):
     p.add_argument("--seconds", type=float, help="measuring window per run (default 3)")
     p.add_argument("--warmup", type=float, help="seconds of traffic before the window "
                    "(default 0.5)")
+    p.add_argument("--fill", type=int, default=0, metavar="K",
+                   help="after the repetitions, run more where a cell's per-placement "
+                   "figures rest on fewer than K steady runs of DPDK, vhostlab or touch, "
+                   "following the placement the host gives (default 0: no filling)")
+    p.add_argument("--fill-minutes", type=float, default=30.0, metavar="M",
+                   help="time budget of --fill (default 30)")
     p.add_argument("--out", type=Path, default=ROOT / "reports",
                    help="directory for vs-dpdk.md/.png/.json (default: reports/)")
     p.add_argument("--keep", action="store_true",
@@ -1078,6 +1220,10 @@ def parse_args(argv):
     if a.serve_arg is None:
         a.serve_arg = ["--poll"]
     check_window_args(p, a)
+    if not 0 <= a.fill <= 20:
+        p.error(f"--fill {a.fill}: must be in [0, 20]")
+    if not 0 < a.fill_minutes <= 600:
+        p.error(f"--fill-minutes {a.fill_minutes}: must be in (0, 600]")
     if a.render:
         if not a.render.is_file():
             p.error(f"--render {a.render}: no such file")
@@ -1090,6 +1236,9 @@ def parse_args(argv):
                 f"patterns like 'packed-*-1518-*' work)")
     if not os.access(a.vhostlab, os.X_OK):
         p.error(f"--vhostlab {a.vhostlab}: not an executable (build it, or set VHOSTLAB_BIN)")
+    if a.fill and not os.access(a.vhostlab.parent / "vl_cpu_pingpong", os.X_OK):
+        p.error(f"--fill {a.fill}: needs the placement probe "
+                f"{a.vhostlab.parent / 'vl_cpu_pingpong'} (build the vl_cpu_pingpong target)")
     if not os.access(a.vhostlab.parent / "vhostlab-fast", os.X_OK):
         p.error(f"{a.vhostlab.parent / 'vhostlab-fast'} is missing: serve would run on the "
                 "lab-hooks core; build the vhostlab-fast target")
@@ -1133,8 +1282,12 @@ def main(argv=None) -> int:
         f"front end CPU {FE_CPU}, back ends CPU {BE_CPU}")
     mc = memcpy_ceiling(a.vhostlab, 0.2 if a.quick else 0.5)
     bench = Bench(a)
+    fill = None
     try:
         duration = bench.run(a.cell_list)
+        if a.fill:
+            fill = bench.fill(a.cell_list, a.fill, a.fill_minutes * 60)
+            duration += fill["seconds"]
     except KeyboardInterrupt:
         log("interrupted: no report written")
         return 1
@@ -1147,7 +1300,7 @@ def main(argv=None) -> int:
                  "load_start": load_start, "load_end": os.getloadavg()[0],
                  "machine": machine(), "fe_cpu": FE_CPU, "be_cpu": BE_CPU,
                  "serve_args": a.serve_arg, "serve_exe": bench.serve_exe,
-                 "negotiated": bench.negotiated, "target": TARGET},
+                 "negotiated": bench.negotiated, "target": TARGET, "fill": fill},
         "cells": rows,
         "memcpy": mc,
         "runs": bench.runs,
