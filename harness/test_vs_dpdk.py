@@ -9,6 +9,7 @@ python3-matplotlib for the plot.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -236,6 +237,34 @@ def test_fill_runs_went_where_a_placement_was_short(report):
                                    for w in ("close", "far")}
     # It ran or waited: the repetitions alone leave the far or the close figures short.
     assert filled or fill["waited_seconds"] > 0 or not any(fill["short_after"].values())
+
+
+def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
+    """A serve run is probed with serve stopped (it polls on the back end's CPU) and
+    continued after; a DPDK run's probe stops nothing."""
+    vs_dpdk = import_script()
+    proc = vs_dpdk.Proc(["sleep", "30"], tmp_path / "sleep.log")
+    pid = proc.child_pid()
+    seen = []
+
+    def probe(exe):
+        seen.append(vs_dpdk.proc_state(pid))
+        return 42.0
+
+    class Paused:  # what Bench.probe needs of a Serve
+        child_pid = staticmethod(lambda: pid)
+
+    monkeypatch.setattr(vs_dpdk, "placement_probe", probe)
+    bench = vs_dpdk.Bench(argparse.Namespace(vhostlab=tmp_path / "vhostlab", keep=False))
+    try:
+        assert bench.probe(Paused()) == 42.0
+        assert bench.probe() == 42.0
+        # Stopped (T) for the first; running or sleeping for the second and after.
+        assert seen[0] == "T" and seen[1] in ("R", "S"), seen
+        assert vs_dpdk.proc_state(pid) in ("R", "S")
+    finally:
+        proc.kill()
+        bench.cleanup()
 
 
 def test_paired_ratio_pairs_runs_of_one_repetition():

@@ -172,17 +172,11 @@ def run(a) -> list[dict]:
                     order = a.variant_list if rep % 2 == 0 else a.variant_list[::-1]
                     for v in order:
                         rec = {"cell": cell.id, "rep": rep, "variant": v.name}
-                        before = V.placement_probe(a.vhostlab)
                         try:
                             rec.update(one_run(bench, procs, cell, v))
-                            if rec["mpps"] <= 0:
-                                raise V.RunError("no packets in the window")
                         except V.RunError as e:
                             rec["error"] = str(e)
-                        after = V.placement_probe(a.vhostlab)
-                        rec["probe_ns"] = [before, after]
-                        rec["placement"] = (V.placement(before, after) if "error" in rec
-                                            else V.classify(before, after, rec["spread"]))
+                        V.classify_run(rec)  # by the probes the run took around its window
                         runs.append(rec)
                         el = time.monotonic() - started
                         what = (f"{rec['mpps']:.2f} Mpps" if "error" not in rec

@@ -67,8 +67,11 @@ BE_CPU = 0
 # This VM's host moves its two virtual CPUs between a close placement (about 45 ns) and a far
 # one (about 430 ns, another core complex), every few seconds to minutes; far, every pair of
 # front end and back end runs at roughly half its close rate or less. A run is classed by the
-# probes just before and just after it: both under the line, close; both over, far; else it
-# moved during the run (mixed), and it is left out of the per-placement figures.
+# probes just before the front end starts forwarding and just after it stops (Bench.probe: a
+# polling serve is paused for them): both under the line, close; both over, far; else it
+# moved during the run (mixed), and it is left out of the per-placement figures. Probing
+# before serve and its front end start instead left about 3 s of setup unprobed, and runs
+# that spent their whole window in the other placement were classed by the wrong one.
 PLACEMENT_FAR_NS = 250.0
 # The host can also move the CPUs away and back within one run, which the probes around it
 # do not see (a run probed close at 28 ns both sides ran at a far run's rate). So the window
@@ -324,6 +327,8 @@ class Bench:
         self.runs: list[dict] = []
         self.negotiated: dict[str, dict] = {}
         self.serve_exe = None
+        # The probe's directory, fixed here: serve_ab.py points a.vhostlab at other builds.
+        self.probe_from = args.vhostlab
 
     def prefix(self) -> str:
         p = f"vsd{os.getpid()}-{next(self.counter)}"
@@ -380,6 +385,23 @@ class Bench:
 
     # --- one run ---------------------------------------------------------------------------
 
+    def probe(self, serve: Serve | None = None) -> float | None:
+        """The placement probe, taken as close to the window as it can be: with both CPUs
+        free of our pollers. Forwarding is stopped then, so testpmd's lcores sleep; a
+        serve that polls is stopped (SIGSTOP) for the few milliseconds the probe takes,
+        with its front end connected and idle, and continued after."""
+        if serve is None:
+            return placement_probe(self.probe_from)
+        pid = serve.child_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 2.0
+            while proc_state(pid) not in ("T", "t", None) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return placement_probe(self.probe_from)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
     def set_fwd(self, tx: TestPmd | None, rx: TestPmd | None, size: int):
         if tx:
             tx.cmd("set fwd txonly", f"set txpkts {size}")
@@ -415,6 +437,9 @@ class Bench:
             self.set_fwd(fe, be, cell.size)
         else:
             self.set_fwd(be, fe, cell.size)
+        for pmd in (fe, be):
+            pmd.stats()  # a barrier: the commands are carried out
+        before = self.probe()
         be.cmd("start")
         fe.cmd("start")
         try:
@@ -422,6 +447,9 @@ class Bench:
         finally:
             fe.cmd("stop")
             be.cmd("stop")
+        for pmd in (fe, be):
+            pmd.stats()  # both forwarding lcores have stopped
+        res["probe_ns"] = [before, self.probe()]
         del res["t_start"], res["t_end"]
         return res
 
@@ -455,9 +483,14 @@ class Bench:
                 self.set_fwd(fe, None, cell.size)
             else:
                 self.set_fwd(None, fe, cell.size)
+            fe.stats()  # a barrier: the commands are carried out
+            before = self.probe(serve)
             fe.cmd("start")
             try:
                 res = self.window(fe, cell)
+                fe.cmd("stop")
+                fe.stats()  # forwarding has stopped
+                res["probe_ns"] = [before, self.probe(serve)]
             finally:
                 fe.quit()  # stop forwarding, stop the port (GET_VRING_BASE), exit
             fe.wait_gone(5.0)
@@ -482,20 +515,12 @@ class Bench:
     def measure(self, procs: dict, cell: Cell, backend: str, rep: int) -> dict:
         """One run, probed before and after (while nothing of ours polls), recorded."""
         rec = {"rep": rep, "cell": cell.id, "backend": backend}
-        before = placement_probe(self.a.vhostlab)
         try:
-            if backend == "dpdk":
-                rec.update(self.run_dpdk(procs, cell))
-            else:
-                rec.update(self.run_serve(procs, cell, backend))
-            if rec["mpps"] <= 0:
-                raise RunError("no packets in the window")
+            rec.update(self.run_dpdk(procs, cell) if backend == "dpdk"
+                       else self.run_serve(procs, cell, backend))
         except RunError as e:
             rec["error"] = str(e)
-        after = placement_probe(self.a.vhostlab)
-        rec["probe_ns"] = [before, after]
-        rec["placement"] = (placement(before, after) if "error" in rec
-                            else classify(before, after, rec["spread"]))
+        classify_run(rec)
         self.runs.append(rec)
         return rec
 
@@ -562,7 +587,7 @@ class Bench:
                     log(f"[fill] budget of {budget / 60:.1f} min spent; still short: "
                         + fill_short_words(cells, self.runs, k))
                     break
-                probe = placement_probe(self.a.vhostlab)
+                probe = self.probe()
                 where = placement(probe, probe)
                 need = fill_needs(cells, self.runs, where, k) if where else {}
                 if not need:
@@ -666,6 +691,26 @@ def classify(before: float | None, after: float | None, spread: float | None) ->
     if where in ("close", "far") and (spread is None or spread > STEADY_MAX):
         return "unsteady"
     return where
+
+
+def classify_run(rec: dict):
+    """A finished run's checks and class: no traffic in the window is an error; the class
+    from the probes the run took around its window (probe_ns; none when it failed before
+    them) and its steadiness."""
+    if "error" not in rec and rec["mpps"] <= 0:
+        rec["error"] = "no packets in the window"
+    before, after = rec.setdefault("probe_ns", [None, None])
+    rec["placement"] = (placement(before, after) if "error" in rec
+                        else classify(before, after, rec["spread"]))
+
+
+def proc_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (T: stopped), None when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[0]
 
 
 def placement(before: float | None, after: float | None) -> str | None:
@@ -1068,7 +1113,9 @@ def placement_section(doc: dict) -> list[str]:
         "and far apart (about 430 ns). Far, every front end and back end pair runs at roughly "
         "half its close rate or less, so a run only compares with a run of the same "
         "placement. "
-        f"`vl_cpu_pingpong` measured the round trip just before and just after each run: "
+        f"`vl_cpu_pingpong` measured the round trip just before the front end started "
+        f"forwarding and just after it stopped (a polling serve paused for the few "
+        f"milliseconds of the probe): "
         f"both under {PLACEMENT_FAR_NS:.0f} ns, close; both over, far; else the placement "
         f"changed during the run (mixed: left out here). It can also change and change back "
         f"between the probes, so the window is read every {STEADY_INTERVAL} s or so and a "
