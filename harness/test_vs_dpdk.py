@@ -267,6 +267,34 @@ def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
         bench.cleanup()
 
 
+def test_suspect_runs_sit_nearer_the_other_placement():
+    """A run whose rate is nearer the other placement's median of its cell and back end is
+    suspect; back ends without runs in both placements, or whose medians are too close to
+    tell apart, are not looked at; failed, mixed and unsteady runs never are."""
+    vs_dpdk = import_script()
+
+    def run(cell, b, where, mpps, **kw):
+        return {"cell": cell, "backend": b, "placement": where, "mpps": mpps, **kw}
+
+    runs = [run("a", "dpdk", "close", 16.0), run("a", "dpdk", "close", 15.0),
+            run("a", "dpdk", "close", 5.2),                       # far-like, classed close
+            run("a", "dpdk", "far", 5.0), run("a", "dpdk", "far", 5.3),
+            run("a", "dpdk", "far", 8.0),                         # nearer 5.3 on a log scale
+            run("a", "vhostlab", "close", 16.0), run("a", "vhostlab", "far", 5.0),
+            run("a", "vhostlab", "mixed", 30.0), run("a", "vhostlab", "unsteady", 5.0),
+            run("a", "vhostlab", "far", 1.0, error="x"),
+            run("a", "touch", "close", 16.0),                     # no far run
+            run("b", "dpdk", "close", 10.0), run("b", "dpdk", "far", 8.0),  # 1.25x apart
+            run("b", "dpdk", "far", 9.9)]
+    sus, looked = vs_dpdk.suspect_runs(runs)
+    assert looked == 8, looked
+    assert [(r["cell"], r["backend"], r["mpps"]) for r in sus] == [("a", "dpdk", 5.2)]
+    words = vs_dpdk.suspect_words(runs)
+    assert "of the 8 close and far runs" in words and "1 ran at a rate" in words, words
+    assert "`a` dpdk 5.20 Mpps classed close" in words, words
+    assert vs_dpdk.suspect_words(runs[12:]) == ""
+
+
 def test_paired_ratio_pairs_runs_of_one_repetition():
     """Repetitions whose runs moved together (a slow spell in the first, vhostlab alone slow
     in the third, DPDK failed in the fourth): the ratio of medians would be 16/20 = 0.8; the

@@ -788,6 +788,38 @@ def fill_short_words(cells: list[Cell], runs: list[dict], k: int) -> str:
     return ", ".join(parts) or "nothing"
 
 
+# suspect_runs: a cell's back end whose close and far medians differ at least this much
+# (highest / lowest) separates its runs by rate as well as by probe.
+SUSPECT_GAP = 1.5
+
+
+def suspect_runs(runs: list[dict]) -> tuple[list[dict], int]:
+    """A check on the probes' classes: (the runs whose rate is nearer, on a log scale, the
+    median of the other placement's runs of the same cell and back end, how many runs were
+    looked at). Only cells and back ends with runs in both placements whose medians differ
+    by SUSPECT_GAP or more are looked at. A suspect run most likely spent its window in the
+    placement its probes did not see; the medians it joins are then off by that run."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        if "error" not in r and r.get("placement") in ("close", "far"):
+            groups.setdefault((r["cell"], r["backend"]), []).append(r)
+    out, looked = [], 0
+    for rs in groups.values():
+        med = {w: [r["mpps"] for r in rs if r["placement"] == w] for w in ("close", "far")}
+        if not med["close"] or not med["far"]:
+            continue
+        m = {w: statistics.median(v) for w, v in med.items()}
+        if max(m.values()) < SUSPECT_GAP * min(m.values()):
+            continue
+        looked += len(rs)
+        for r in rs:
+            other = "far" if r["placement"] == "close" else "close"
+            x = math.log(r["mpps"])
+            if abs(x - math.log(m[other])) < abs(x - math.log(m[r["placement"]])):
+                out.append(r)
+    return out, looked
+
+
 def placement_verdict(p: dict) -> str | None:
     """The goal judged within each placement: "met" when the ratio is >= TARGET in every
     placement that has runs of both back ends; "capped" when it is short only in placements
@@ -1084,6 +1116,20 @@ def capped_words(rows: list[dict], where: str) -> str:
     return s + "."
 
 
+def suspect_words(runs: list[dict]) -> str:
+    sus, looked = suspect_runs(runs)
+    if not looked:
+        return ""
+    return (f" A check on the classes: of the {looked} close and far runs of a cell and back "
+            f"end whose close and far medians differ {SUSPECT_GAP:g}x or more, {len(sus)} ran "
+            f"at a rate nearer the other placement's median (most likely a whole window in "
+            f"the placement the probes missed)"
+            + (": " + ", ".join(f"`{r['cell']}` {r['backend']} {r['mpps']:.2f} Mpps classed "
+                                f"{r['placement']}" for r in sus[:8])
+               + (f" and {len(sus) - 8} more" if len(sus) > 8 else "") if sus else "")
+            + ".")
+
+
 def placement_section(doc: dict) -> list[str]:
     """The per-placement table: each cell's medians over the runs the probes class close,
     and over those they class far."""
@@ -1125,7 +1171,8 @@ def placement_section(doc: dict) -> list[str]:
         + (f", the fill runs included (`--fill`: each aimed at a cell and placement with "
            f"fewer than {doc['meta']['fill']['steady_runs_wanted']} steady runs of a back "
            "end; the columns above take the repetitions only)."
-           if doc["meta"].get("fill") else "."),
+           if doc["meta"].get("fill") else ".")
+        + suspect_words(doc["runs"]),
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
         "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
