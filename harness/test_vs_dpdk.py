@@ -262,6 +262,10 @@ def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
         # Stopped (T) for the first; running or sleeping for the second and after.
         assert seen[0] == "T" and seen[1] in ("R", "S"), seen
         assert vs_dpdk.proc_state(pid) in ("R", "S")
+        # A serve that is gone by the probe fails the run, naming it.
+        proc.kill()
+        with pytest.raises(vs_dpdk.RunError, match=f"pid {pid}"):
+            bench.probe(Paused())
     finally:
         proc.kill()
         bench.cleanup()

@@ -393,14 +393,22 @@ class Bench:
         if serve is None:
             return placement_probe(self.probe_from)
         pid = serve.child_pid()
-        os.kill(pid, signal.SIGSTOP)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass  # found gone just below
         try:
             deadline = time.monotonic() + 2.0
-            while proc_state(pid) not in ("T", "t", None) and time.monotonic() < deadline:
+            while (state := proc_state(pid)) not in ("T", "t") and time.monotonic() < deadline:
+                if state in (None, "Z", "X"):
+                    raise RunError(f"serve (pid {pid}) exited before the placement probe")
                 time.sleep(0.001)
             return placement_probe(self.probe_from)
         finally:
-            os.kill(pid, signal.SIGCONT)
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # gone meanwhile: serve.stop() reports how it ended
 
     def set_fwd(self, tx: TestPmd | None, rx: TestPmd | None, size: int):
         if tx:
@@ -513,7 +521,7 @@ class Bench:
     # --- the matrix ------------------------------------------------------------------------
 
     def measure(self, procs: dict, cell: Cell, backend: str, rep: int) -> dict:
-        """One run, probed before and after (while nothing of ours polls), recorded."""
+        """One run (probed at its window's edges, see probe), classed and recorded."""
         rec = {"rep": rep, "cell": cell.id, "backend": backend}
         try:
             rec.update(self.run_dpdk(procs, cell) if backend == "dpdk"
