@@ -22,9 +22,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "vs_dpdk.py"
-# One cell each way, different rings and options, so both back-end modes and the null and
-# touch ceilings run.
-CELLS = ["split-mrg1-ord1-64-g2h", "packed-mrg0-ord0-1518-h2g"]
+# One cell each way, different rings and options, so both back-end modes, the null and touch
+# ceilings and the zero-copy runs (guest->host, 512 bytes or more) run.
+CELLS = ["split-mrg1-ord1-1518-g2h", "packed-mrg0-ord0-1518-h2g"]
 # --fill: one steady run per compared back end in each placement, within 20 s (plus the
 # round under way when the budget runs out).
 FILL_K = 1
@@ -69,9 +69,11 @@ def test_files_written(report):
         assert f"`{cell}`" in md, md
     assert "A partial run" in md, "a 2-cell run must say it is partial"
     assert "null ceiling" in md and "touch ceiling" in md and "memcpy" in md, md
-    # Progress went to stderr, one line per run: 6 repetition runs, then the fill's.
+    assert "## Zero-copy dequeue" in md and f"| `{CELLS[0]}` |" in md.split(
+        "## Zero-copy dequeue")[1], md
+    # Progress went to stderr, one line per run: 7 repetition runs, then the fill's.
     lines = stderr.splitlines()
-    assert sum(1 for line in lines if line.startswith("[rep ") and " Mpps " in line) == 6, stderr
+    assert sum(1 for line in lines if line.startswith("[rep ") and " Mpps " in line) == 7, stderr
     fill = sum(1 for r in doc["runs"] if r.get("fill"))
     assert sum(1 for line in lines if line.startswith("[fill ") and " Mpps " in line) == fill
     assert "Then filled (`--fill 1`)" in md, md
@@ -82,7 +84,7 @@ def test_every_run_measured_traffic(report):
     runs = doc["runs"]
     assert {(r["cell"], r["backend"]) for r in runs} == {
         (CELLS[0], "dpdk"), (CELLS[0], "vhostlab"), (CELLS[0], "null"), (CELLS[0], "touch"),
-        (CELLS[1], "dpdk"), (CELLS[1], "vhostlab")}
+        (CELLS[0], "zc"), (CELLS[1], "dpdk"), (CELLS[1], "vhostlab")}
     for r in runs:
         assert "error" not in r, r
         assert r["mpps"] > 0 and r["packets"] > 0, r
@@ -143,12 +145,32 @@ def test_window_idle_takes_the_intervals_inside_the_window():
 def test_touch_bounds_every_guest_to_host_cell():
     """touch runs in every guest->host cell, 1518-byte ones included: a back end that copies
     a packet reads the line touch reads, so touch bounds it at any size. Host->guest has
-    neither ceiling."""
+    neither ceiling. Zero-copy runs only where serve's --zero-copy takes the packets (512
+    bytes or more): below, a zc run would be a copying run again."""
     vs_dpdk = import_script()
     for c in vs_dpdk.ALL_CELLS:
         want = (("dpdk", "vhostlab", "null", "touch") if c.dir == "g2h"
                 else ("dpdk", "vhostlab"))
+        if c.dir == "g2h" and c.size >= 512:
+            want += ("zc",)
         assert c.backends() == want, c.id
+
+
+def test_zero_copy_runs_copied_nothing(report):
+    """A zc run received every packet without copying it (all 1518 bytes, over serve's
+    512-byte line, and rxonly frees each burst, so no lease limit); every other serve run
+    copied all of them. So the zc column measures the feature, not a copying serve."""
+    _, doc, _ = report
+    zc = [r for r in doc["runs"] if r["backend"] == "zc"]
+    assert zc
+    for r in doc["runs"]:
+        if r["backend"] == "dpdk":
+            continue
+        s = r["serve"]
+        if r["backend"] == "zc":
+            assert s["zero_copied"] == s["rx_packets"] > 0, r
+        else:
+            assert s["zero_copied"] == 0, r
 
 
 def test_ratios_and_medians_follow_from_the_runs(report):
@@ -156,10 +178,10 @@ def test_ratios_and_medians_follow_from_the_runs(report):
     _, doc, _ = report
     assert [c["cell"] for c in doc["cells"]] == CELLS
     for c in doc["cells"]:
-        for b in ("dpdk", "vhostlab", "null", "touch"):
+        for b in ("dpdk", "vhostlab", "null", "touch", "zc"):
             vals = [r["mpps"] for r in doc["runs"]
                     if r["cell"] == c["cell"] and r["backend"] == b and not r.get("fill")]
-            if b in ("null", "touch") and c["dir"] == "h2g":
+            if b in ("null", "touch", "zc") and c["dir"] == "h2g":
                 assert not vals and b not in c, c
                 continue
             assert c[b] == {"median": statistics.median(vals), "min": min(vals),
@@ -393,6 +415,25 @@ def test_placement_classes_and_medians():
     p = vs_dpdk.by_placement("c", runs)
     assert p["close"]["serve_idle"] == pytest.approx(0.20)
     assert "serve_idle" not in p["far"]
+    # zero-copy runs: their own median and zc / DPDK, as touch's; never in vhostlab's
+    # median or idle share.
+    assert "zc" not in p["close"]
+    runs += [
+        {"cell": "c", "backend": "zc", "mpps": 80.0, "placement": "close", "serve_idle": 0.5},
+        {"cell": "c", "backend": "zc", "mpps": 90.0, "placement": "close", "serve_idle": 0.5},
+        {"cell": "c", "backend": "zc", "mpps": 20.0, "placement": "far"},
+        {"cell": "c", "backend": "zc", "mpps": 1.0, "placement": "mixed"},
+    ]
+    before = p
+    p = vs_dpdk.by_placement("c", runs)
+    assert p["close"]["zc"] == 85.0 and p["close"]["n_zc"] == 2
+    assert p["close"]["zc_ratio"] == pytest.approx(85 / 41)
+    assert p["far"]["zc"] == 20.0 and p["far"]["zc_ratio"] is None
+    for w in ("close", "far"):
+        assert {k: v for k, v in p[w].items() if "zc" not in k} == before[w]
+    counts = vs_dpdk.zero_copy_counts([{"placement": p}, {"placement": before}])
+    assert counts == {"placements": 1, "cells": 1, "met": 1,
+                      "range": f"{85 / 41:.2f}× – {85 / 41:.2f}×"}
 
 
 def test_capped_cells_named():
