@@ -199,30 +199,65 @@ def test_ratios_and_medians_follow_from_the_runs(report):
         assert c["paired_ratio"] == pytest.approx(c["ratio"], rel=1e-12), c
 
 
-def test_fill_needs_counts_steady_runs_per_placement():
-    """A cell is short in a placement while a back end it compares (DPDK, vhostlab, touch;
-    never null) has fewer than k steady runs there; failed, mixed, unsteady and other
-    placements' runs do not count."""
+def test_fill_needs_counts_pairs_and_touch_runs_per_placement():
+    """A cell is short in a placement while it has fewer than k pairs there -- a DPDK and a
+    vhostlab run of one repetition or fill round, both steady in that placement -- (then
+    both back ends are missing) or fewer than k steady touch runs; failed, mixed, unsteady,
+    other placements' and unpaired runs do not count, null never does."""
     vs_dpdk = import_script()
     g2h, h2g = vs_dpdk.ALL_CELLS[0], vs_dpdk.ALL_CELLS[1]
     assert g2h.dir == "g2h" and h2g.dir == "h2g"
 
-    def run(cell, b, where, **kw):
-        return {"cell": cell.id, "backend": b, "mpps": 10.0, "placement": where, **kw}
+    def run(cell, rep, b, where, **kw):
+        return {"rep": rep, "cell": cell.id, "backend": b, "mpps": 10.0, "placement": where,
+                **kw}
 
-    runs = [run(g2h, "dpdk", "close"), run(g2h, "dpdk", "close"), run(g2h, "vhostlab", "close"),
-            run(g2h, "vhostlab", "mixed"), run(g2h, "vhostlab", "unsteady"),
-            run(g2h, "touch", "close", error="x"), run(g2h, "touch", "far"),
-            run(h2g, "dpdk", "close"), run(h2g, "vhostlab", "close"),
-            run(h2g, "dpdk", "close"), run(h2g, "vhostlab", "close")]
+    runs = [run(g2h, 0, "dpdk", "close"), run(g2h, 0, "vhostlab", "close"),
+            run(g2h, 1, "dpdk", "close"), run(g2h, 2, "vhostlab", "close"),  # no pair
+            run(g2h, 3, "dpdk", "close"), run(g2h, 3, "vhostlab", "mixed"),
+            run(g2h, 4, "dpdk", "close"), run(g2h, 4, "vhostlab", "unsteady"),
+            run(g2h, 5, "dpdk", "close", error="x"), run(g2h, 5, "vhostlab", "close"),
+            run(g2h, 6, "dpdk", "close"), run(g2h, 6, "vhostlab", "far"),
+            run(g2h, 0, "touch", "close", error="x"), run(g2h, 1, "touch", "far"),
+            run(g2h, 1, "null", "close"),
+            run(h2g, 0, "dpdk", "close"), run(h2g, 0, "vhostlab", "close"),
+            run(h2g, 1, "vhostlab", "close"), run(h2g, 1, "dpdk", "close")]
+    assert vs_dpdk.placement_pairs(g2h.id, runs, "close") == [1.0]
+    assert vs_dpdk.placement_pairs(h2g.id, runs, "close") == [1.0, 1.0]
     need = vs_dpdk.fill_needs([g2h, h2g], runs, "close", 2)
-    assert need == {g2h.id: {"vhostlab": 1, "touch": 2}}
+    assert need == {g2h.id: {"dpdk": 1, "vhostlab": 1, "touch": 2}}
     assert vs_dpdk.fill_needs([g2h, h2g], runs, "close", 1) == {g2h.id: {"touch": 1}}
     assert vs_dpdk.fill_needs([g2h, h2g], runs, "far", 1) == {
         g2h.id: {"dpdk": 1, "vhostlab": 1}, h2g.id: {"dpdk": 1, "vhostlab": 1}}
     assert vs_dpdk.fill_needs([h2g], runs, "close", 2) == {}
     assert vs_dpdk.fill_short_words([g2h, h2g], runs, 2) == (
-        "1 cell close (3 runs), 2 cells far (9 runs)")
+        "1 cell close (4 runs), 2 cells far (9 runs)")
+
+
+def test_pairs_leave_out_a_suspect_run():
+    """A pair whose vhostlab run ran at the far rate though its probes said close (a suspect
+    run, see suspect_runs) is left out of the close pairs; without that check it would be
+    one pair in three, and the median of three pairs still 1.2 -- with two pairs, the
+    suspect one would pull the median to 0.85."""
+    vs_dpdk = import_script()
+
+    def run(rep, b, where, mpps):
+        return {"rep": rep, "cell": "c", "backend": b, "mpps": mpps, "placement": where}
+
+    runs = [run(0, "dpdk", "close", 10.0), run(0, "vhostlab", "close", 12.0),
+            run(1, "dpdk", "close", 10.0), run(1, "vhostlab", "close", 12.0),
+            run(2, "dpdk", "close", 10.0), run(2, "vhostlab", "close", 5.0),
+            run(3, "dpdk", "far", 5.0), run(3, "vhostlab", "far", 5.0),
+            run(4, "vhostlab", "far", 5.2)]
+    sus, _ = vs_dpdk.suspect_runs(runs)
+    assert sus == [runs[5]]
+    assert vs_dpdk.placement_pairs("c", runs, "close") == [1.2, 1.2]
+    assert vs_dpdk.placement_pairs("c", runs, "close", set()) == [1.2, 1.2, 0.5]
+    assert vs_dpdk.placement_pairs("c", runs, "far") == [1.0]
+    assert vs_dpdk.by_placement("c", runs[2:])["close"]["paired"] == pytest.approx(1.2)
+    h2g = vs_dpdk.ALL_CELLS[1]  # no touch runs to need
+    assert vs_dpdk.fill_needs([h2g], [dict(r, cell=h2g.id) for r in runs], "close", 3) == {
+        h2g.id: {"dpdk": 1, "vhostlab": 1}}
 
 
 def test_fill_runs_join_only_the_placement_figures():
@@ -263,8 +298,57 @@ def test_fill_runs_went_where_a_placement_was_short(report):
         assert r["backend"] in need.get(r["cell"], {}), (r, need)
     assert fill["short_after"] == {w: vs_dpdk.fill_needs(cells, runs, w, FILL_K)
                                    for w in ("close", "far")}
+    # A round's DPDK and vhostlab runs went back to back; a lone one is the pair's first,
+    # which did not land steady where the round aimed, so its partner was skipped.
+    rounds: dict[int, list[int]] = {}
+    for i in filled:
+        if runs[i]["backend"] in vs_dpdk.PAIR:
+            rounds.setdefault(runs[i]["rep"], []).append(i)
+    for idx in rounds.values():
+        if len(idx) == 2:
+            assert idx[1] == idx[0] + 1 and {runs[i]["backend"] for i in idx} == set(
+                vs_dpdk.PAIR), [runs[i] for i in idx]
+        else:
+            r = runs[idx[0]]
+            assert len(idx) == 1 and ("error" in r or r["placement"] != r["fill"]), r
     # It ran or waited: the repetitions alone leave the far or the close figures short.
     assert filled or fill["waited_seconds"] > 0 or not any(fill["short_after"].values())
+
+
+def test_fill_round_skips_a_pair_whose_first_run_missed(monkeypatch, tmp_path):
+    """Bench.fill without processes (the probe, the starts and the runs scripted): a round
+    whose first pair run is not steady where the round aimed skips its partner (it could
+    not make a pair) but still runs touch; the next round runs the pair back to back, in
+    the other order, and the fill ends when the cell has its pair and touch run there."""
+    vs_dpdk = import_script()
+    cell = next(c for c in vs_dpdk.ALL_CELLS if c.id == CELLS[0])
+    assert cell.dir == "g2h"  # so touch runs too
+    outcomes = iter(["mixed", "close", "close", "close"])
+    ran = []
+
+    def measure(procs, c, b, rep):
+        rec = {"rep": rep, "cell": c.id, "backend": b, "mpps": 10.0, "placement": next(outcomes)}
+        ran.append((rep, b, rec["placement"]))
+        bench.runs.append(rec)
+        return rec
+
+    bench = vs_dpdk.Bench(argparse.Namespace(vhostlab=tmp_path / "vhostlab", keep=False,
+                                             reps=1))
+    monkeypatch.setattr(bench, "probe", lambda serve=None: 100.0)  # close, every time
+    monkeypatch.setattr(bench, "start_config", lambda cfg: {})
+    monkeypatch.setattr(bench, "stop_config", lambda procs: None)
+    monkeypatch.setattr(bench, "measure", measure)
+    # Far stays short (the probe never says far): the budget ends the fill.
+    monkeypatch.setattr(vs_dpdk.time, "sleep", lambda s: None)
+    try:
+        meta = bench.fill([cell], 1, 0.2)
+    finally:
+        bench.cleanup()
+    assert ran == [(1, "dpdk", "mixed"), (1, "touch", "close"),
+                   (2, "vhostlab", "close"), (2, "dpdk", "close")], ran
+    assert meta["rounds"] == 2 and meta["runs"] == 4 and meta["pairs"] is True
+    assert meta["short_after"]["close"] == {}
+    assert meta["short_after"]["far"] == {cell.id: {"dpdk": 1, "vhostlab": 1, "touch": 1}}
 
 
 def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
@@ -375,6 +459,11 @@ def test_placement_classes_and_medians():
     cells' runs left out), and a placement with one back end missing has no ratio."""
     vs_dpdk = import_script()
     line = vs_dpdk.PLACEMENT_FAR_NS
+
+    def apart(runs):
+        """by_placement with every run in a repetition of its own: no pairs."""
+        return vs_dpdk.by_placement("c", [dict(r, rep=i) for i, r in enumerate(runs)])
+
     assert vs_dpdk.placement(100.0, 120.0) == "close"
     assert vs_dpdk.placement(line, 400.0) == "far"
     assert vs_dpdk.placement(100.0, line) == "mixed"
@@ -390,11 +479,26 @@ def test_placement_classes_and_medians():
         {"cell": "c", "backend": "null", "mpps": 50.0, "placement": "far"},
         {"cell": "other", "backend": "dpdk", "mpps": 16.0, "placement": "far"},
     ]
-    p = vs_dpdk.by_placement("c", runs)
+    p = apart(runs)
     assert p["close"] == {"dpdk": 41.0, "vhostlab": 46.0, "ratio": pytest.approx(46 / 41),
-                          "n_dpdk": 2, "n_vhostlab": 1}
+                          "n_dpdk": 2, "n_vhostlab": 1, "paired": None, "n_pairs": 0,
+                          "judged": pytest.approx(46 / 41)}
     assert p["far"] == {"dpdk": None, "vhostlab": 17.0, "ratio": None, "n_dpdk": 0,
-                        "n_vhostlab": 1}
+                        "n_vhostlab": 1, "paired": None, "n_pairs": 0, "judged": None}
+    # Runs of one repetition (rep) in one placement pair up, and the placement is then
+    # judged on the median of its pairs: here 45/40 and 40/44, median 1.017, where the
+    # ratio of the medians is 42.5/40 = 1.0625 (DPDK's slow third run, whose partner was
+    # mixed, joins DPDK's median but no pair).
+    paired = [dict(r, rep=i // 2) for i, r in enumerate([
+        {"cell": "c", "backend": "dpdk", "mpps": 40.0, "placement": "close"},
+        {"cell": "c", "backend": "vhostlab", "mpps": 45.0, "placement": "close"},
+        {"cell": "c", "backend": "vhostlab", "mpps": 40.0, "placement": "close"},
+        {"cell": "c", "backend": "dpdk", "mpps": 44.0, "placement": "close"},
+        {"cell": "c", "backend": "dpdk", "mpps": 10.0, "placement": "close"},
+        {"cell": "c", "backend": "vhostlab", "mpps": 99.0, "placement": "mixed"}])]
+    q = vs_dpdk.by_placement("c", paired)["close"]
+    assert q["n_pairs"] == 2 and q["paired"] == pytest.approx((45 / 40 + 40 / 44) / 2)
+    assert q["judged"] == q["paired"] and q["ratio"] == pytest.approx(42.5 / 40)
     # touch runs add touch's median and touch / DPDK; without DPDK runs there, no ratio.
     runs += [
         {"cell": "c", "backend": "touch", "mpps": 44.0, "placement": "close"},
@@ -402,7 +506,7 @@ def test_placement_classes_and_medians():
         {"cell": "c", "backend": "touch", "mpps": 99.0, "placement": "mixed"},
         {"cell": "c", "backend": "touch", "mpps": 18.0, "placement": "far"},
     ]
-    p = vs_dpdk.by_placement("c", runs)
+    p = apart(runs)
     assert p["close"]["touch"] == 46.0 and p["close"]["n_touch"] == 2
     assert p["close"]["touch_ratio"] == pytest.approx(46 / 41)
     assert p["far"]["touch"] == 18.0 and p["far"]["touch_ratio"] is None
@@ -418,7 +522,7 @@ def test_placement_classes_and_medians():
         {"cell": "c", "backend": "vhostlab", "mpps": 17.5, "placement": "mixed",
          "serve_idle": 0.90},
     ]
-    p = vs_dpdk.by_placement("c", runs)
+    p = apart(runs)
     assert p["close"]["serve_idle"] == pytest.approx(0.20)
     assert "serve_idle" not in p["far"]
     # zero-copy runs: their own median and zc / DPDK, as touch's; never in vhostlab's
@@ -431,7 +535,7 @@ def test_placement_classes_and_medians():
         {"cell": "c", "backend": "zc", "mpps": 1.0, "placement": "mixed"},
     ]
     before = p
-    p = vs_dpdk.by_placement("c", runs)
+    p = apart(runs)
     assert p["close"]["zc"] == 85.0 and p["close"]["n_zc"] == 2
     assert p["close"]["zc_ratio"] == pytest.approx(85 / 41)
     assert p["far"]["zc"] == 20.0 and p["far"]["zc_ratio"] is None
@@ -550,6 +654,15 @@ def test_placement_verdict():
 
     v = vs_dpdk.placement_verdict
     assert v(p(1.20, 1.10)) == "met"
+    # With pairs, the placement's paired ratio is judged, not the ratio of its medians.
+    q = p(1.20, 1.20)
+    q["far"].update(paired=1.05, n_pairs=2)
+    assert v(q) == "short"
+    q["far"].update(touch_ratio=1.04)
+    assert v(q) == "capped"
+    q["close"].update(ratio=1.05, paired=1.15, n_pairs=1)
+    q["far"].update(paired=1.12)
+    assert v(q) == "met"
     assert v(p(1.20, None)) == "met"
     assert v(p(1.20, 1.02, touch_far=1.05)) == "capped"
     assert v(p(1.20, 1.02, touch_far=1.15)) == "short"

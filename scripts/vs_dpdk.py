@@ -19,7 +19,8 @@ placement probe (vl_cpu_pingpong, also beside vhostlab) times a cache line's rou
 between the two CPUs, and each cell also gets medians and ratios over the runs whose CPUs were
 close together and over those whose CPUs were far apart (see PLACEMENT_FAR_NS). With
 --fill K, more runs follow the repetitions wherever a cell's per-placement figures rest on
-fewer than K steady runs of a back end (Bench.fill).
+fewer than K pairs of DPDK and vhostlab runs taken back to back, both steady there, or K
+steady touch runs (Bench.fill).
 
 Writes OUT/vs-dpdk.md (table and method), OUT/vs-dpdk.png (plot) and OUT/vs-dpdk.json (every
 run). Progress goes to stderr. Exit status 0 when every run measured traffic, 1 otherwise,
@@ -586,8 +587,9 @@ class Bench:
 
     def fill(self, cells: list[Cell], k: int, budget: float) -> dict:
         """After the repetitions: more runs where a placement's figures rest on fewer than k
-        steady runs of a back end (fill_needs), until none does or `budget` seconds are
-        spent. The host picks the placement, not us: each round probes it and runs a cell
+        pairs of DPDK and vhostlab runs or k touch runs (fill_needs), until none does or
+        `budget` seconds are spent. A pair's second run is skipped when its first did not
+        land steady in the placement aimed at: it could not make a pair. The host picks the placement, not us: each round probes it and runs a cell
         short there, preferring the ring configuration whose processes are up (starting a
         DPDK pair takes seconds); when the current placement is full it waits for the
         other. Each run's own probes still class it: a round may land elsewhere."""
@@ -599,7 +601,7 @@ class Bench:
             while failures < 3:
                 left = budget - (time.monotonic() - started)
                 if not any(fill_needs(cells, self.runs, w, k) for w in ("close", "far")):
-                    log(f"[fill] every cell has {k} steady runs per back end and placement")
+                    log(f"[fill] every cell has {k} pairs and touch runs per placement")
                     break
                 if left <= 0:
                     log(f"[fill] budget of {budget / 60:.1f} min spent; still short: "
@@ -634,12 +636,22 @@ class Bench:
                         log(f"  FAILED to start: {e}")
                         break
                     cfg_now = cell.config
+                # DPDK and vhostlab back to back (in cell.backends() they are neighbours;
+                # the order turns every round), touch on its own.
                 order = [b for b in cell.backends() if b in need[pick]]
                 if rnd % 2:
                     order.reverse()
+                missed = None  # the pair's first run, when it did not land in `where`
                 for b in order:
+                    if b in PAIR and missed:
+                        log(f"[fill {where} {rnd + 1}] {cell.id:28} {b:9} skipped: the "
+                            f"pair's {missed['backend']} run was not steady {where} "
+                            f"({missed.get('placement') or 'failed'})")
+                        continue
                     rec = self.measure(procs, cell, b, self.a.reps + rnd)
                     rec["fill"] = where  # the placement it was run for
+                    if b in PAIR and ("error" in rec or rec["placement"] != where):
+                        missed = rec
                     failures = failures + 1 if "error" in rec else 0
                     el = time.monotonic() - started
                     log(f"[fill {where} {rnd + 1}] {cell.id:28} {b:9} {self.outcome(rec)}   "
@@ -650,7 +662,8 @@ class Bench:
         finally:
             if procs:
                 self.stop_config(procs)
-        return {"steady_runs_wanted": k, "budget_seconds": budget, "rounds": rnd,
+        return {"steady_runs_wanted": k, "pairs": True, "budget_seconds": budget,
+                "rounds": rnd,
                 "runs": len(self.runs) - runs_before, "waited_seconds": waited,
                 "seconds": round(time.monotonic() - started, 1),
                 "short_after": {w: fill_needs(cells, self.runs, w, k)
@@ -742,13 +755,50 @@ def placement(before: float | None, after: float | None) -> str | None:
     return "mixed"
 
 
+# The back ends whose per-placement figures the verdict uses (null is a ceiling shown beside
+# the cells, not judged by placement): DPDK and vhostlab in pairs run back to back
+# (placement_pairs), touch on its own.
+FILL_BACKENDS = ("dpdk", "vhostlab", "touch")
+PAIR = ("dpdk", "vhostlab")
+
+
+def placement_pairs(cell_id: str, runs: list[dict], where: str,
+                    suspect: set[int] | None = None) -> list[float]:
+    """vhostlab / DPDK for each repetition or fill round whose two runs of the cell were
+    both steady in placement `where`: the two ran seconds apart, so a slow or fast spell of
+    the machine usually falls on both, where two medians over runs minutes apart need not.
+    A pair with a suspect run (suspect_runs; `suspect` holds their id()s, found here when
+    None) is left out: that run most likely spent its window in the other placement, and
+    one such pair would decide a placement with few pairs, where one run barely moves a
+    median."""
+    if suspect is None:
+        suspect = {id(r) for r in suspect_runs(runs)[0]}
+    by_rep: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        if (r["cell"] == cell_id and "error" not in r and r["backend"] in PAIR
+                and r.get("placement") == where):
+            by_rep.setdefault(r["rep"], {})[r["backend"]] = r
+    return [x["vhostlab"]["mpps"] / x["dpdk"]["mpps"] for x in by_rep.values()
+            if "dpdk" in x and "vhostlab" in x and x["dpdk"]["mpps"] > 0
+            and id(x["dpdk"]) not in suspect and id(x["vhostlab"]) not in suspect]
+
+
+def judged_ratio(p: dict) -> float | None:
+    """The ratio a placement is judged on: the median of its pairs (placement_pairs) when it
+    has one, else the ratio of its two medians (None without runs of both)."""
+    return p["paired"] if p.get("n_pairs") else p.get("ratio")
+
+
 def by_placement(cell_id: str, runs: list[dict]) -> dict:
     """Per placement (close, far): each back end's median over the runs of that placement,
-    the ratio of those medians, and how many runs went in; for cells with touch runs, also
-    touch's median and touch / DPDK, the most any back end that reads its packets could
-    reach there; for cells with zero-copy runs, zc's median and zc / DPDK. Only runs of one placement compare: a far run is slower whichever back end
-    it measured."""
+    the ratio of those medians, and how many runs went in; the median of the pairs of runs
+    taken back to back there (paired, n_pairs) and the ratio judged (judged_ratio); for cells
+    with touch runs, also touch's median and touch / DPDK, the most any back end that reads
+    its packets could reach there; for cells with zero-copy runs, zc's median and zc / DPDK.
+    Only runs of one placement compare: a far run is slower whichever back end it
+    measured."""
     out = {}
+    suspect = {id(r) for r in suspect_runs(runs)[0]}
     for where in ("close", "far"):
         vals = {b: [r["mpps"] for r in runs if r["cell"] == cell_id and "error" not in r
                     and r["backend"] == b and r.get("placement") == where]
@@ -759,6 +809,10 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
             "vhostlab": statistics.median(v) if v else None,
             "ratio": statistics.median(v) / statistics.median(d) if d and v else None,
             "n_dpdk": len(d), "n_vhostlab": len(v)}
+        pairs = placement_pairs(cell_id, runs, where, suspect)
+        out[where].update({"paired": statistics.median(pairs) if pairs else None,
+                           "n_pairs": len(pairs)})
+        out[where]["judged"] = judged_ratio(out[where])
         # touch and zc (shown beside the verdict, never in it): a median, a count and the
         # ratio to DPDK's median, each under its own name.
         for b in ("touch", "zc"):
@@ -775,26 +829,27 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
     return out
 
 
-# The back ends whose per-placement medians the verdict compares (null is a ceiling shown
-# beside the cells, not judged by placement).
-FILL_BACKENDS = ("dpdk", "vhostlab", "touch")
-
-
 def cfg_name(cfg: tuple) -> str:
     return f"{cfg[0]}-mrg{cfg[1]}-ord{cfg[2]}"
 
 
 def fill_needs(cells: list[Cell], runs: list[dict], where: str, k: int) -> dict:
-    """For placement `where`: {cell id: {back end: runs missing}} for every cell where a
-    back end it compares has fewer than k steady runs (classed `where`, no error) there."""
+    """For placement `where`: {cell id: {back end: runs missing}} for every cell short there:
+    with fewer than k pairs of DPDK and vhostlab runs (placement_pairs: one of each in a
+    repetition or fill round, both steady in `where`), both are missing that many; with
+    fewer than k steady touch runs (classed `where`, no error), touch is."""
     out = {}
+    suspect = {id(r) for r in suspect_runs(runs)[0]}
     for cell in cells:
         miss = {}
-        for b in (b for b in cell.backends() if b in FILL_BACKENDS):
-            have = sum(1 for r in runs if r["cell"] == cell.id and r["backend"] == b
+        pairs = len(placement_pairs(cell.id, runs, where, suspect))
+        if pairs < k:
+            miss = {b: k - pairs for b in PAIR}
+        if "touch" in cell.backends():
+            have = sum(1 for r in runs if r["cell"] == cell.id and r["backend"] == "touch"
                        and "error" not in r and r.get("placement") == where)
             if have < k:
-                miss[b] = k - have
+                miss["touch"] = k - have
         if miss:
             out[cell.id] = miss
     return out
@@ -843,14 +898,14 @@ def suspect_runs(runs: list[dict]) -> tuple[list[dict], int]:
 
 
 def placement_verdict(p: dict) -> str | None:
-    """The goal judged within each placement: "met" when the ratio is >= TARGET in every
-    placement that has runs of both back ends; "capped" when it is short only in placements
+    """The goal judged within each placement: "met" when the judged ratio (judged_ratio) is
+    >= TARGET in every placement that has runs of both back ends; "capped" when it is short only in placements
     where the touch ceiling itself is under TARGET x DPDK (out of reach for any back end that
     reads its packets); "short" otherwise; None without a placement that has both."""
-    have = [w for w in ("close", "far") if p[w]["ratio"] is not None]
+    have = [w for w in ("close", "far") if judged_ratio(p[w]) is not None]
     if not have:
         return None
-    short = [w for w in have if p[w]["ratio"] < TARGET]
+    short = [w for w in have if judged_ratio(p[w]) < TARGET]
     if not short:
         return "met"
     if all((p[w].get("touch_ratio") or TARGET) < TARGET for w in short):
@@ -935,9 +990,11 @@ def write_markdown(path: Path, doc: dict):
         short = sum(len(v) for v in fill["short_after"].values())
         lines += [
             f"Then filled (`--fill {fill['steady_runs_wanted']}`): wherever a cell's figures "
-            f"in one placement rested on fewer than {fill['steady_runs_wanted']} steady runs "
-            f"of DPDK, vhostlab or touch, more runs of that cell, in the placement the host "
-            f"gave at the time: {fill['runs']} runs in {fill['rounds']} rounds, "
+            f"in one placement rested on fewer than {fill['steady_runs_wanted']} "
+            + (f"pairs of DPDK and vhostlab runs taken back to back, both steady there, or "
+               f"fewer than {fill['steady_runs_wanted']} steady touch runs"
+               if fill.get("pairs") else "steady runs of DPDK, vhostlab or touch")
+            + f", more runs of that cell, in the placement the host gave at the time: {fill['runs']} runs in {fill['rounds']} rounds, "
             f"{fill['seconds'] / 60:.1f} min of a {fill['budget_seconds'] / 60:g} min "
             f"budget ({fill['waited_seconds']:.0f} s waiting for the other placement). "
             + (f"Still short after it: {short} cell-placements (see By placement for the run "
@@ -969,11 +1026,13 @@ def write_markdown(path: Path, doc: dict):
                 f"{sum(1 for x in paired if x >= TARGET)} of {len(paired)} cells, ≥ 1.00× in "
                 f"{sum(1 for x in paired if x >= 1.0)}.")
         for where, words in (("close", "close together"), ("far", "far apart")):
-            pr = [r["placement"][where]["ratio"] for r in rows
-                  if r.get("placement") and r["placement"][where]["ratio"]]
+            pr = [judged_ratio(r["placement"][where]) for r in rows
+                  if r.get("placement") and judged_ratio(r["placement"][where])]
             if pr:
                 lines.append(
-                    f"- With the two CPUs {words} (see By placement): ≥ {TARGET:.2f}× in "
+                    f"- With the two CPUs {words} (see By placement; the ratio judged: the "
+                    f"median of the pairs of runs taken back to back there, else the ratio of "
+                    f"the medians): ≥ {TARGET:.2f}× in "
                     f"{sum(1 for x in pr if x >= TARGET)} of the {len(pr)} cells that have "
                     f"runs of both back ends there, ≥ 1.00× in "
                     f"{sum(1 for x in pr if x >= 1.0)}; geometric mean "
@@ -985,19 +1044,20 @@ def write_markdown(path: Path, doc: dict):
             capped = sum(1 for r in judged if r["verdict"] == "capped")
             short = [r for r in judged if r["verdict"] == "short"]
             lines.append(
-                f"- **Judged within each placement** (a cell meets the goal when its ratio is "
-                f"≥ {TARGET:.2f}× in each placement that has runs of both back ends): met in "
+                f"- **Judged within each placement** (a cell meets the goal when its judged "
+                f"ratio is ≥ {TARGET:.2f}× in each placement that has runs of both back ends): "
+                f"met in "
                 f"**{met} of {len(judged)}** cells; {capped} more short only where even the "
                 f"touch ceiling is under {TARGET:.2f}× DPDK (out of reach for a back end that "
                 f"reads its packets); {len(short)} short with room left"
                 + (": " + ", ".join(
                     f"`{r['cell']}` " + " / ".join(
-                        f"{w} {r['placement'][w]['ratio']:.2f}×"
+                        f"{w} {judged_ratio(r['placement'][w]):.2f}×"
                         + (f" (serve idle {100 * r['placement'][w]['serve_idle']:.0f} %)"
                            if r["placement"][w].get("serve_idle") is not None else "")
                         for w in ("close", "far")
-                        if r["placement"][w]["ratio"] is not None
-                        and r["placement"][w]["ratio"] < TARGET) for r in short)
+                        if judged_ratio(r["placement"][w]) is not None
+                        and judged_ratio(r["placement"][w]) < TARGET) for r in short)
                    if short else "") + ".")
         zc = zero_copy_counts(rows)
         if zc["placements"]:
@@ -1136,8 +1196,8 @@ def write_markdown(path: Path, doc: dict):
 def capped_words(rows: list[dict], where: str) -> str:
     """Of a placement's cells below the goal, those where even the touch ceiling is: no back
     end that reads its packets could reach the goal there, whatever it did."""
-    below = [r for r in rows if r.get("placement") and r["placement"][where]["ratio"]
-             and r["placement"][where]["ratio"] < TARGET]
+    below = [r for r in rows if r.get("placement") and judged_ratio(r["placement"][where])
+             and judged_ratio(r["placement"][where]) < TARGET]
     if not below:
         return ""
     capped = [r for r in below if (r["placement"][where].get("touch_ratio") or TARGET) < TARGET]
@@ -1146,7 +1206,8 @@ def capped_words(rows: list[dict], where: str) -> str:
          f"packets (the touch ceiling itself under {TARGET:.2f}× DPDK there)")
     if capped:
         s += ": " + ", ".join(f"`{r['cell']}` touch {r['placement'][where]['touch_ratio']:.2f}×, "
-                              f"vhostlab {r['placement'][where]['ratio']:.2f}×" for r in capped)
+                              f"vhostlab {judged_ratio(r['placement'][where]):.2f}×"
+                              for r in capped)
     return s + "."
 
 
@@ -1178,12 +1239,16 @@ def placement_section(doc: dict) -> list[str]:
              else "—")
         i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
         if p["dpdk"] is None and p["vhostlab"] is None:
-            return "— | — | — | — | " + t
+            return "— | — | — | — | — | " + t
         d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
         v = f"{p['vhostlab']:.2f} ({p['n_vhostlab']})" if p["vhostlab"] is not None else "—"
-        ok = "" if p["ratio"] is None or p["ratio"] >= TARGET else " **no**"
-        return (f"{d} | {v} | " + (f"{p['ratio']:.2f}{ok}" if p["ratio"] else "—")
-                + f" | {i} | {t}")
+        # **no** goes beside whichever ratio is judged (judged_ratio).
+        j = judged_ratio(p)
+        no = "" if j is None or j >= TARGET else " **no**"
+        ratio = (f"{p['ratio']:.2f}" + ("" if p.get("n_pairs") else no) if p["ratio"]
+                 else "—")
+        paired = f"{p['paired']:.2f} ({p['n_pairs']}){no}" if p.get("n_pairs") else "—"
+        return f"{d} | {v} | {ratio} | {paired} | {i} | {t}"
 
     lines = [
         "## By placement",
@@ -1202,14 +1267,22 @@ def placement_section(doc: dict) -> list[str]:
         f"run whose interval rates differ by more than {STEADY_MAX:.2f}x is unsteady, also "
         f"left out. Of the {len(runs)} DPDK and vhostlab runs, {count['close']} were close, "
         f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady"
-        + (f", the fill runs included (`--fill`: each aimed at a cell and placement with "
-           f"fewer than {doc['meta']['fill']['steady_runs_wanted']} steady runs of a back "
-           "end; the columns above take the repetitions only)."
+        + (f", the fill runs included (`--fill`: each aimed at a cell and placement short "
+           f"of {doc['meta']['fill']['steady_runs_wanted']} "
+           + ("pairs or touch runs" if doc["meta"]["fill"].get("pairs")
+              else "steady runs of a back end")
+           + "; the columns above take the repetitions only)."
            if doc["meta"].get("fill") else ".")
         + suspect_words(doc["runs"]),
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
-        "DPDK of those medians. Touch / DPDK: the touch back end's median over that "
+        "DPDK of those medians. Paired: the median, over the repetitions and fill rounds "
+        "whose DPDK and vhostlab runs (seconds apart) were both steady in that placement, "
+        "of vhostlab / DPDK within the pair (how many pairs; a pair with a run the check "
+        "above names is left out): the ratio judged where there "
+        "is a pair (**no** marks the judged ratio under the goal), as the machine's slow "
+        "and fast spells, minutes long, move two medians over runs taken at different "
+        "times apart more than they move the two runs of a pair. Touch / DPDK: the touch back end's median over that "
         "placement's runs (how many) against DPDK's: the most any back end that reads its "
         "packets could reach there (guest→host cells). Idle: the median over "
         "vhostlab's runs of that placement of the share of the window serve's loop spent in "
@@ -1218,10 +1291,11 @@ def placement_section(doc: dict) -> list[str]:
         "alone does not make it the bottleneck, as both sides may be waiting on cache lines "
         "the other one holds.",
         "",
-        "| cell | close: DPDK | close: vhostlab | close: ratio | close: idle "
-        "| close: touch / DPDK "
-        "| far: DPDK | far: vhostlab | far: ratio | far: idle | far: touch / DPDK |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| cell | close: DPDK | close: vhostlab | close: ratio | close: paired "
+        "| close: idle | close: touch / DPDK "
+        "| far: DPDK | far: vhostlab | far: ratio | far: paired | far: idle "
+        "| far: touch / DPDK |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in doc["cells"]:
         p = r.get("placement")
@@ -1371,7 +1445,8 @@ def parse_args(argv):
                    "(default 0.5)")
     p.add_argument("--fill", type=int, default=0, metavar="K",
                    help="after the repetitions, run more where a cell's per-placement "
-                   "figures rest on fewer than K steady runs of DPDK, vhostlab or touch, "
+                   "figures rest on fewer than K pairs of DPDK and vhostlab runs taken "
+                   "back to back (both steady there) or K steady touch runs, "
                    "following the placement the host gives (default 0: no filling)")
     p.add_argument("--fill-minutes", type=float, default=30.0, metavar="M",
                    help="time budget of --fill (default 30)")
