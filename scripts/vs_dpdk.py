@@ -589,10 +589,11 @@ class Bench:
         """After the repetitions: more runs where a placement's figures rest on fewer than k
         pairs of DPDK and vhostlab runs or k touch runs (fill_needs), until none does or
         `budget` seconds are spent. A pair's second run is skipped when its first did not
-        land steady in the placement aimed at: it could not make a pair. The host picks the placement, not us: each round probes it and runs a cell
-        short there, preferring the ring configuration whose processes are up (starting a
-        DPDK pair takes seconds); when the current placement is full it waits for the
-        other. Each run's own probes still class it: a round may land elsewhere."""
+        land steady in the placement aimed at: it could not make a pair. The host picks the
+        placement, not us: each round probes it and runs a cell short there, preferring the
+        ring configuration whose processes are up (starting a DPDK pair takes seconds); when
+        the current placement is full it waits for the other. Each run's own probes still
+        class it: a round may land elsewhere."""
         started = time.monotonic()
         procs, cfg_now, rnd, runs_before, waited = None, None, 0, len(self.runs), 0.0
         failures = 0  # in a row: a back end that keeps failing would spend the budget
@@ -755,11 +756,20 @@ def placement(before: float | None, after: float | None) -> str | None:
     return "mixed"
 
 
-# The back ends whose per-placement figures the verdict uses (null is a ceiling shown beside
-# the cells, not judged by placement): DPDK and vhostlab in pairs run back to back
-# (placement_pairs), touch on its own.
-FILL_BACKENDS = ("dpdk", "vhostlab", "touch")
+# The back ends a verdict compares, in pairs run back to back (rep_pairs); touch and null are
+# ceilings beside them.
 PAIR = ("dpdk", "vhostlab")
+
+
+def rep_pairs(cell_id: str, runs: list[dict], keep=lambda r: True) -> list[float]:
+    """vhostlab / DPDK for each repetition or fill round (`rep`) with a run of each of the
+    cell, neither failed, both kept by `keep`."""
+    by_rep: dict[int, dict[str, float]] = {}
+    for r in runs:
+        if r["cell"] == cell_id and "error" not in r and r["backend"] in PAIR and keep(r):
+            by_rep.setdefault(r["rep"], {})[r["backend"]] = r["mpps"]
+    return [x["vhostlab"] / x["dpdk"] for x in by_rep.values()
+            if "dpdk" in x and "vhostlab" in x and x["dpdk"] > 0]
 
 
 def placement_pairs(cell_id: str, runs: list[dict], where: str,
@@ -773,14 +783,8 @@ def placement_pairs(cell_id: str, runs: list[dict], where: str,
     median."""
     if suspect is None:
         suspect = {id(r) for r in suspect_runs(runs)[0]}
-    by_rep: dict[int, dict[str, dict]] = {}
-    for r in runs:
-        if (r["cell"] == cell_id and "error" not in r and r["backend"] in PAIR
-                and r.get("placement") == where):
-            by_rep.setdefault(r["rep"], {})[r["backend"]] = r
-    return [x["vhostlab"]["mpps"] / x["dpdk"]["mpps"] for x in by_rep.values()
-            if "dpdk" in x and "vhostlab" in x and x["dpdk"]["mpps"] > 0
-            and id(x["dpdk"]) not in suspect and id(x["vhostlab"]) not in suspect]
+    return rep_pairs(cell_id, runs,
+                     lambda r: r.get("placement") == where and id(r) not in suspect)
 
 
 def judged_ratio(p: dict) -> float | None:
@@ -899,9 +903,10 @@ def suspect_runs(runs: list[dict]) -> tuple[list[dict], int]:
 
 def placement_verdict(p: dict) -> str | None:
     """The goal judged within each placement: "met" when the judged ratio (judged_ratio) is
-    >= TARGET in every placement that has runs of both back ends; "capped" when it is short only in placements
-    where the touch ceiling itself is under TARGET x DPDK (out of reach for any back end that
-    reads its packets); "short" otherwise; None without a placement that has both."""
+    >= TARGET in every placement that has runs of both back ends; "capped" when it is short
+    only in placements where the touch ceiling itself is under TARGET x DPDK (out of reach
+    for any back end that reads its packets); "short" otherwise; None without a placement
+    that has both."""
     have = [w for w in ("close", "far") if judged_ratio(p[w]) is not None]
     if not have:
         return None
@@ -918,12 +923,7 @@ def paired_ratio(cell_id: str, runs: list[dict]) -> float | None:
     a repetition are seconds apart, so a slow or fast spell of the machine (this VM's rate
     moves by 2x for minutes at a time) usually falls on both; the ratio of the medians can
     pair one back end's fast runs with the other's slow ones."""
-    by_rep: dict[int, dict[str, float]] = {}
-    for r in runs:
-        if r["cell"] == cell_id and "error" not in r and r["backend"] in ("dpdk", "vhostlab"):
-            by_rep.setdefault(r["rep"], {})[r["backend"]] = r["mpps"]
-    pairs = [x["vhostlab"] / x["dpdk"] for x in by_rep.values()
-             if "dpdk" in x and "vhostlab" in x and x["dpdk"] > 0]
+    pairs = rep_pairs(cell_id, runs)
     return statistics.median(pairs) if pairs else None
 
 
@@ -994,7 +994,8 @@ def write_markdown(path: Path, doc: dict):
             + (f"pairs of DPDK and vhostlab runs taken back to back, both steady there, or "
                f"fewer than {fill['steady_runs_wanted']} steady touch runs"
                if fill.get("pairs") else "steady runs of DPDK, vhostlab or touch")
-            + f", more runs of that cell, in the placement the host gave at the time: {fill['runs']} runs in {fill['rounds']} rounds, "
+            + f", more runs of that cell, in the placement the host gave at the time: "
+            f"{fill['runs']} runs in {fill['rounds']} rounds, "
             f"{fill['seconds'] / 60:.1f} min of a {fill['budget_seconds'] / 60:g} min "
             f"budget ({fill['waited_seconds']:.0f} s waiting for the other placement). "
             + (f"Still short after it: {short} cell-placements (see By placement for the run "
@@ -1148,7 +1149,8 @@ def write_markdown(path: Path, doc: dict):
         "22.11's net_vhost has no dequeue-zero-copy option any more, every option at its "
         "default); (b) `vhostlab serve --mode rxonly|txonly --size SIZE "
         + " ".join(meta["serve_args"]) + "`, which ran as `" + str(meta.get("serve_exe"))
-        + "` (the production core, no lab hooks); (c) null and (d) touch: the same with `--mode null` and `--mode touch`"
+        + "` (the production core, no lab hooks); (c) null and (d) touch: the same with "
+        "`--mode null` and `--mode touch`"
         + (f"; (e) zero-copy, in guest→host cells of {ZC_MIN_LEN} bytes or more: (b) with "
            "`--zero-copy` (see Zero-copy dequeue). "
            if any(r["backend"] == "zc" for r in doc["runs"]) else ". ")
@@ -1245,8 +1247,7 @@ def placement_section(doc: dict) -> list[str]:
         # **no** goes beside whichever ratio is judged (judged_ratio).
         j = judged_ratio(p)
         no = "" if j is None or j >= TARGET else " **no**"
-        ratio = (f"{p['ratio']:.2f}" + ("" if p.get("n_pairs") else no) if p["ratio"]
-                 else "—")
+        ratio = (f"{p['ratio']:.2f}" + ("" if p.get("n_pairs") else no)) if p["ratio"] else "—"
         paired = f"{p['paired']:.2f} ({p['n_pairs']}){no}" if p.get("n_pairs") else "—"
         return f"{d} | {v} | {ratio} | {paired} | {i} | {t}"
 
@@ -1282,7 +1283,8 @@ def placement_section(doc: dict) -> list[str]:
         "above names is left out): the ratio judged where there "
         "is a pair (**no** marks the judged ratio under the goal), as the machine's slow "
         "and fast spells, minutes long, move two medians over runs taken at different "
-        "times apart more than they move the two runs of a pair. Touch / DPDK: the touch back end's median over that "
+        "times apart more than they move the two runs of a pair. Touch / DPDK: the touch "
+        "back end's median over that "
         "placement's runs (how many) against DPDK's: the most any back end that reads its "
         "packets could reach there (guest→host cells). Idle: the median over "
         "vhostlab's runs of that placement of the share of the window serve's loop spent in "
