@@ -27,6 +27,7 @@ static const char *const vl_err_text[VL_ERR__COUNT] = {
 	[VL_ERR_VU_FEATURES] = "vhost-user features not offered",
 	[VL_ERR_VU_VALUE] = "vhost-user value out of range",
 	[VL_ERR_VU_MAP] = "cannot map vhost-user shared memory",
+	[VL_ERR_UNSUPPORTED] = "not supported by this CPU or build",
 };
 
 const char *vl_strerror(int err)

@@ -14,10 +14,12 @@
 #include <string.h>
 
 #include "compiler.h"
+#include "net/evict.h"
 #include "ring/vq_internal.h"
 
 /* log_gpa: the guest address dst stands for (its pages go to the dirty log once written),
- * or VL_NO_LOG when dst is host memory. */
+ * or VL_NO_LOG when dst is host memory -- a dequeue copy, whose src is the guest's, and whose
+ * first source line evict-after-read evicts once it is copied (vl_vq_set_evict_reads). */
 static VL_ALWAYS_INLINE void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len,
 				     uint64_t log_gpa)
 {
@@ -32,8 +34,12 @@ static VL_ALWAYS_INLINE void vl_copy(struct vl_vq *vq, void *dst, const void *sr
 		return;
 	}
 	memcpy(dst, src, len);
-	if (log_gpa != VL_NO_LOG)
+	if (log_gpa != VL_NO_LOG) {
 		vl_log_write(&vq->log, log_gpa, len);
+	} else if (vq->evict_reads) {
+		vl_evict_line(src);
+		vq->stats.lines_evicted++;
+	}
 	vq->stats.copies_direct++;
 }
 
@@ -44,6 +50,13 @@ static VL_ALWAYS_INLINE void vl_copy_flush(struct vl_vq *vq)
 
 	for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
 		memcpy(c[i].dst, c[i].src, c[i].len);
+	/* Evictions after all the copies, so none waits on a line a later copy still reads. */
+	if (vq->evict_reads)
+		for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
+			if (c[i].log_gpa == VL_NO_LOG) {
+				vl_evict_line(c[i].src);
+				vq->stats.lines_evicted++;
+			}
 	/* Logged after the copies (one predictable branch per burst when logging is off). */
 	if (vq->log.bitmap)
 		for (uint32_t i = 0, n = vq->batch_count; i < n; i++)

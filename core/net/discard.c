@@ -10,13 +10,16 @@
  * between the two CPUs, and the front end pays to take it back when it writes the buffer
  * again; every copying back end pays that, DPDK's included. The gap between the two ceilings
  * is that line's cost alone. One body, instantiated per ring layout and variant. */
+#include "net/evict.h"
 #include "net/zero_copy.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
 /* The packet's first byte: the one after the header, in whichever piece holds it. The caller
- * knows the chain is longer than the header (np pieces, together longer than hdr_len). */
-static inline uint8_t first_packet_byte(const struct vl_vq *vq, uint32_t np)
+ * knows the chain is longer than the header (np pieces, together longer than hdr_len). With
+ * evict-after-read on, its line is evicted as dequeue evicts a copy's first line, so touch
+ * stays the ceiling of a back end that evicts too. */
+static inline uint8_t first_packet_byte(struct vl_vq *vq, uint32_t np)
 {
 	uint32_t skip = vq->hdr_len;
 	uint8_t b = 0;
@@ -24,6 +27,10 @@ static inline uint8_t first_packet_byte(const struct vl_vq *vq, uint32_t np)
 	for (uint32_t i = 0; i < np; i++) {
 		if (skip < vq->pieces[i].len) {
 			vl_guest_load_bytes(&b, vq->pieces[i].host + skip, 1);
+			if (vq->evict_reads) {
+				vl_evict_line(vq->pieces[i].host + skip);
+				vq->stats.lines_evicted++;
+			}
 			break;
 		}
 		skip -= vq->pieces[i].len;

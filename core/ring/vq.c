@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "net/evict.h"
 #include "net/zero_copy.h"
 #include "ring/packed.h"
 #include "ring/split.h"
@@ -359,6 +360,16 @@ void vl_vq_set_alloc_policy(struct vl_vq *vq, enum vl_alloc_policy policy)
 {
 	vq->alloc_policy = policy;
 }
+
+int vl_vq_set_evict_reads(struct vl_vq *vq, bool enable)
+{
+	if (enable && !vl_cpu_can_evict())
+		return VL_ERR_UNSUPPORTED;
+	vq->evict_reads = enable;
+	return VL_OK;
+}
+
+bool vl_vq_evict_reads(const struct vl_vq *vq) { return vq->evict_reads; }
 
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {

@@ -136,6 +136,7 @@ struct vl_vq {
 	struct vl_copy *batch;     /* [size] */
 	uint32_t batch_count;
 	uint32_t batch_threshold;
+	bool evict_reads;          /* vl_vq_set_evict_reads: dequeue evicts copied lines */
 
 	/* Scratch for chain walking. */
 	struct vl_piece *pieces;   /* [VL_CHAIN_MAX_PIECES] */

@@ -101,6 +101,35 @@ void rf_setup_gran(struct rf *f, uint64_t granularity);
 void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
 	    uint64_t extra_features);
 
+/* The usual four runs of a scenario scn_NAME(struct rf *): split and packed, without and with
+ * VIRTIO_F_IN_ORDER, coarse RAM. RF_WRAP4(NAME) defines the cmocka tests, RF_TESTS4(NAME)
+ * lists them. (Macros: a cmocka test is a function of its own.) */
+#define RF_WRAP4(name)                                                                       \
+	static void test_##name##_split(void **state)                                        \
+	{                                                                                    \
+		(void)state;                                                                 \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                           \
+	}                                                                                    \
+	static void test_##name##_packed(void **state)                                       \
+	{                                                                                    \
+		(void)state;                                                                 \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                          \
+	}                                                                                    \
+	static void test_##name##_split_in_order(void **state)                               \
+	{                                                                                    \
+		(void)state;                                                                 \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, VL_FEATURE(VL_F_IN_ORDER));    \
+	}                                                                                    \
+	static void test_##name##_packed_in_order(void **state)                              \
+	{                                                                                    \
+		(void)state;                                                                 \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, VL_FEATURE(VL_F_IN_ORDER));   \
+	}
+#define RF_TESTS4(name)                                                                      \
+	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
+		cmocka_unit_test(test_##name##_split_in_order),                              \
+		cmocka_unit_test(test_##name##_packed_in_order)
+
 struct rf_q *rf_side(struct rf *f, bool rx);
 /* The queue configuration the fixture created s->q with (addresses, features, the start
  * position), so a test can create another queue over the same ring. */

@@ -19,31 +19,6 @@ static void run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t extra)
 	rf_run(fn, layout, RF_COARSE, extra);
 }
 
-#define WRAP4(name)                                                                          \
-	static void test_##name##_split(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, 0);                                         \
-	}                                                                                    \
-	static void test_##name##_packed(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, 0);                                        \
-	}                                                                                    \
-	static void test_##name##_split_in_order(void **state)                               \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, IN_ORDER);                                  \
-	}                                                                                    \
-	static void test_##name##_packed_in_order(void **state)                              \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, IN_ORDER);                                 \
-	}
-#define TESTS4(name)                                                                         \
-	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
-		cmocka_unit_test(test_##name##_split_in_order),                              \
-		cmocka_unit_test(test_##name##_packed_in_order)
 
 static const struct vl_vq_stats *st(const struct rf *f)
 {
@@ -79,7 +54,7 @@ static void scn_returns_unread(struct rf *f)
 	assert_int_equal(st(f)->bursts, 2);
 	assert_int_equal(st(f)->empty_bursts, 1);
 }
-WRAP4(returns_unread)
+RF_WRAP4(returns_unread)
 
 /* count bounds a burst; what is left stays available for the next one. Many bursts of
  * two-descriptor chains go round the ring several times (wrap counters, used positions). */
@@ -114,7 +89,7 @@ static void scn_count_and_wrap(struct rf *f)
 	assert_int_equal(total, 800);
 	assert_int_equal(bytes, 800 * 100);
 }
-WRAP4(count_and_wrap)
+RF_WRAP4(count_and_wrap)
 
 /* Malformed chains (a device-writable buffer, a chain no longer than the header) go back
  * with length 0 too, counted as the dequeue counts them and not in the return value. */
@@ -138,7 +113,7 @@ static void scn_bad_chains(struct rf *f)
 	rf_expect_used(&f->tx, bad1, 0);
 	rf_free_good(f, &g);
 }
-WRAP4(bad_chains)
+RF_WRAP4(bad_chains)
 
 /* The largest packet dequeue takes, VL_PKT_MAX_LEN bytes, is good; one byte more is dropped
  * as too big, as dequeue drops it (two descriptors over one buffer make the length). Both
@@ -163,7 +138,7 @@ static void scn_too_big(struct rf *f)
 	rf_expect_used(&f->tx, bad, 0);
 	rf_expect_no_used(&f->tx);
 }
-WRAP4(too_big)
+RF_WRAP4(too_big)
 
 /* Touch: each good packet's first byte (the one after the header) is read, wherever the chain
  * puts it -- with the header in one descriptor, apart from the payload, or split over two
@@ -224,7 +199,7 @@ static void scn_touch_reads_first_byte(struct rf *f)
 	rf_expect_used(&f->tx, last.head, 0);
 	rf_free_good(f, &last);
 }
-WRAP4(touch_reads_first_byte)
+RF_WRAP4(touch_reads_first_byte)
 
 /* A head the queue does not have: the queue breaks, nothing goes back, and later bursts do
  * nothing. */
@@ -295,11 +270,11 @@ static void test_behind_zero_copy_packed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TESTS4(returns_unread),
-		TESTS4(count_and_wrap),
-		TESTS4(bad_chains),
-		TESTS4(too_big),
-		TESTS4(touch_reads_first_byte),
+		RF_TESTS4(returns_unread),
+		RF_TESTS4(count_and_wrap),
+		RF_TESTS4(bad_chains),
+		RF_TESTS4(too_big),
+		RF_TESTS4(touch_reads_first_byte),
 		cmocka_unit_test(test_broken_split),
 		cmocka_unit_test(test_behind_zero_copy_split),
 		cmocka_unit_test(test_behind_zero_copy_packed),

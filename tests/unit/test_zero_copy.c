@@ -26,32 +26,7 @@
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 
-/* split / packed, without and with IN_ORDER, coarse RAM. */
-#define WRAP4(name)                                                                          \
-	static void test_##name##_split(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
-	}                                                                                    \
-	static void test_##name##_packed(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
-	}                                                                                    \
-	static void test_##name##_split_in_order(void **state)                               \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, IN_ORDER);                       \
-	}                                                                                    \
-	static void test_##name##_packed_in_order(void **state)                              \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, IN_ORDER);                      \
-	}
-#define TESTS4(name)                                                                         \
-	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
-		cmocka_unit_test(test_##name##_split_in_order),                              \
-		cmocka_unit_test(test_##name##_packed_in_order)
+/* split / packed, without and with IN_ORDER, coarse RAM: RF_WRAP4 (ring_fixture.h). */
 
 /* split / packed with a fixed feature set (cases whose outcome depends on IN_ORDER). */
 #define WRAP2(name, extra)                                                                   \
@@ -278,7 +253,7 @@ static void scn_basic(struct rf *f)
 	assert_int_equal(fallbacks_total(f), 0);
 	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_NONE), 0);
 }
-WRAP4(basic)
+RF_WRAP4(basic)
 
 /* ---- return order ---------------------------------------------------------------------- */
 
@@ -501,7 +476,7 @@ static void scn_fallback_small(struct rf *f)
 	rf_expect_no_used(&f->tx);
 	assert_int_equal(st(f)->zc_returned, 1);
 }
-WRAP4(fallback_small)
+RF_WRAP4(fallback_small)
 
 /* Guest pages that [gpa, gpa + len) touches: the pieces it makes under RF_4K, where every
  * page is a mapping of its own (under RF_COARSE one, away from the straddle boundary). */
@@ -840,7 +815,7 @@ static void scn_held_many_bursts(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 21);
 	assert_int_equal(st(f)->packets, 21);
 }
-WRAP4(held_many_bursts)
+RF_WRAP4(held_many_bursts)
 
 /* An extra reference keeps the chain held until the last one is dropped. */
 static void scn_extra_ref(struct rf *f)
@@ -869,7 +844,7 @@ static void scn_extra_ref(struct rf *f)
 	assert_int_equal(vl_vq_zero_copy_held(q), 0);
 	assert_int_equal(st(f)->zc_returned, 1);
 }
-WRAP4(extra_ref)
+RF_WRAP4(extra_ref)
 
 /* ---- zero-copy off --------------------------------------------------------------------- */
 
@@ -925,7 +900,7 @@ static void scn_off(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 1);
 	assert_int_equal(fallbacks_total(f), 0);
 }
-WRAP4(off)
+RF_WRAP4(off)
 
 /* ---- a guest that re-posts chains the host still holds ----------------------------------- */
 
@@ -1018,18 +993,18 @@ static void test_fallback_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		TESTS4(basic),
+		RF_TESTS4(basic),
 		TESTS2(free_order),
 		TESTS2(in_order_return),
 		TESTS2(in_order_copies_wait),
-		TESTS4(fallback_small),
+		RF_TESTS4(fallback_small),
 		TESTS_GRANS(scattered),
 		TESTS_GRANS(fallback_scattered),
 		TESTS2(fallback_limit),
 		TESTS2(in_order_bound),
-		TESTS4(held_many_bursts),
-		TESTS4(extra_ref),
-		TESTS4(off),
+		RF_TESTS4(held_many_bursts),
+		RF_TESTS4(extra_ref),
+		RF_TESTS4(off),
 		cmocka_unit_test(test_repost_held_split),
 		cmocka_unit_test(test_repost_held_split_in_order),
 		cmocka_unit_test(test_fallback_names),

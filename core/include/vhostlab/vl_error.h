@@ -37,6 +37,7 @@ enum vl_err {
 	VL_ERR_VU_VALUE,         /* a value out of range (MTU, status, flags, enable) */
 	VL_ERR_VU_MAP,           /* a region or log cannot be mapped (not a regular file,
 				  * shorter than claimed, mmap failed) */
+	VL_ERR_UNSUPPORTED,      /* this CPU or build lacks what the call needs */
 	VL_ERR__COUNT
 };
 

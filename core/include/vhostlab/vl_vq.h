@@ -149,6 +149,8 @@ struct vl_vq_stats {
 				       * chains, read anyway (DPDK 22.11's virtio-user marks its
 				       * header entry so); anywhere else WRITE on TX is a drop.
 				       * Counted per entry: a table may have more than one */
+	uint64_t lines_evicted;       /* guest cache lines evicted after dequeue copied (or
+				       * discard_touch read) them (vl_vq_set_evict_reads) */
 };
 
 struct vl_vq;
@@ -217,6 +219,60 @@ uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq);
 void vl_vq_complete(struct vl_vq *vq);
 
 void vl_vq_set_alloc_policy(struct vl_vq *vq, enum vl_alloc_policy policy);
+
+/* Evict-after-read (docs/architecture.md), off by default. With it on, dequeue
+ * evicts from every cache the first line of each piece of guest payload it copied, once the
+ * burst's copies are done (x86 CLFLUSHOPT). A driver writes a packet's headers into that line
+ * again when it reuses the buffer; if the device's read left a copy in the device's cache, the
+ * driver's write must first invalidate it there. When the two CPUs sit far apart (another
+ * core complex or socket) that costs the driver more than taking the line from memory, and
+ * evicting it is worth the device's time; close together it is not (see vl_evict_tuner).
+ * Returns VL_ERR_UNSUPPORTED, leaving it off, where the CPU or build has no CLFLUSHOPT.
+ * Turning it off always succeeds. Only dequeue evicts (and vl_net_discard_touch, the line it
+ * reads); what the packets hold is unchanged. */
+int vl_vq_set_evict_reads(struct vl_vq *vq, bool enable);
+bool vl_vq_evict_reads(const struct vl_vq *vq);
+
+/* Whether evict-after-read pays, decided from the packet rate it gives. The embedder cannot
+ * know where the driver's CPU sits (a hypervisor moves it), so the tuner measures: a trial
+ * runs VL_EVICT_TRIAL_EPOCHS epochs of at least VL_EVICT_EPOCH_NS each, off and on in the
+ * order off on on off off on (a steady drift in the rate favours neither), then holds the
+ * winner for VL_EVICT_HOLD_EPOCHS epochs, or until an epoch's rate moves more than
+ * VL_EVICT_SHIFT times away from the winner's in the trial, and tries again. On wins only if
+ * each of the trial's three off/on pairs ran faster with it on and their median ratio reaches
+ * VL_EVICT_MIN_GAIN: it costs the device time, so a tie keeps it off. An epoch of a trial
+ * with fewer than VL_EVICT_MIN_PACKETS packets (the driver is idle or slow: nothing to
+ * measure) starts the trial over, off, so the first epochs with traffic decide. Feed it from
+ * the poll loop; it only reads the clock you pass. */
+#define VL_EVICT_EPOCH_NS 20000000ull /* 20 ms: 100 000 packets at 5 Mpps */
+#define VL_EVICT_TRIAL_EPOCHS 6u
+#define VL_EVICT_HOLD_EPOCHS 50u      /* about a second between trials */
+#define VL_EVICT_MIN_GAIN 1.05
+#define VL_EVICT_SHIFT 1.3            /* far apart, rates are about half of close */
+#define VL_EVICT_MIN_PACKETS 2000u    /* per epoch: 100 000 packets/s */
+
+struct vl_evict_tuner {
+	bool on;                /* the decision to apply now */
+	bool in_trial;
+	uint32_t epoch;         /* epochs done in this trial or hold */
+	uint64_t epoch_start_ns;
+	uint64_t epoch_start_packets;
+	double rate[VL_EVICT_TRIAL_EPOCHS]; /* packets per ns, per trial epoch */
+	double hold_rate;       /* the winner's median epoch rate in the last trial */
+	/* What it did, for the embedder's statistics. */
+	uint64_t trials;        /* trials completed */
+	uint64_t trials_on;     /* ... that turned eviction on */
+	uint64_t trials_idle;   /* trials started over by an idle epoch after a measured one */
+	double last_gain;       /* median on/off ratio of the last completed trial (0: none) */
+	uint64_t shifts;        /* holds cut short by a rate that moved */
+};
+
+/* Start with eviction off and a trial at the first step. */
+void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
+/* Account the packets the queue has produced so far (a running total, such as
+ * vl_vq_stats()->packets) at time now_ns; returns whether eviction should be on from now.
+ * Call it at least every few milliseconds while packets flow. */
+bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
 
 const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
 

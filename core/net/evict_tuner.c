@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Evict-after-read: whether this CPU can, and the tuner that decides whether it pays
+ * (vl_vq.h has the rules). The tuner is plain arithmetic on the times and counts it is given,
+ * so tests script it. */
+#include <stdint.h>
+
+#include "net/evict.h"
+#include "vhostlab/vl_vq.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+bool vl_cpu_can_evict(void)
+{
+	unsigned int a, b, c, d;
+
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	return (b >> 23) & 1u;
+}
+#else
+bool vl_cpu_can_evict(void)
+{
+	return false;
+}
+#endif
+
+/* The trial's epochs, off (false) or on (true): off on | on off | off on. */
+static const bool trial_mode[VL_EVICT_TRIAL_EPOCHS] = {false, true, true, false, false, true};
+
+void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets)
+{
+	*t = (struct vl_evict_tuner){.in_trial = true};
+	t->epoch_start_ns = now_ns;
+	t->epoch_start_packets = packets;
+	t->on = trial_mode[0];
+}
+
+static double median3(double a, double b, double c)
+{
+	if (a > b) {
+		double x = a;
+
+		a = b;
+		b = x;
+	}
+	/* a <= b: the median is b, unless c is below it (then the larger of a and c). */
+	if (c >= b)
+		return b;
+	return c > a ? c : a;
+}
+
+/* The trial is complete: on wins if every pair gained and the median gain is enough. */
+static void decide(struct vl_evict_tuner *t)
+{
+	double g[3];
+	bool all = true;
+
+	for (uint32_t p = 0; p < 3; p++) {
+		uint32_t i = 2 * p;
+		double off = trial_mode[i] ? t->rate[i + 1] : t->rate[i];
+		double on = trial_mode[i] ? t->rate[i] : t->rate[i + 1];
+
+		g[p] = on / off; /* off > 0: an idle epoch ended the trial before */
+		all = all && g[p] > 1.0;
+	}
+	t->last_gain = median3(g[0], g[1], g[2]);
+	t->on = all && t->last_gain >= VL_EVICT_MIN_GAIN;
+	/* The rate the hold expects: the median of the winner's three epochs. */
+	bool want = t->on;
+	double r[3];
+
+	for (uint32_t i = 0, k = 0; i < VL_EVICT_TRIAL_EPOCHS; i++)
+		if (trial_mode[i] == want)
+			r[k++] = t->rate[i];
+	t->hold_rate = median3(r[0], r[1], r[2]);
+	t->trials++;
+	t->trials_on += t->on;
+}
+
+static void start_hold(struct vl_evict_tuner *t)
+{
+	t->in_trial = false;
+	t->epoch = 0;
+}
+
+bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets)
+{
+	/* A clock that went back, or a count that did (a new queue): start the epoch again. */
+	if (now_ns < t->epoch_start_ns || packets < t->epoch_start_packets) {
+		t->epoch_start_ns = now_ns;
+		t->epoch_start_packets = packets;
+		return t->on;
+	}
+	uint64_t span = now_ns - t->epoch_start_ns;
+
+	if (span < VL_EVICT_EPOCH_NS)
+		return t->on;
+	uint64_t got = packets - t->epoch_start_packets;
+	/* Epochs may run long (the caller's clock is coarse, or it slept): the rate is per ns,
+	 * and the idle test scales with the span, so a long quiet epoch is still quiet. */
+	double rate = (double)got / (double)span;
+	bool idle = rate * (double)VL_EVICT_EPOCH_NS < (double)VL_EVICT_MIN_PACKETS;
+
+	t->epoch_start_ns = now_ns;
+	t->epoch_start_packets = packets;
+	if (!t->in_trial) {
+		/* A rate that left the trial's by more than VL_EVICT_SHIFT either way: the CPUs
+		 * moved (or the traffic changed), and the decision may no longer hold. */
+		bool shifted = rate * VL_EVICT_SHIFT < t->hold_rate ||
+			       rate > t->hold_rate * VL_EVICT_SHIFT;
+
+		t->shifts += shifted;
+		if (shifted || ++t->epoch >= VL_EVICT_HOLD_EPOCHS) {
+			t->in_trial = true;
+			t->epoch = 0;
+			t->on = trial_mode[0];
+		}
+		return t->on;
+	}
+	/* Nothing to measure: off, and the trial starts over with the next epoch, so the
+	 * first epochs with traffic decide (a trial ends quickly once it flows). */
+	if (idle) {
+		t->trials_idle += t->epoch > 0;
+		t->epoch = 0;
+		t->on = trial_mode[0];
+		return t->on;
+	}
+	t->rate[t->epoch++] = rate;
+	if (t->epoch < VL_EVICT_TRIAL_EPOCHS) {
+		t->on = trial_mode[t->epoch];
+		return t->on;
+	}
+	decide(t);
+	start_hold(t);
+	return t->on;
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/* Evict-after-read (vl_vq_set_evict_reads) and its tuner (vl_evict_tuner).
+ *
+ * The eviction: dequeue evicts the first source line of every copy it makes, batched or
+ * direct, once per copy; packets come out byte for byte as without it; enqueue (whose copies
+ * write guest memory) never evicts; off stops it. Split and packed, without and with
+ * VIRTIO_F_IN_ORDER. On a CPU without CLFLUSHOPT the call must refuse and nothing is evicted.
+ *
+ * The tuner, scripted with the times and counts a poll loop would give it: the order of a
+ * trial's epochs, the verdict on clear gains, ties, small gains, a lost pair and a steady
+ * drift, the idle rule, the hold between trials and its early end when the rate moves, and a
+ * clock that goes back. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "net/evict.h"
+#include "ring_fixture.h"
+
+
+static const struct vl_vq_stats *tx_st(const struct rf *f)
+{
+	return vl_vq_stats(f->tx.q);
+}
+
+/* Turn eviction on for s; false (after checking the refusal) where this CPU cannot. */
+static bool evict_on(struct rf_q *s)
+{
+	int rc = vl_vq_set_evict_reads(s->q, true);
+
+	if (!vl_cpu_can_evict()) {
+		assert_int_equal(rc, VL_ERR_UNSUPPORTED);
+		assert_false(vl_vq_evict_reads(s->q));
+		return false;
+	}
+	assert_int_equal(rc, VL_OK);
+	assert_true(vl_vq_evict_reads(s->q));
+	return true;
+}
+
+/* Chains of one, two and three descriptors (payload pieces 60; 744 + 756; 92 + 104 + 104
+ * bytes): six copies, the two of the 1500-byte packet above the batch threshold (direct),
+ * the rest batched. Each copy evicts one line; the packets are unchanged. Then off: a burst
+ * evicts nothing more. */
+static void scn_evicts_one_line_per_copy(struct rf *f)
+{
+	bool can = evict_on(&f->tx);
+	struct rf_good g[3] = {
+		rf_post_good(f, &f->tx, 60, 1),
+		rf_post_good_n(f, &f->tx, 1500, 2, 2),
+		rf_post_good_n(f, &f->tx, 300, 3, 3),
+	};
+
+	rf_burst_expect_goods(f, &f->tx, g, 3);
+	assert_int_equal(tx_st(f)->copies_direct, 2);
+	assert_int_equal(tx_st(f)->copies_batched, 4);
+	assert_int_equal(tx_st(f)->lines_evicted, can ? 6 : 0);
+	for (int i = 0; i < 3; i++)
+		rf_free_good(f, &g[i]);
+
+	assert_int_equal(vl_vq_set_evict_reads(f->tx.q, false), VL_OK);
+	assert_false(vl_vq_evict_reads(f->tx.q));
+	struct rf_good h = rf_post_good_n(f, &f->tx, 1500, 4, 2);
+
+	rf_burst_expect_good(f, &f->tx, &h);
+	assert_int_equal(tx_st(f)->copies_direct, 4);
+	assert_int_equal(tx_st(f)->lines_evicted, can ? 6 : 0);
+	rf_free_good(f, &h);
+}
+
+/* On the receive queue it is a no-op: enqueue's copies write guest memory, which the driver
+ * reads next, and their sources are host packets. */
+static void scn_enqueue_never_evicts(struct rf *f)
+{
+	evict_on(&f->rx);
+	struct rf_good g[2] = {
+		rf_post_good(f, &f->rx, 60, 5),
+		rf_post_good(f, &f->rx, 1500, 6),
+	};
+
+	rf_burst_expect_goods(f, &f->rx, g, 2);
+	/* At least the two payloads were copied (headers may be stored apart). */
+	assert_true(vl_vq_stats(f->rx.q)->copies_batched + vl_vq_stats(f->rx.q)->copies_direct >=
+		    2);
+	assert_int_equal(vl_vq_stats(f->rx.q)->lines_evicted, 0);
+	for (int i = 0; i < 2; i++)
+		rf_free_good(f, &g[i]);
+}
+
+/* The touch ceiling evicts the one line it reads, per good packet; null reads nothing and
+ * evicts nothing. */
+static void scn_touch_evicts_the_line_it_reads(struct rf *f)
+{
+	bool can = evict_on(&f->tx);
+	struct rf_good g[3] = {
+		rf_post_good(f, &f->tx, 60, 7),
+		rf_post_good_n(f, &f->tx, 1500, 8, 2),
+		rf_post_good_n(f, &f->tx, 300, 9, 3),
+	};
+	uint64_t firsts = 0;
+
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 32, NULL, &firsts), 3);
+	assert_int_equal(firsts, rf_pattern_byte(7, 0) + rf_pattern_byte(8, 0) +
+					 rf_pattern_byte(9, 0));
+	assert_int_equal(tx_st(f)->lines_evicted, can ? 3 : 0);
+	for (int i = 0; i < 3; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	struct rf_good h = rf_post_good(f, &f->tx, 60, 10);
+
+	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 1);
+	assert_int_equal(tx_st(f)->lines_evicted, can ? 3 : 0);
+	rf_expect_used(&f->tx, h.head, 0);
+	rf_free_good(f, &h);
+}
+
+
+RF_WRAP4(evicts_one_line_per_copy)
+RF_WRAP4(enqueue_never_evicts)
+RF_WRAP4(touch_evicts_the_line_it_reads)
+
+/* ---- the tuner ------------------------------------------------------------------------ */
+
+/* A poll loop's view: the clock and the running packet count. */
+struct script {
+	struct vl_evict_tuner t;
+	uint64_t now, packets;
+};
+
+static void script_init(struct script *s)
+{
+	s->now = 1000000000ull; /* any start */
+	s->packets = 123;
+	vl_evict_tuner_init(&s->t, s->now, s->packets);
+}
+
+/* One epoch of VL_EVICT_EPOCH_NS at `mpps` million packets per second, fed as a loop would
+ * (a step every millisecond); returns the decision at its end. */
+static bool epoch(struct script *s, double mpps)
+{
+	const uint64_t step = 1000000; /* 1 ms */
+	bool on = s->t.on;
+
+	for (uint64_t t = 0; t < VL_EVICT_EPOCH_NS; t += step) {
+		s->now += step;
+		s->packets += (uint64_t)(mpps * 1e6 * (double)step / 1e9);
+		on = vl_evict_tuner_step(&s->t, s->now, s->packets);
+	}
+	return on;
+}
+
+/* A trial whose off epochs run at off_mpps[i] and on epochs at on_mpps[i] (the i-th pair):
+ * checks that the modes come in the order off on | on off | off on; returns the verdict. */
+static bool trial(struct script *s, const double off_mpps[3], const double on_mpps[3])
+{
+	static const bool order[6] = {false, true, true, false, false, true};
+	bool on = false;
+
+	assert_true(s->t.in_trial);
+	for (uint32_t e = 0; e < 6; e++) {
+		assert_int_equal(s->t.on, order[e]);
+		on = epoch(s, order[e] ? on_mpps[e / 2] : off_mpps[e / 2]);
+	}
+	assert_false(s->t.in_trial);
+	return on;
+}
+
+static void test_tuner_turns_on_when_it_pays(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	assert_false(s.t.on); /* a trial starts off */
+	assert_true(trial(&s, (double[]){5, 5.2, 4.9}, (double[]){9.8, 10, 10.1}));
+	assert_int_equal(s.t.trials, 1);
+	assert_int_equal(s.t.trials_on, 1);
+	assert_true(s.t.last_gain > 1.9 && s.t.last_gain < 2.0); /* median of 1.96, 1.92, 2.06 */
+	/* Held on for VL_EVICT_HOLD_EPOCHS epochs while the rate stays within VL_EVICT_SHIFT of
+	 * the on epochs' median (10 Mpps), then a new trial. */
+	for (uint32_t e = 0; e < VL_EVICT_HOLD_EPOCHS - 1; e++)
+		assert_true(epoch(&s, e % 2 ? 7.8 : 12.9));
+	assert_false(epoch(&s, 10));
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.shifts, 0);
+}
+
+/* A hold ends early when an epoch's rate moves more than VL_EVICT_SHIFT away from the
+ * winner's: down (the CPUs moved apart, or the traffic fell) or up (they moved close). */
+static void test_tuner_retries_when_the_rate_moves(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	assert_false(trial(&s, (double[]){16, 16.5, 15.5}, (double[]){13, 13, 13}));
+	assert_false(epoch(&s, 16));
+	assert_false(s.t.in_trial);
+	assert_false(epoch(&s, 5)); /* off stays off for the new trial's first epoch */
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.shifts, 1);
+	assert_true(trial(&s, (double[]){5, 5, 5}, (double[]){10, 10.5, 9.5}));
+	assert_true(epoch(&s, 10));
+	assert_true(epoch(&s, 12.9)); /* within 1.3x of 10 */
+	assert_false(s.t.in_trial);
+	assert_false(epoch(&s, 13.1));
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.shifts, 2);
+}
+
+static void test_tuner_keeps_off_without_a_clear_gain(void **state)
+{
+	(void)state;
+	struct script s;
+
+	/* A tie (a front end that sends at a fixed rate): off, the cheaper. */
+	script_init(&s);
+	assert_false(trial(&s, (double[]){3, 3, 3}, (double[]){3, 3, 3}));
+	/* Faster in every pair, but by 3 %: below VL_EVICT_MIN_GAIN. */
+	script_init(&s);
+	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){10.3, 10.3, 10.3}));
+	assert_true(s.t.last_gain > 1.02 && s.t.last_gain < 1.04);
+	/* A median gain of 1.5, but one pair lost. */
+	script_init(&s);
+	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){15, 9, 16}));
+	assert_true(s.t.last_gain > 1.49 && s.t.last_gain < 1.51);
+	/* Slower with it: off. */
+	script_init(&s);
+	assert_false(trial(&s, (double[]){16, 16, 16}, (double[]){13, 13, 13}));
+	assert_int_equal(s.t.trials, 1);
+	assert_int_equal(s.t.trials_on, 0);
+	/* Held off until the next trial. */
+	for (uint32_t e = 0; e < VL_EVICT_HOLD_EPOCHS; e++) {
+		assert_false(s.t.in_trial);
+		assert_false(epoch(&s, 16));
+	}
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.shifts, 0);
+}
+
+/* A rate that climbs 10 % an epoch, whatever the mode: with off first in every pair each
+ * pair would show a gain; the middle pair's reversed order shows a loss, so it stays off. */
+static void test_tuner_ignores_a_steady_drift(void **state)
+{
+	(void)state;
+	struct script s;
+	double r[6];
+
+	r[0] = 5;
+	for (int i = 1; i < 6; i++)
+		r[i] = r[i - 1] * 1.1;
+	script_init(&s);
+	/* Epochs: off r0, on r1, on r2, off r3, off r4, on r5. */
+	assert_false(trial(&s, (double[]){r[0], r[3], r[4]}, (double[]){r[1], r[2], r[5]}));
+}
+
+/* An epoch under VL_EVICT_MIN_PACKETS starts the trial over, off (counted when it had
+ * measured an epoch); idle epochs keep it waiting; the first busy ones decide. */
+static void test_tuner_idle_starts_the_trial_over(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	for (int e = 0; e < 10; e++) /* no traffic yet: every epoch is a trial's first */
+		assert_false(epoch(&s, 0));
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.trials_idle, 0);
+	assert_true(epoch(&s, 10)); /* off at 10 Mpps: the next epoch is on */
+	assert_false(epoch(&s, 0.05)); /* on, 50 000 packets/s: 1000 in the epoch */
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.epoch, 0);
+	assert_int_equal(s.t.trials_idle, 1);
+	assert_int_equal(s.t.trials, 0);
+	/* Traffic again: a whole trial, which decides. */
+	assert_true(trial(&s, (double[]){5, 5, 5}, (double[]){8, 8, 8}));
+	assert_int_equal(s.t.trials, 1);
+	/* Idle while held: the rate fell, so a new trial, which waits for traffic, off. */
+	assert_false(epoch(&s, 0));
+	assert_true(s.t.in_trial);
+	assert_false(epoch(&s, 0));
+	assert_int_equal(s.t.epoch, 0);
+}
+
+/* Steps closer together than an epoch decide nothing; one long gap (the loop slept) makes a
+ * long epoch whose rate is per nanosecond: 3000 packets over 40 ms is idle (1500 per 20 ms),
+ * 6000 is not. A clock that goes back starts the epoch again, and so does a count that does
+ * (the queue was replaced). */
+static void test_tuner_epochs_follow_the_clock(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	s.now += VL_EVICT_EPOCH_NS - 1;
+	s.packets += 1000000;
+	assert_false(vl_evict_tuner_step(&s.t, s.now, s.packets));
+	assert_int_equal(s.t.epoch, 0);
+
+	script_init(&s);
+	s.now += 2 * VL_EVICT_EPOCH_NS;
+	s.packets += 3000;
+	assert_false(vl_evict_tuner_step(&s.t, s.now, s.packets));
+	assert_int_equal(s.t.epoch, 0); /* idle: the trial starts over */
+	assert_int_equal(s.t.epoch_start_ns, s.now);
+
+	script_init(&s);
+	s.now += 2 * VL_EVICT_EPOCH_NS;
+	s.packets += 6000;
+	assert_true(vl_evict_tuner_step(&s.t, s.now, s.packets)); /* epoch 0 done: on next */
+	assert_int_equal(s.t.epoch, 1);
+
+	/* Back in time: no epoch ends, the next one starts from there. */
+	s.now -= VL_EVICT_EPOCH_NS;
+	assert_true(vl_evict_tuner_step(&s.t, s.now, s.packets + 5000));
+	assert_int_equal(s.t.epoch, 1);
+	assert_int_equal(s.t.epoch_start_ns, s.now);
+	/* A count that went back (a new queue): likewise. */
+	assert_true(vl_evict_tuner_step(&s.t, s.now + VL_EVICT_EPOCH_NS, 7));
+	assert_int_equal(s.t.epoch, 1);
+	assert_int_equal(s.t.epoch_start_packets, 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		RF_TESTS4(evicts_one_line_per_copy),
+		RF_TESTS4(enqueue_never_evicts),
+		RF_TESTS4(touch_evicts_the_line_it_reads),
+		cmocka_unit_test(test_tuner_turns_on_when_it_pays),
+		cmocka_unit_test(test_tuner_keeps_off_without_a_clear_gain),
+		cmocka_unit_test(test_tuner_retries_when_the_rate_moves),
+		cmocka_unit_test(test_tuner_ignores_a_steady_drift),
+		cmocka_unit_test(test_tuner_idle_starts_the_trial_over),
+		cmocka_unit_test(test_tuner_epochs_follow_the_clock),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
