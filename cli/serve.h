@@ -43,6 +43,13 @@ enum serve_mode {
 	SERVE_TOUCH,    /* null, reading each packet's first byte */
 };
 
+/* --evict: evict-after-read on the TX rings (vl_vq_set_evict_reads). */
+enum serve_evict {
+	SERVE_EVICT_AUTO, /* vl_evict_tuner decides per TX ring, from the packet rate */
+	SERVE_EVICT_OFF,
+	SERVE_EVICT_ON,
+};
+
 struct serve_opts {
 	const char *socket;       /* --socket PATH */
 	const char *socket2;      /* pair:SOCKET2 */
@@ -53,6 +60,7 @@ struct serve_opts {
 	uint32_t size;            /* txonly frame bytes */
 	uint32_t burst;           /* packets per burst */
 	bool zero_copy;
+	enum serve_evict evict;
 	uint32_t batch_threshold;
 	bool busy_poll;           /* --poll: never sleep, ignore kicks */
 	/* --idle-pause: under --poll, a round that moved nothing is followed by this much
@@ -91,6 +99,7 @@ struct serve_qstats {
 	uint64_t zc_fallbacks[VL_ZC_FALLBACK__COUNT]; /* copied anyway, by reason */
 	uint64_t write_flag_read;      /* TX indirect entries marked device-writable, read anyway
 					* (vl_vq_stats.tx_write_ignored: DPDK virtio-user, packed) */
+	uint64_t lines_evicted;        /* TX ring: guest lines evicted after their copy */
 	uint64_t hdrs_kept;            /* RX ring: virtio-net headers the front end's buffer
 					* held already, not stored again (vl_vq_stats.rx_hdrs_kept) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
@@ -119,6 +128,10 @@ struct serve_pair {
 	uint64_t folded_zc;            /* TX ring zero-copy packets already counted */
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
 	uint64_t folded_wr;            /* ... and tx_write_ignored */
+	uint64_t folded_evicted;       /* ... and lines_evicted */
+	struct vl_evict_tuner evict;   /* --evict auto: this pair's TX ring */
+	uint64_t evict_trials_seen;    /* ... trials already looked at */
+	bool evict_told;               /* ... the decision last announced (starts off) */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	uint64_t folded_kept;          /* RX ring rx_hdrs_kept already counted */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
@@ -164,6 +177,7 @@ struct serve {
 	 * share of serve's time the front end kept it waiting. last_idle: at the last live
 	 * statistics line. */
 	double idle, last_idle;
+	bool evict_unsupported_told;   /* --evict: the CPU cannot, said once */
 };
 
 /* Monotonic seconds. */
@@ -188,6 +202,11 @@ double serve_port_wait(const struct serve_port *p, double now);
 void serve_port_accept(struct serve_port *p);
 /* The connection is readable: handle one message. */
 void serve_port_message(struct serve_port *p);
+
+/* serve_evict.c: --evict on the TX ring of (p, pair), which just became ready. */
+void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, double now);
+/* --evict auto: feed every ready TX ring's tuner the time and its packet count. */
+void serve_evict_tick(struct serve *s, double now);
 
 /* serve_fwd.c */
 /* Run one round of the mode on queue pair `pair`. True if any packet moved. */

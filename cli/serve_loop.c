@@ -255,6 +255,8 @@ const char *serve_loop(struct serve *s)
 		}
 		for (uint32_t i = 0; i < s->nports; i++)
 			serve_port_tick(&s->port[i], now);
+		if (fresh)
+			serve_evict_tick(s, now);
 
 		bool busy = false;
 

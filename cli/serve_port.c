@@ -86,8 +86,10 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		sp->folded_zc = vl_vq_stats(vq)->zc_packets;
 		memcpy(sp->folded_zcf, vl_vq_stats(vq)->zc_fallbacks, sizeof(sp->folded_zcf));
 		sp->folded_wr = vl_vq_stats(vq)->tx_write_ignored;
+		sp->folded_evicted = vl_vq_stats(vq)->lines_evicted;
 		if (s->o.zero_copy)
 			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));
+		serve_evict_start(s, p, pair, serve_now());
 	}
 	/* Busy polling reads the rings anyway: tell the guest it need not kick. Otherwise
 	 * kicks are wanted until the loop finds the ring busy (serve_loop.c). A queue that

@@ -155,6 +155,9 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair)
 	now = vl_vq_stats(vq)->tx_write_ignored;
 	sp->st.write_flag_read += now - sp->folded_wr;
 	sp->folded_wr = now;
+	now = vl_vq_stats(vq)->lines_evicted;
+	sp->st.lines_evicted += now - sp->folded_evicted;
+	sp->folded_evicted = now;
 }
 
 void serve_stats_live(struct serve *s, double now)
@@ -239,12 +242,15 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"calls\": %" PRIu64 ", \"rx_polls\": %" PRIu64
 			       ", \"rx_idle_polls\": %" PRIu64 ", \"tx_bursts\": %" PRIu64
 			       ", \"tx_no_room_bursts\": %" PRIu64 ", \"tx_hdrs_kept\": %" PRIu64
-			       ", \"tx_write_ignored\": %" PRIu64 ", \"drops_by_reason\": {",
+			       ", \"tx_write_ignored\": %" PRIu64 ", \"lines_evicted\": %" PRIu64
+			       ", \"evict_trials\": %" PRIu64 ", \"evict_trials_on\": %" PRIu64
+			       ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
 			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls,
 			       st->bursts[SERVE_RING_TX], st->idle_bursts[SERVE_RING_TX],
 			       st->bursts[SERVE_RING_RX], st->idle_bursts[SERVE_RING_RX],
-			       st->hdrs_kept, st->write_flag_read);
+			       st->hdrs_kept, st->write_flag_read, st->lines_evicted,
+			       p->pairs[q].evict.trials, p->pairs[q].evict.trials_on);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);

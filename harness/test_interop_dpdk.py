@@ -477,6 +477,47 @@ def test_testpmd_macswap_through_serve_loopback(vhostlab, testpmd, workdir, cell
     assert q["rx_packets"] - q["tx_packets"] == reasons["no_peer"] <= CIRCULATING, q
 
 
+def cpu_has(flag: str) -> bool:
+    with open("/proc/cpuinfo") as f:
+        return any(flag in line.split() for line in f if line.startswith("flags"))
+
+
+EVICT_CELLS = [{"ring": ring, "mrg": 1, "ord": 1, "evict": e}
+               for ring in ("split", "packed") for e in ("on", "off", "auto")]
+
+
+@pytest.mark.parametrize("cell", EVICT_CELLS,
+                         ids=[f"{c['ring']}-{c['evict']}" for c in EVICT_CELLS])
+def test_evict_after_read(vhostlab, testpmd, workdir, cell):
+    """serve --evict: testpmd's 64-byte frames, one copy each, so `on` evicts exactly one line
+    a packet and `off` none; `auto` runs trials while traffic flows (a trial takes six 20 ms
+    epochs, the first off), so it evicted some packets' lines and not all. Every packet
+    arrives either way. A CPU without CLFLUSHOPT: serve says so and evicts nothing."""
+    ev = cell["evict"]
+    counts, result, serve, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+                                       serve_args=("--evict", ev))
+    q = queue0(result)
+    print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
+          f"evicted {q['lines_evicted']} lines; trials {q['evict_trials']} "
+          f"({q['evict_trials_on']} on)")
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    assert q["rx_packets"] > 10000 and q["drops"] == 0, q
+    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    told = [e for e in serve.events("evict") if "CLFLUSHOPT" in e.get("message", "")]
+    if ev == "off" or not cpu_has("clflushopt"):
+        assert q["lines_evicted"] == 0, q
+        assert bool(told) == (ev != "off" and not cpu_has("clflushopt")), told
+    elif ev == "on":
+        assert q["lines_evicted"] == q["rx_packets"], q
+    else:
+        assert 0 < q["lines_evicted"] < q["rx_packets"], q
+    if ev == "auto":
+        assert q["evict_trials"] >= 1, q
+        assert q["evict_trials_on"] <= q["evict_trials"], q
+    else:
+        assert q["evict_trials"] == 0, q
+
+
 ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
 
 

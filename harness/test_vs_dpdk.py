@@ -525,6 +525,22 @@ def test_placement_classes_and_medians():
     p = apart(runs)
     assert p["close"]["serve_idle"] == pytest.approx(0.20)
     assert "serve_idle" not in p["far"]
+    # Lines evicted per packet: the median over vhostlab's runs of that placement whose
+    # serve counted them (older runs did not), nothing where none did.
+    assert "evicted" not in p["close"]
+    runs += [
+        {"cell": "c", "backend": "vhostlab", "mpps": 18.0, "placement": "far",
+         "serve": {"rx_packets": 1000, "lines_evicted": 900}},
+        {"cell": "c", "backend": "vhostlab", "mpps": 19.0, "placement": "far",
+         "serve": {"rx_packets": 1000, "lines_evicted": 700}},
+        {"cell": "c", "backend": "vhostlab", "mpps": 18.5, "placement": "far",
+         "serve": {"rx_packets": 0, "lines_evicted": 0}},
+        {"cell": "c", "backend": "touch", "mpps": 20.0, "placement": "far",
+         "serve": {"rx_packets": 1000, "lines_evicted": 1000}},
+    ]
+    p = apart(runs)
+    assert p["far"]["evicted"] == pytest.approx(0.8)
+    assert "evicted" not in p["close"]
     # zero-copy runs: their own median and zc / DPDK, as touch's; never in vhostlab's
     # median or idle share.
     assert "zc" not in p["close"]

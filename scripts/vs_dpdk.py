@@ -523,6 +523,11 @@ class Bench:
                         "idle_seconds": final.get("idle_seconds"),
                         "zero_copied": sum(qq.get("zero_copied", 0) for port in final["ports"]
                                            for qq in port["queues"])}
+        # Evict-after-read (serve --evict, auto by default): lines evicted, and the tuner's
+        # trials and how many turned it on, over serve's whole life.
+        for k in ("lines_evicted", "evict_trials", "evict_trials_on"):
+            res["serve"][k] = sum(qq.get(k, 0) for port in final["ports"]
+                                  for qq in port["queues"])
         idle = window_idle(serve.events("stats"), res.pop("t_start") - serve.t0,
                            res.pop("t_end") - serve.t0)
         if idle is not None:
@@ -825,11 +830,17 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
                 out[where].update({
                     b: statistics.median(vs), f"n_{b}": len(vs),
                     f"{b}_ratio": statistics.median(vs) / statistics.median(d) if d else None})
-        idle = [r["serve_idle"] for r in runs if r["cell"] == cell_id and "error" not in r
-                and r["backend"] == "vhostlab" and r.get("placement") == where
-                and r.get("serve_idle") is not None]
+        mine = [r for r in runs if r["cell"] == cell_id and "error" not in r
+                and r["backend"] == "vhostlab" and r.get("placement") == where]
+        idle = [r["serve_idle"] for r in mine if r.get("serve_idle") is not None]
         if idle:
             out[where]["serve_idle"] = statistics.median(idle)
+        # Lines evicted per packet received (guest->host: one per packet while eviction is
+        # on), the share of the run's packets serve evicted after.
+        evicted = [r["serve"]["lines_evicted"] / r["serve"]["rx_packets"] for r in mine
+                   if "lines_evicted" in r.get("serve", {}) and r["serve"]["rx_packets"]]
+        if evicted:
+            out[where]["evicted"] = statistics.median(evicted)
     return out
 
 
@@ -1235,11 +1246,15 @@ def placement_section(doc: dict) -> list[str]:
         return []
     count = {w: sum(1 for r in runs if r.get("placement") == w)
              for w in ("close", "far", "mixed", "unsteady")}
+    # Runs of a serve with evict-after-read (its statistics count lines_evicted).
+    evicts = any("lines_evicted" in r.get("serve", {}) for r in doc["runs"])
 
     def cell(p: dict) -> str:
         t = (f"{p['touch_ratio']:.2f} ({p['n_touch']})" if p.get("touch_ratio")
              else "—")
         i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
+        if p.get("evicted"):
+            i += f", ev {min(p['evicted'], 1):.2f}"
         if p["dpdk"] is None and p["vhostlab"] is None:
             return "— | — | — | — | — | " + t
         d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
@@ -1286,12 +1301,18 @@ def placement_section(doc: dict) -> list[str]:
         "times apart more than they move the two runs of a pair. Touch / DPDK: the touch "
         "back end's median over that "
         "placement's runs (how many) against DPDK's: the most any back end that reads its "
-        "packets could reach there (guest→host cells). Idle: the median over "
+        "packets could reach there (guest→host cells"
+        + ("; touch evicts the line it read as serve does, both with `--evict auto`"
+           if evicts else "")
+        + "). Idle: the median over "
         "vhostlab's runs of that placement of the share of the window serve's loop spent in "
         "rounds that moved nothing (its live statistics, `idle_share`): high, serve waited "
         "for the front end, which set the rate; near 0, serve was busy all the time -- which "
         "alone does not make it the bottleneck, as both sides may be waiting on cache lines "
-        "the other one holds.",
+        "the other one holds."
+        + (" ev: where serve evicted lines, the median of lines evicted per packet "
+           "received (evict-after-read, one line a packet while on; its tuner turns it on "
+           "where it pays, which is far apart)." if evicts else ""),
         "",
         "| cell | close: DPDK | close: vhostlab | close: ratio | close: paired "
         "| close: idle | close: touch / DPDK "
