@@ -11,6 +11,13 @@ static uint64_t to_ns(double seconds)
 	return seconds > 0 ? (uint64_t)(seconds * 1e9) : 0;
 }
 
+/* The tuner's count: chains taken from the ring, which both dequeue and discard (the null and
+ * touch modes) count; discard makes no packets, so `packets` stays 0 there. */
+static uint64_t moved(const struct vl_vq *vq)
+{
+	return vl_vq_stats(vq)->chains;
+}
+
 static void apply(struct serve *s, struct serve_port *p, struct vl_vq *vq, bool on)
 {
 	if (vl_vq_evict_reads(vq) == on)
@@ -34,8 +41,9 @@ static void announce(struct serve *s, struct serve_port *p, uint32_t pair)
 	if (t->on == sp->evict_told)
 		return;
 	sp->evict_told = t->on;
-	serve_event(s, "evict", p, "queue pair %u: evict-after-read %s (%.2fx the rate with it, "
-		    "median of the trial's pairs)", pair, t->on ? "on" : "off", t->last_gain);
+	serve_event(s, "evict", p, "queue pair %u: evict-after-read %s (the trial's off/on pairs: "
+		    "%.2fx the rate with it, median; on needs every pair faster and %.2fx)", pair,
+		    t->on ? "on" : "off", t->last_gain, VL_EVICT_MIN_GAIN);
 }
 
 void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, double now)
@@ -48,7 +56,7 @@ void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, dou
 		 * for the announcements. */
 		uint64_t trials = sp->evict.trials, trials_on = sp->evict.trials_on;
 
-		vl_evict_tuner_init(&sp->evict, to_ns(now), vl_vq_stats(vq)->packets);
+		vl_evict_tuner_init(&sp->evict, to_ns(now), moved(vq));
 		sp->evict.trials = trials;
 		sp->evict.trials_on = trials_on;
 		apply(s, p, vq, sp->evict.on);
@@ -72,8 +80,7 @@ void serve_evict_tick(struct serve *s, double now)
 
 			if (!vq)
 				continue;
-			apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns,
-							    vl_vq_stats(vq)->packets));
+			apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns, moved(vq)));
 			announce(s, p, q);
 		}
 	}

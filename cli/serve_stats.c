@@ -27,6 +27,12 @@ static const char *const mode_names[] = {
 	[SERVE_TOUCH] = "touch",
 };
 
+static const char *const evict_names[] = {
+	[SERVE_EVICT_AUTO] = "auto",
+	[SERVE_EVICT_OFF] = "off",
+	[SERVE_EVICT_ON] = "on",
+};
+
 const char *serve_drop_name(enum serve_drop d)
 {
 	return d < SERVE_DROP__COUNT ? drop_names[d] : "unknown";
@@ -216,12 +222,13 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	struct serve_qstats tot = {0};
 
 	printf("{\n  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
-	       "  \"zero_copy\": %s,\n  \"busy_poll\": %s,\n  \"seconds\": %.3f,\n"
-	       "  \"idle_seconds\": %.3f,\n"
+	       "  \"zero_copy\": %s,\n  \"evict\": \"%s\",\n  \"busy_poll\": %s,\n"
+	       "  \"seconds\": %.3f,\n  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
 	       mode_names[s->o.mode], s->o.queues, s->o.client ? "true" : "false",
-	       s->o.zero_copy ? "true" : "false", s->o.busy_poll ? "true" : "false", secs,
+	       s->o.zero_copy ? "true" : "false", evict_names[s->o.evict],
+	       s->o.busy_poll ? "true" : "false", secs,
 	       s->idle, stopped_by, leaked, leaked == 0 ? "true" : "false");
 	for (uint32_t i = 0; i < s->nports; i++) {
 		const struct serve_port *p = &s->port[i];
@@ -313,6 +320,20 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 			for (uint32_t q = 0; q < s->o.queues; q++)
 				zc += p->pairs[q].st.zero_copied;
 			printf("%s: %" PRIu64 " packets received without copying\n", p->path, zc);
+		}
+		if (s->o.evict != SERVE_EVICT_OFF) {
+			uint64_t lines = 0, trials = 0, on = 0;
+
+			for (uint32_t q = 0; q < s->o.queues; q++) {
+				lines += p->pairs[q].st.lines_evicted;
+				trials += p->pairs[q].evict.trials;
+				on += p->pairs[q].evict.trials_on;
+			}
+			printf("%s: %" PRIu64 " guest lines evicted after their copy (--evict %s",
+			       p->path, lines, evict_names[s->o.evict]);
+			if (s->o.evict == SERVE_EVICT_AUTO)
+				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on", trials, on);
+			printf(")\n");
 		}
 	}
 	printf("total: rx %" PRIu64 " packets (%.0f pps), tx %" PRIu64 " packets (%.0f pps), "

@@ -482,24 +482,28 @@ def cpu_has(flag: str) -> bool:
         return any(flag in line.split() for line in f if line.startswith("flags"))
 
 
-EVICT_CELLS = [{"ring": ring, "mrg": 1, "ord": 1, "evict": e}
-               for ring in ("split", "packed") for e in ("on", "off", "auto")]
+EVICT_CELLS = ([{"ring": ring, "mrg": 1, "ord": 1, "mode": "rxonly", "evict": e}
+                for ring in ("split", "packed") for e in ("on", "off", "auto")]
+               + [{"ring": "split", "mrg": 1, "ord": 1, "mode": "touch", "evict": e}
+                  for e in ("on", "auto")])
 
 
 @pytest.mark.parametrize("cell", EVICT_CELLS,
-                         ids=[f"{c['ring']}-{c['evict']}" for c in EVICT_CELLS])
+                         ids=[f"{c['ring']}-{c['mode']}-{c['evict']}" for c in EVICT_CELLS])
 def test_evict_after_read(vhostlab, testpmd, workdir, cell):
-    """serve --evict: testpmd's 64-byte frames, one copy each, so `on` evicts exactly one line
-    a packet and `off` none; `auto` runs trials while traffic flows (a trial takes six 20 ms
-    epochs, the first off), so it evicted some packets' lines and not all. Every packet
-    arrives either way. A CPU without CLFLUSHOPT: serve says so and evicts nothing."""
+    """serve --evict: testpmd's 64-byte frames, one copy each (touch: one line read each), so
+    `on` evicts exactly one line a packet and `off` none; `auto` runs trials while traffic
+    flows (a trial takes six 20 ms epochs, the first off), so it evicted some packets' lines
+    and not all. Every packet arrives either way. A CPU without CLFLUSHOPT: serve says so and
+    evicts nothing."""
     ev = cell["evict"]
-    counts, result, serve, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
-                                       serve_args=("--evict", ev))
+    counts, result, serve, _ = session(vhostlab, testpmd, workdir, cell["mode"], "txonly",
+                                       cell, serve_args=("--evict", ev))
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
           f"evicted {q['lines_evicted']} lines; trials {q['evict_trials']} "
           f"({q['evict_trials_on']} on)")
+    assert result["evict"] == ev, result
     check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
     assert q["rx_packets"] > 10000 and q["drops"] == 0, q
     assert q["rx_bytes"] == 64 * q["rx_packets"], q

@@ -351,6 +351,51 @@ def test_fill_round_skips_a_pair_whose_first_run_missed(monkeypatch, tmp_path):
     assert meta["short_after"]["far"] == {cell.id: {"dpdk": 1, "vhostlab": 1, "touch": 1}}
 
 
+@pytest.mark.parametrize("why", ["failed", "old", "neither"])
+def test_fill_starts_dpdk_again_after_a_failure_or_when_old(monkeypatch, tmp_path, why):
+    """The fill keeps a configuration's processes up from round to round, but a DPDK run that
+    failed (its testpmd died: every later run would fail too) or processes older than
+    CONFIG_MAX_AGE (timeout(1) would kill them at PROC_LIMIT) are started again before the
+    next round. Two rounds each: the first round's DPDK run fails or lands mixed."""
+    vs_dpdk = import_script()
+    cell = next(c for c in vs_dpdk.ALL_CELLS if c.id == CELLS[0])
+    first = {"failed": None, "old": "mixed", "neither": "mixed"}[why]
+    outcomes = iter([first, "close", "close", "close"])
+    events = []
+
+    def measure(procs, c, b, rep):
+        assert b != "dpdk" or procs == {"up": True}, (b, procs)
+        where = next(outcomes)
+        rec = {"rep": rep, "cell": c.id, "backend": b, "mpps": 10.0, "placement": where}
+        if where is None:
+            rec = {"rep": rep, "cell": c.id, "backend": b, "error": "fe exited (-9)",
+                   "placement": None}
+        events.append((b, where))
+        bench.runs.append(rec)
+        return rec
+
+    bench = vs_dpdk.Bench(argparse.Namespace(vhostlab=tmp_path / "vhostlab", keep=False,
+                                             reps=1))
+    monkeypatch.setattr(bench, "probe", lambda serve=None: 100.0)
+    monkeypatch.setattr(bench, "start_config",
+                        lambda cfg: events.append("start") or {"up": True})
+    monkeypatch.setattr(bench, "stop_config", lambda procs: events.append("stop"))
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(vs_dpdk.time, "sleep", lambda s: None)
+    if why == "old":
+        monkeypatch.setattr(vs_dpdk, "CONFIG_MAX_AGE", -1.0)
+    try:
+        bench.fill([cell], 1, 0.2)
+    finally:
+        bench.cleanup()
+    again = ["stop", "start"] if why != "neither" else []
+    assert events == (["start", ("dpdk", first)]
+                      + (["stop"] if why == "failed" else [])
+                      + [("touch", "close")]
+                      + (["start"] if why == "failed" else again)
+                      + [("vhostlab", "close"), ("dpdk", "close"), "stop"]), events
+
+
 def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
     """A serve run is probed with serve stopped (it polls on the back end's CPU) and
     continued after; a DPDK run's probe stops nothing."""

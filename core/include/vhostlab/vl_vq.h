@@ -269,8 +269,9 @@ struct vl_evict_tuner {
 
 /* Start with eviction off and a trial at the first step. */
 void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
-/* Account the packets the queue has produced so far (a running total, such as
- * vl_vq_stats()->packets) at time now_ns; returns whether eviction should be on from now.
+/* Account the packets the queue has moved so far (a running total, such as
+ * vl_vq_stats()->chains, which vl_net_discard_touch counts too) at time now_ns; returns
+ * whether eviction should be on from now.
  * Call it at least every few milliseconds while packets flow. */
 bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
 
