@@ -25,9 +25,10 @@ void run_config_name(const struct lab_scenario_config *c, char *buf, size_t len)
 	else
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "%-6s mrg=%-3s ind=%-3s ord=%-3s evt=%-3s batch=%-4u gran=%-6s q=%-4u "
-		 "zc=%-3s log=%-3s flt=%-6s", c->layout == VL_LAYOUT_PACKED ? "packed" : "split",
-		 onoff(c->mergeable), onoff(c->indirect), onoff(c->in_order), onoff(c->event_idx),
-		 c->batch_threshold, gran, c->queue_size, onoff(c->zero_copy), onoff(c->dirty_log),
+		 "zc=%-3s log=%-3s ev=%-3s flt=%-6s",
+		 c->layout == VL_LAYOUT_PACKED ? "packed" : "split", onoff(c->mergeable),
+		 onoff(c->indirect), onoff(c->in_order), onoff(c->event_idx), c->batch_threshold,
+		 gran, c->queue_size, onoff(c->zero_copy), onoff(c->dirty_log), onoff(c->evict),
 		 lab_faults_name(c->faults));
 }
 
@@ -41,7 +42,7 @@ void run_print_table(FILE *out, const struct config_result *r, uint32_t n, doubl
 	uint32_t passed = 0;
 	uint64_t pkts = 0, spurious = 0;
 
-	fprintf(out, "%-101s %3s %9s %12s %9s %12s %9s %6s %7s %9s  %s\n", "configuration", "hdr",
+	fprintf(out, "%-108s %3s %9s %12s %9s %12s %9s %6s %7s %9s  %s\n", "configuration", "hdr",
 		"tx_pkts", "tx_bytes", "rx_pkts", "rx_bytes", "checks", "spur", "secs", "pkts/s",
 		"result");
 	for (uint32_t i = 0; i < n; i++) {
@@ -49,7 +50,7 @@ void run_print_table(FILE *out, const struct config_result *r, uint32_t n, doubl
 		char name[160];
 
 		run_config_name(&r[i].cfg, name, sizeof(name));
-		fprintf(out, "%-101s %3u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %12" PRIu64
+		fprintf(out, "%-108s %3u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %12" PRIu64
 			" %9" PRIu64 " %6" PRIu64 " %7.2f %9.0f  %s\n", name, s->hdr_len,
 			s->tx_packets, s->tx_bytes, s->rx_packets, s->rx_bytes, s->checks,
 			s->calls_spurious, s->seconds, pps(s), s->ok ? "ok" : "FAIL");
@@ -96,9 +97,10 @@ static void stats_text(FILE *out, const char *q, const struct vl_vq_stats *st)
 		fprintf(out, " %s:%" PRIu64, vl_zc_fallback_name((enum vl_zc_fallback)k),
 			st->zc_fallbacks[k]);
 	fprintf(out, "\n     copies batched %" PRIu64 " direct %" PRIu64 "; calls needed %" PRIu64
-		" suppressed %" PRIu64 "; log pages %" PRIu64 " out of range %" PRIu64 "\n",
+		" suppressed %" PRIu64 "; log pages %" PRIu64 " out of range %" PRIu64
+		"; lines evicted %" PRIu64 "\n",
 		st->copies_batched, st->copies_direct, st->calls_needed, st->calls_suppressed,
-		st->log_pages, st->log_out_of_range);
+		st->log_pages, st->log_out_of_range, st->lines_evicted);
 }
 
 void run_print_stats(FILE *out, const struct config_result *r, uint32_t n)
@@ -137,9 +139,10 @@ static void stats_json(FILE *out, const struct vl_vq_stats *st)
 			vl_zc_fallback_name((enum vl_zc_fallback)k), st->zc_fallbacks[k]);
 	fprintf(out, "}, \"copies_batched\": %" PRIu64 ", \"copies_direct\": %" PRIu64
 		", \"calls_needed\": %" PRIu64 ", \"calls_suppressed\": %" PRIu64
-		", \"log_pages\": %" PRIu64 ", \"log_out_of_range\": %" PRIu64 "}",
+		", \"log_pages\": %" PRIu64 ", \"log_out_of_range\": %" PRIu64
+		", \"lines_evicted\": %" PRIu64 "}",
 		st->copies_batched, st->copies_direct, st->calls_needed, st->calls_suppressed,
-		st->log_pages, st->log_out_of_range);
+		st->log_pages, st->log_out_of_range, st->lines_evicted);
 }
 
 void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uint32_t n, bool ok,
@@ -155,20 +158,22 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 			"\"in_order\": %s, \"event_idx\": %s, \"batch_threshold\": %u, "
 			"\"granularity\": %" PRIu64 ", \"version_1\": %s, \"hdr_len\": %u, "
 			"\"queue_size\": %u, \"burst\": %u, \"zero_copy\": %s, \"dirty_log\": %s, "
-			"\"faults\": \"%s\", ",
+			"\"evict\": %s, \"faults\": \"%s\", ",
 			i ? "," : "", c->layout == VL_LAYOUT_PACKED ? "packed" : "split",
 			tf(c->mergeable), tf(c->indirect), tf(c->in_order), tf(c->event_idx),
 			c->batch_threshold, c->granularity,
 			tf(c->modern || c->layout == VL_LAYOUT_PACKED), s->hdr_len, c->queue_size,
-			c->burst, tf(c->zero_copy), tf(c->dirty_log), lab_faults_name(c->faults));
+			c->burst, tf(c->zero_copy), tf(c->dirty_log), tf(c->evict),
+			lab_faults_name(c->faults));
 		fprintf(out, "\"zc_packets\": %" PRIu64 ", \"zc_fallbacks\": %" PRIu64
 			", \"held_max\": %" PRIu64 ", \"alloc_failures\": %" PRIu64
-			", \"log_pages_checked\": %" PRIu64 ", \"log_clean_marks\": %" PRIu64 ", ",
+			", \"log_pages_checked\": %" PRIu64 ", \"log_clean_marks\": %" PRIu64
+			", \"lines_evicted\": %" PRIu64 ", ",
 			s->tx_stats.zc_packets,
 			s->tx_stats.zc_fallbacks[0] + s->tx_stats.zc_fallbacks[1] +
 				s->tx_stats.zc_fallbacks[2],
 			s->held_max, s->tx_stats.alloc_failures, s->log_pages_checked,
-			s->log_clean_marks);
+			s->log_clean_marks, s->tx_stats.lines_evicted);
 		if (with_stats) {
 			fprintf(out, "\"stats\": {\"tx\": ");
 			stats_json(out, &s->tx_stats);

@@ -52,13 +52,10 @@ void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, dou
 	struct vl_vq *vq = sp->vq[SERVE_RING_TX];
 
 	if (s->o.evict == SERVE_EVICT_AUTO) {
-		/* A queue that comes back starts a new trial; its last decision still stands
-		 * for the announcements. */
-		uint64_t trials = sp->evict.trials, trials_on = sp->evict.trials_on;
-
-		vl_evict_tuner_init(&sp->evict, to_ns(now), moved(vq));
-		sp->evict.trials = trials;
-		sp->evict.trials_on = trials_on;
+		/* A queue that comes back starts a new trial, with the counters of the trials
+		 * so far (the final statistics sum them); its last decision still stands for
+		 * the announcements. The first start of a pair finds the tuner zeroed. */
+		vl_evict_tuner_restart(&sp->evict, to_ns(now), moved(vq));
 		apply(s, p, vq, sp->evict.on);
 	} else {
 		apply(s, p, vq, s->o.evict == SERVE_EVICT_ON);

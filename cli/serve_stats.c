@@ -251,13 +251,15 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"tx_no_room_bursts\": %" PRIu64 ", \"tx_hdrs_kept\": %" PRIu64
 			       ", \"tx_write_ignored\": %" PRIu64 ", \"lines_evicted\": %" PRIu64
 			       ", \"evict_trials\": %" PRIu64 ", \"evict_trials_on\": %" PRIu64
+			       ", \"evict_trials_idle\": %" PRIu64 ", \"evict_shifts\": %" PRIu64
 			       ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
 			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls,
 			       st->bursts[SERVE_RING_TX], st->idle_bursts[SERVE_RING_TX],
 			       st->bursts[SERVE_RING_RX], st->idle_bursts[SERVE_RING_RX],
 			       st->hdrs_kept, st->write_flag_read, st->lines_evicted,
-			       p->pairs[q].evict.trials, p->pairs[q].evict.trials_on);
+			       p->pairs[q].evict.trials, p->pairs[q].evict.trials_on,
+			       p->pairs[q].evict.trials_idle, p->pairs[q].evict.shifts);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);
@@ -322,17 +324,19 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 			printf("%s: %" PRIu64 " packets received without copying\n", p->path, zc);
 		}
 		if (s->o.evict != SERVE_EVICT_OFF) {
-			uint64_t lines = 0, trials = 0, on = 0;
+			uint64_t lines = 0, trials = 0, on = 0, shifts = 0;
 
 			for (uint32_t q = 0; q < s->o.queues; q++) {
 				lines += p->pairs[q].st.lines_evicted;
 				trials += p->pairs[q].evict.trials;
 				on += p->pairs[q].evict.trials_on;
+				shifts += p->pairs[q].evict.shifts;
 			}
 			printf("%s: %" PRIu64 " guest lines evicted after their copy (--evict %s",
 			       p->path, lines, evict_names[s->o.evict]);
 			if (s->o.evict == SERVE_EVICT_AUTO)
-				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on", trials, on);
+				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on, %" PRIu64
+				       " after the rate moved", trials, on, shifts);
 			printf(")\n");
 		}
 	}

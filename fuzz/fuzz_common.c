@@ -795,15 +795,39 @@ struct burst_mark {
 	uint16_t last_used;
 	uint64_t used_entries;
 	bool pdiff;               /* packed TX: descriptors snapshot taken */
+	uint64_t evicted, copies; /* lines_evicted, copies_batched + copies_direct */
 };
+
+static uint64_t copies_made(const struct vl_vq_stats *st)
+{
+	return st->copies_batched + st->copies_direct;
+}
 
 static void mark_before(struct dp *d, struct burst_mark *m)
 {
 	m->last_used = vl_vq_last_used(d->vq);
 	m->used_entries = vl_vq_stats(d->vq)->used_entries;
+	m->evicted = vl_vq_stats(d->vq)->lines_evicted;
+	m->copies = copies_made(vl_vq_stats(d->vq));
 	m->pdiff = d->L == VL_LAYOUT_PACKED && !d->rx;
 	if (m->pdiff)
 		memcpy(fz_psnap, d->pdesc, (size_t)d->size * sizeof(*fz_psnap));
+}
+
+/* Evict-after-read (FZ_OP_POLICY bit 1) evicts exactly `want_on` lines in the call since m
+ * while on -- dequeue one per copy it made, touch one per good chain it read, the rest none
+ * -- and none while off (or where the CPU lacks CLFLUSHOPT and it stayed off). Where: the
+ * lines the copies read, which ASan and the guard pages check; CLFLUSHOPT of an address in
+ * no mapping would fault like a read, so a stray one ends the run too. */
+static void check_evictions(struct dp *d, const struct burst_mark *m, uint64_t want_on)
+{
+	const uint64_t got = vl_vq_stats(d->vq)->lines_evicted - m->evicted;
+	const uint64_t want = vl_vq_evict_reads(d->vq) ? want_on : 0;
+
+	if (got != want)
+		fz_fail("evict-after-read %s: %llu lines evicted, %llu expected",
+			vl_vq_evict_reads(d->vq) ? "on" : "off", (unsigned long long)got,
+			(unsigned long long)want);
 }
 
 static void check_split_used(struct dp *d, const struct burst_mark *m, uint64_t n,
@@ -1207,6 +1231,7 @@ static void do_dequeue(struct dp *d, uint16_t count)
 		fz_fail("dequeue returned %u packets, stats counted %llu", n,
 			(unsigned long long)(vl_vq_stats(d->vq)->packets - packets));
 	check_after_flush(d, &m, 0);
+	check_evictions(d, &m, copies_made(vl_vq_stats(d->vq)) - m.copies);
 	for (uint16_t i = 0; i < n; i++) {
 		check_tx_pkt(d, pkts[i]);
 		if (hold_this(d)) {
@@ -1264,6 +1289,7 @@ static void do_discard(struct dp *d, uint16_t count, bool touch)
 		fz_fail("%s: first bytes add up to %llu over %u chains", what,
 			(unsigned long long)firsts, n);
 	check_after_flush(d, &m, 0);
+	check_evictions(d, &m, touch ? n : 0);
 	d->discarded += n;
 }
 
@@ -1372,6 +1398,7 @@ static void do_enqueue(struct dp *d, struct fz_in *in)
 			(unsigned long long)(stats->packets - packets),
 			(unsigned long long)(stats->bytes - bytes));
 	check_after_flush(d, &m, rx_sum);
+	check_evictions(d, &m, 0);
 	for (uint32_t i = 0; i < built; i++)
 		vl_pkt_free(pkts[i]);
 }
@@ -1393,6 +1420,7 @@ static void do_complete(struct dp *d)
 	if (rec)
 		fz_sink->absorb(fz_sink->ctx);
 	check_after_flush(d, &m, 0);
+	check_evictions(d, &m, 0);
 }
 
 /* ---- driver actions ------------------------------------------------------------------ */
@@ -1767,11 +1795,16 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 		break;
 	}
 	case FZ_OP_POLICY: {
-		bool burst = fz_u8(in) & 1;
+		const uint8_t p = fz_u8(in);
+		bool burst = p & 1;
 
 		if (fz_sink)
 			rec_policy(d, burst);
 		vl_vq_set_alloc_policy(d->vq, burst ? VL_ALLOC_BURST : VL_ALLOC_AVAILABLE);
+		/* Bit 1: evict-after-read, on any queue (RX must ignore it). Not recorded: it
+		 * changes no byte and no counter a trace checks, and a trace replays on any CPU.
+		 * Where CLFLUSHOPT is missing it stays off (check_evictions expects none). */
+		(void)vl_vq_set_evict_reads(d->vq, (p & 2) != 0);
 		break;
 	}
 	case FZ_OP_ZC: {

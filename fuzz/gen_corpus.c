@@ -232,6 +232,21 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	fz_enc_op1(&sd.o, FZ_OP_KICKS, 1);
 	save_dp(target, "faults-and-switches", &sd);
 
+	/* Evict-after-read on (POLICY bit 1) over batched and direct copies, then off. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 2);
+	good_post(&sd, 0, 60, 0x0000);
+	good_post(&sd, 0, 3000, 0x2000);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_BATCH, 0);
+	good_post(&sd, 0, 60, 0x4000);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 0);
+	good_post(&sd, 0, 60, 0x6000);
+	burst(&sd);
+	save_dp(target, "evict-after-read", &sd);
+
 	/* Notification wishes of the guest. */
 	s = base_setup(packed, rx);
 	s.features |= FZ_DPF_EVENT_IDX;

@@ -19,6 +19,7 @@ from conftest import run_binary
 RUN_OPTIONS = [
     "--zero-copy",
     "--dirty-log",
+    "--evict",
     "--faults",
     "--stats",
     "--ring",
@@ -141,6 +142,7 @@ def test_granularity_bad_item_in_list(vhostlab):
         (["--ring", "ring"], "ring"),
         (["--zero-copy", "maybe"], "maybe"),
         (["--dirty-log", "2"], "2"),
+        (["--evict", "yes"], "yes"),
         (["--faults", "none,boom"], "boom"),
         (["--in-order", "yes"], "yes"),
         (["--event-idx", "1"], "1"),

@@ -502,7 +502,8 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
           f"evicted {q['lines_evicted']} lines; trials {q['evict_trials']} "
-          f"({q['evict_trials_on']} on)")
+          f"({q['evict_trials_on']} on, {q['evict_trials_idle']} started over idle, "
+          f"{q['evict_shifts']} after the rate moved)")
     assert result["evict"] == ev, result
     check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
     assert q["rx_packets"] > 10000 and q["drops"] == 0, q
@@ -518,8 +519,10 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
     if ev == "auto":
         assert q["evict_trials"] >= 1, q
         assert q["evict_trials_on"] <= q["evict_trials"], q
+        # A shift starts a trial at once: all but the last completed (or never did).
+        assert q["evict_shifts"] <= q["evict_trials"], q
     else:
-        assert q["evict_trials"] == 0, q
+        assert q["evict_trials"] == q["evict_trials_idle"] == q["evict_shifts"] == 0, q
 
 
 ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]

@@ -26,6 +26,8 @@ CONFIG_KEYS = {
     "kicks_skipped": int,
     "zero_copy": bool,
     "dirty_log": bool,
+    "evict": bool,
+    "lines_evicted": int,
     "faults": str,
     "zc_packets": int,
     "alloc_failures": int,
@@ -50,6 +52,9 @@ DEFAULT_MATRIX = set(
         [0, 256], [0, 4096],
     )
 )  # (ring, mergeable, indirect, in_order, event_idx, batch_threshold, granularity)
+
+# Evict-after-read needs CLFLUSHOPT; without it `--evict mixed` runs every configuration off.
+CAN_EVICT = "clflushopt" in open("/proc/cpuinfo").read().split()
 
 # Options that pin the dimensions a test is not about, so it runs one configuration.
 ONE_LAYOUT = ("--ring", "split", "--in-order", "off", "--event-idx", "off")
@@ -104,6 +109,11 @@ def check_config(cfg: dict, *, min_packets: int) -> None:
         assert cfg["alloc_failures"] == 0, cfg
     if not cfg["dirty_log"]:
         assert cfg["log_pages_checked"] == 0, cfg
+    # The run itself checks one line per TX copy; here: on means some, off means none.
+    if cfg["evict"]:
+        assert cfg["lines_evicted"] > 0, cfg
+    else:
+        assert cfg["lines_evicted"] == 0, cfg
     if cfg["ring"] == "split" and not cfg["mergeable"] and not cfg["indirect"]:
         assert cfg["hdr_len"] == 10, cfg
     else:
@@ -337,11 +347,13 @@ def test_default_matrix_mixes_the_extras(default_run):
     _, doc = default_run
     cfgs = doc["configs"]
     for key, values in (("zero_copy", (False, True)), ("dirty_log", (False, True)),
+                        ("evict", (False, True) if CAN_EVICT else (False,)),
                         ("faults", ("none", "nth", "prob", "scarce"))):
         counts = {v: sum(1 for c in cfgs if c[key] == v) for v in values}
         assert all(n == len(cfgs) // len(values) for n in counts.values()), (key, counts)
-        for ring in ("split", "packed"):
-            assert {c[key] for c in cfgs if c["ring"] == ring} == set(values), (key, ring)
+        for ring, in_order in itertools.product(("split", "packed"), (False, True)):
+            got = {c[key] for c in cfgs if c["ring"] == ring and c["in_order"] == in_order}
+            assert got == set(values), (key, ring, in_order)
 
 
 def test_extras_multiply_when_asked(vhostlab):
@@ -349,10 +361,13 @@ def test_extras_multiply_when_asked(vhostlab):
         "--ring", "packed", "--mergeable", "on", "--indirect", "on", "--in-order", "on",
         "--event-idx", "on", "--batch", "256", "--granularity", "coarse",
         "--zero-copy", "both", "--dirty-log", "both", "--faults", "all", "--packets", "1500",
+        "--evict", "both" if CAN_EVICT else "off",
     )  # fmt: skip
     assert doc["ok"] is True, res.describe()
-    got = sorted((c["zero_copy"], c["dirty_log"], c["faults"]) for c in doc["configs"])
+    got = sorted((c["zero_copy"], c["dirty_log"], c["evict"], c["faults"])
+                 for c in doc["configs"])
     want = sorted(itertools.product([False, True], [False, True],
+                                    [False, True] if CAN_EVICT else [False],
                                     ["none", "nth", "prob", "scarce"]))
     assert got == want, res.describe()
     for cfg in doc["configs"]:
@@ -368,10 +383,15 @@ def test_extras_multiply_when_asked(vhostlab):
 def test_stats_json(vhostlab):
     res, doc = vhostlab.run_json("--stats", "--packets", "2000", "--zero-copy", "on",
                                  "--faults", "prob", *ONE_LAYOUT, "--mergeable", "on",
-                                 "--indirect", "off", "--batch", "256", "--granularity", "coarse")
+                                 "--indirect", "off", "--batch", "256", "--granularity", "coarse",
+                                 "--evict", "on" if CAN_EVICT else "off")
     assert doc["ok"] is True, res.describe()
     (cfg,) = doc["configs"]
     tx, rx = cfg["stats"]["tx"], cfg["stats"]["rx"]
+    # Evict-after-read: a line per dequeue copy (batched and direct), none on receive.
+    copies = tx["copies_batched"] + tx["copies_direct"]
+    assert copies > 0 and rx["lines_evicted"] == 0, (tx, rx)
+    assert tx["lines_evicted"] == cfg["lines_evicted"] == (copies if CAN_EVICT else 0), tx
     assert tx["packets"] == cfg["tx_packets"] and rx["packets"] == cfg["rx_packets"], cfg
     assert tx["bytes"] == cfg["tx_bytes"] and rx["bytes"] == cfg["rx_bytes"], cfg
     # Every packet falls in exactly one size class.

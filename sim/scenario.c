@@ -54,13 +54,14 @@ void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, siz
 	else
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "ring=%s mergeable=%s indirect=%s in_order=%s event_idx=%s batch=%u "
-		 "granularity=%s version_1=%s queue=%u zero_copy=%s dirty_log=%s faults=%s "
-		 "seed=%" PRIu64,
+		 "granularity=%s version_1=%s queue=%u zero_copy=%s dirty_log=%s evict=%s "
+		 "faults=%s seed=%" PRIu64,
 		 cfg->layout == VL_LAYOUT_PACKED ? "packed" : "split", cfg->mergeable ? "on" : "off",
 		 cfg->indirect ? "on" : "off", cfg->in_order ? "on" : "off",
 		 cfg->event_idx ? "on" : "off", cfg->batch_threshold, gran,
 		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->zero_copy ? "on" : "off",
-		 cfg->dirty_log ? "on" : "off", lab_faults_name(cfg->faults), cfg->seed);
+		 cfg->dirty_log ? "on" : "off", cfg->evict ? "on" : "off",
+		 lab_faults_name(cfg->faults), cfg->seed);
 }
 
 /* Everything one run owns, so teardown is one function whatever failed. */
@@ -389,6 +390,12 @@ static int setup(struct run *r)
 		vl_pool_set_fault_hook(r->pool, pool_fault, r);
 	if (cfg->zero_copy)
 		vl_vq_set_zero_copy(r->txq, true, ZC_MIN_LEN, HOLD_MAX / 2);
+	if (cfg->evict) {
+		int e = vl_vq_set_evict_reads(r->txq, true);
+
+		if (e != VL_OK)
+			return run_fail(r, "evict-after-read: %s", vl_strerror(e));
+	}
 	if (cfg->dirty_log) {
 		/* One bit per 4 KiB page of all guest-physical memory. */
 		r->log_bytes = ((lab_gmem_end_gpa(r->gmem) >> 12) + 7) / 8;
@@ -838,6 +845,15 @@ static int final_checks(struct run *r)
 		return run_fail(r, "pool hygiene: %u of %u buffers free at the end (RX %u of %u)",
 				vl_pool_free_count(r->pool), vl_pool_capacity(r->pool),
 				vl_pool_free_count(r->rx_pool), vl_pool_capacity(r->rx_pool));
+	/* Evict-after-read: one line per copy dequeue made (every TX copy is one: the RX
+	 * queue's copies are enqueue's), whichever engine path took it; none without it. It
+	 * changes no byte, so the byte oracles above hold it to that. */
+	const uint64_t tx_copies = ts->copies_batched + ts->copies_direct;
+
+	if (ts->lines_evicted != (r->cfg->evict ? tx_copies : 0) || rs->lines_evicted != 0)
+		return run_fail(r, "evict-after-read %s: %" PRIu64 " TX lines evicted for %" PRIu64
+				" copies, %" PRIu64 " RX lines", r->cfg->evict ? "on" : "off",
+				ts->lines_evicted, tx_copies, rs->lines_evicted);
 	r->res->tx_stats = *ts;
 	r->res->rx_stats = *rs;
 	return 0;

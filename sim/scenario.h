@@ -47,6 +47,8 @@ struct lab_scenario_config {
 	bool zero_copy;            /* zero-copy dequeue on; the host holds some packets for up
 				    * to 20 rounds and frees them in random order */
 	bool dirty_log;            /* dirty-page log on both queues, checked on every scan */
+	bool evict;                /* evict-after-read on the TX queue: the run fails where
+				    * vl_vq_evict_supported() is false */
 	enum lab_faults faults;
 	/* Record the run as a trace (scenario_record.h); the result's `recorder` holds it. */
 	bool record;

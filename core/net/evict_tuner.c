@@ -36,6 +36,18 @@ void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t pac
 	t->on = trial_mode[0];
 }
 
+void vl_evict_tuner_restart(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets)
+{
+	const struct vl_evict_tuner was = *t;
+
+	vl_evict_tuner_init(t, now_ns, packets);
+	t->trials = was.trials;
+	t->trials_on = was.trials_on;
+	t->trials_idle = was.trials_idle;
+	t->shifts = was.shifts;
+	t->last_gain = was.last_gain;
+}
+
 static double median3(double a, double b, double c)
 {
 	if (a > b) {

@@ -371,6 +371,8 @@ int vl_vq_set_evict_reads(struct vl_vq *vq, bool enable)
 
 bool vl_vq_evict_reads(const struct vl_vq *vq) { return vq->evict_reads; }
 
+bool vl_vq_evict_supported(void) { return vl_cpu_can_evict(); }
+
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {
 	vq->want_kicks = want;

@@ -285,6 +285,47 @@ static void test_tuner_idle_starts_the_trial_over(void **state)
 	assert_int_equal(s.t.epoch, 0);
 }
 
+/* A queue that starts over (serve: the front end reconnected) gets a new trial, off, from
+ * the new clock and count, and keeps the counters of the trials before. */
+static void test_tuner_restart_keeps_the_counters(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	assert_true(trial(&s, (double[]){5, 5, 5}, (double[]){10, 10, 10}));
+	assert_true(epoch(&s, 10));
+	assert_false(epoch(&s, 20)); /* a shift */
+	assert_true(epoch(&s, 20)); /* the new trial's first epoch: on next */
+	assert_false(epoch(&s, 0.01)); /* idle: started over */
+	const struct vl_evict_tuner was = s.t;
+
+	assert_int_equal(was.trials, 1);
+	assert_int_equal(was.trials_on, 1);
+	assert_int_equal(was.shifts, 1);
+	assert_int_equal(was.trials_idle, 1);
+	/* An on decision held, then the restart: off, in a trial, at epoch 0, measured from
+	 * the count it is given (a new queue counts from 0). */
+	assert_true(trial(&s, (double[]){5, 5, 5}, (double[]){10, 10, 10}));
+	s.now += 12345;
+	s.packets = 0;
+	vl_evict_tuner_restart(&s.t, s.now, s.packets);
+	assert_false(s.t.on);
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.epoch, 0);
+	assert_int_equal(s.t.epoch_start_ns, s.now);
+	assert_int_equal(s.t.epoch_start_packets, 0);
+	assert_int_equal(s.t.trials, 2);
+	assert_int_equal(s.t.trials_on, 2);
+	assert_int_equal(s.t.shifts, 1);
+	assert_int_equal(s.t.trials_idle, 1);
+	assert_true(s.t.last_gain > 1.9 && s.t.last_gain < 2.1);
+	/* And it runs a whole trial from there. */
+	assert_false(trial(&s, (double[]){7, 7, 7}, (double[]){7, 7, 7}));
+	assert_int_equal(s.t.trials, 3);
+	assert_int_equal(s.t.trials_on, 2);
+}
+
 /* Steps closer together than an epoch decide nothing; one long gap (the loop slept) makes a
  * long epoch whose rate is per nanosecond: 3000 packets over 40 ms is idle (1500 per 20 ms),
  * 6000 is not. A clock that goes back starts the epoch again, and so does a count that does
@@ -336,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_ignores_a_steady_drift),
 		cmocka_unit_test(test_tuner_idle_starts_the_trial_over),
 		cmocka_unit_test(test_tuner_epochs_follow_the_clock),
+		cmocka_unit_test(test_tuner_restart_keeps_the_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,6 +232,8 @@ void vl_vq_set_alloc_policy(struct vl_vq *vq, enum vl_alloc_policy policy);
  * reads); what the packets hold is unchanged. */
 int vl_vq_set_evict_reads(struct vl_vq *vq, bool enable);
 bool vl_vq_evict_reads(const struct vl_vq *vq);
+/* Whether vl_vq_set_evict_reads(vq, true) can succeed here (this CPU and build). */
+bool vl_vq_evict_supported(void);
 
 /* Whether evict-after-read pays, decided from the packet rate it gives. The embedder cannot
  * know where the driver's CPU sits (a hypervisor moves it), so the tuner measures: a trial
@@ -269,6 +271,10 @@ struct vl_evict_tuner {
 
 /* Start with eviction off and a trial at the first step. */
 void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
+/* The same, for a queue that starts over (a front end reconnected): a new trial, off, with
+ * the counters of what it did so far (trials, trials_on, trials_idle, shifts, last_gain)
+ * kept. */
+void vl_evict_tuner_restart(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
 /* Account the packets the queue has moved so far (a running total, such as
  * vl_vq_stats()->chains, which vl_net_discard_touch counts too) at time now_ns; returns
  * whether eviction should be on from now.
