@@ -202,8 +202,9 @@ def test_ratios_and_medians_follow_from_the_runs(report):
 def test_fill_needs_counts_pairs_and_touch_runs_per_placement():
     """A cell is short in a placement while it has fewer than k pairs there -- a DPDK and a
     vhostlab run of one repetition or fill round, both steady in that placement -- (then
-    both back ends are missing) or fewer than k steady touch runs; failed, mixed, unsteady,
-    other placements' and unpaired runs do not count, null never does."""
+    both back ends are missing) or fewer than k such pairs of DPDK and touch runs (then
+    touch and DPDK are, DPDK by the larger shortfall); failed, mixed, unsteady, other
+    placements' and unpaired runs do not count, null never does."""
     vs_dpdk = import_script()
     g2h, h2g = vs_dpdk.ALL_CELLS[0], vs_dpdk.ALL_CELLS[1]
     assert g2h.dir == "g2h" and h2g.dir == "h2g"
@@ -219,19 +220,27 @@ def test_fill_needs_counts_pairs_and_touch_runs_per_placement():
             run(g2h, 5, "dpdk", "close", error="x"), run(g2h, 5, "vhostlab", "close"),
             run(g2h, 6, "dpdk", "close"), run(g2h, 6, "vhostlab", "far"),
             run(g2h, 0, "touch", "close", error="x"), run(g2h, 1, "touch", "far"),
+            run(g2h, 2, "touch", "close"),  # no DPDK run in round 2
+            run(g2h, 3, "touch", "close"), run(g2h, 4, "touch", "close"),  # two pairs
             run(g2h, 1, "null", "close"),
             run(h2g, 0, "dpdk", "close"), run(h2g, 0, "vhostlab", "close"),
             run(h2g, 1, "vhostlab", "close"), run(h2g, 1, "dpdk", "close")]
     assert vs_dpdk.placement_pairs(g2h.id, runs, "close") == [1.0]
+    assert vs_dpdk.placement_pairs(g2h.id, runs, "close", backend="touch") == [1.0, 1.0]
     assert vs_dpdk.placement_pairs(h2g.id, runs, "close") == [1.0, 1.0]
     need = vs_dpdk.fill_needs([g2h, h2g], runs, "close", 2)
-    assert need == {g2h.id: {"dpdk": 1, "vhostlab": 1, "touch": 2}}
-    assert vs_dpdk.fill_needs([g2h, h2g], runs, "close", 1) == {g2h.id: {"touch": 1}}
+    assert need == {g2h.id: {"dpdk": 1, "vhostlab": 1}}
+    assert vs_dpdk.fill_needs([g2h, h2g], runs, "close", 3) == {
+        g2h.id: {"dpdk": 2, "vhostlab": 2, "touch": 1}, h2g.id: {"dpdk": 1, "vhostlab": 1}}
+    assert vs_dpdk.fill_needs([g2h, h2g], runs, "close", 1) == {}
     assert vs_dpdk.fill_needs([g2h, h2g], runs, "far", 1) == {
-        g2h.id: {"dpdk": 1, "vhostlab": 1}, h2g.id: {"dpdk": 1, "vhostlab": 1}}
-    assert vs_dpdk.fill_needs([h2g], runs, "close", 2) == {}
+        g2h.id: {"dpdk": 1, "vhostlab": 1, "touch": 1}, h2g.id: {"dpdk": 1, "vhostlab": 1}}
     assert vs_dpdk.fill_short_words([g2h, h2g], runs, 2) == (
-        "1 cell close (4 runs), 2 cells far (9 runs)")
+        "1 cell close (2 runs), 2 cells far (10 runs)")
+    # Short of touch pairs alone: DPDK runs too, as many (each pairs with a touch run).
+    only = [run(g2h, r, b, "close") for r in (0, 1) for b in ("dpdk", "vhostlab")]
+    only.append(run(g2h, 0, "touch", "far"))
+    assert vs_dpdk.fill_needs([g2h], only, "close", 2) == {g2h.id: {"touch": 2, "dpdk": 2}}
 
 
 def test_pairs_leave_out_a_suspect_run():
@@ -298,28 +307,26 @@ def test_fill_runs_went_where_a_placement_was_short(report):
         assert r["backend"] in need.get(r["cell"], {}), (r, need)
     assert fill["short_after"] == {w: vs_dpdk.fill_needs(cells, runs, w, FILL_K)
                                    for w in ("close", "far")}
-    # A round's DPDK and vhostlab runs went back to back; a lone one is the pair's first,
-    # which did not land steady where the round aimed, so its partner was skipped.
+    # A round's runs went back to back, one of each back end; once one did not land steady
+    # where the round aimed, the round ran nothing more (none could pair with it).
     rounds: dict[int, list[int]] = {}
     for i in filled:
-        if runs[i]["backend"] in vs_dpdk.PAIR:
-            rounds.setdefault(runs[i]["rep"], []).append(i)
+        rounds.setdefault(runs[i]["rep"], []).append(i)
     for idx in rounds.values():
-        if len(idx) == 2:
-            assert idx[1] == idx[0] + 1 and {runs[i]["backend"] for i in idx} == set(
-                vs_dpdk.PAIR), [runs[i] for i in idx]
-        else:
-            r = runs[idx[0]]
-            assert len(idx) == 1 and ("error" in r or r["placement"] != r["fill"]), r
+        assert idx == list(range(idx[0], idx[0] + len(idx))), idx
+        assert len({runs[i]["backend"] for i in idx}) == len(idx), [runs[i] for i in idx]
+        for i in idx[:-1]:
+            assert "error" not in runs[i] and runs[i]["placement"] == runs[i]["fill"], runs[i]
     # It ran or waited: the repetitions alone leave the far or the close figures short.
     assert filled or fill["waited_seconds"] > 0 or not any(fill["short_after"].values())
 
 
 def test_fill_round_skips_a_pair_whose_first_run_missed(monkeypatch, tmp_path):
     """Bench.fill without processes (the probe, the starts and the runs scripted): a round
-    whose first pair run is not steady where the round aimed skips its partner (it could
-    not make a pair) but still runs touch; the next round runs the pair back to back, in
-    the other order, and the fill ends when the cell has its pair and touch run there."""
+    whose first run (DPDK's) is not steady where the round aimed skips the rest (neither
+    vhostlab nor touch could pair with it); the next round runs all three back to back, in
+    the other order, and the fill ends when the cell has its vhostlab and touch pairs
+    there."""
     vs_dpdk = import_script()
     cell = next(c for c in vs_dpdk.ALL_CELLS if c.id == CELLS[0])
     assert cell.dir == "g2h"  # so touch runs too
@@ -344,7 +351,7 @@ def test_fill_round_skips_a_pair_whose_first_run_missed(monkeypatch, tmp_path):
         meta = bench.fill([cell], 1, 0.2)
     finally:
         bench.cleanup()
-    assert ran == [(1, "dpdk", "mixed"), (1, "touch", "close"),
+    assert ran == [(1, "dpdk", "mixed"), (2, "touch", "close"),
                    (2, "vhostlab", "close"), (2, "dpdk", "close")], ran
     assert meta["rounds"] == 2 and meta["runs"] == 4 and meta["pairs"] is True
     assert meta["short_after"]["close"] == {}
@@ -391,9 +398,9 @@ def test_fill_starts_dpdk_again_after_a_failure_or_when_old(monkeypatch, tmp_pat
     again = ["stop", "start"] if why != "neither" else []
     assert events == (["start", ("dpdk", first)]
                       + (["stop"] if why == "failed" else [])
-                      + [("touch", "close")]
                       + (["start"] if why == "failed" else again)
-                      + [("vhostlab", "close"), ("dpdk", "close"), "stop"]), events
+                      + [("touch", "close"), ("vhostlab", "close"), ("dpdk", "close"),
+                         "stop"]), events
 
 
 def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
@@ -555,6 +562,25 @@ def test_placement_classes_and_medians():
     assert p["close"]["touch"] == 46.0 and p["close"]["n_touch"] == 2
     assert p["close"]["touch_ratio"] == pytest.approx(46 / 41)
     assert p["far"]["touch"] == 18.0 and p["far"]["touch_ratio"] is None
+    # ... and, apart, no touch pairs: the ceiling judged is the ratio of the medians.
+    assert p["close"]["n_touch_pairs"] == 0 and p["close"]["touch_paired"] is None
+    assert vs_dpdk.touch_judged(p["close"]) == pytest.approx(46 / 41)
+    # touch pairs with DPDK as vhostlab does: 36/40 and 52/44 (median 1.04), where the
+    # ratio of the medians is 44/42 = 1.048; the mixed pair and the lone DPDK run do not
+    # pair. The pairs are the ceiling judged.
+    tpairs = [dict(r, rep=i // 2) for i, r in enumerate([
+        {"cell": "c", "backend": "dpdk", "mpps": 40.0, "placement": "close"},
+        {"cell": "c", "backend": "touch", "mpps": 36.0, "placement": "close"},
+        {"cell": "c", "backend": "touch", "mpps": 52.0, "placement": "close"},
+        {"cell": "c", "backend": "dpdk", "mpps": 44.0, "placement": "close"},
+        {"cell": "c", "backend": "dpdk", "mpps": 30.0, "placement": "close"},
+        {"cell": "c", "backend": "touch", "mpps": 60.0, "placement": "mixed"},
+        {"cell": "c", "backend": "dpdk", "mpps": 50.0, "placement": "close"}])]
+    t = vs_dpdk.by_placement("c", tpairs)["close"]
+    assert t["n_touch_pairs"] == 2
+    assert t["touch_paired"] == pytest.approx((36 / 40 + 52 / 44) / 2)
+    assert t["touch_ratio"] == pytest.approx(44 / 42)
+    assert vs_dpdk.touch_judged(t) == t["touch_paired"]
     assert "serve_idle" not in p["close"] and "serve_idle" not in p["far"]
     # serve's idle share: the median over vhostlab's runs of that placement only.
     runs += [
@@ -701,7 +727,7 @@ def test_cpu_pingpong_usage_errors_name_the_value(vhostlab, args, bad):
 
 def test_placement_verdict():
     """met: >= 1.10x in every placement with both back ends; capped: short only where touch
-    itself is under 1.10x DPDK; short: short somewhere with room under touch (or without a
+    itself is under 1.10x DPDK (paired where it has touch pairs); short: short somewhere with room under touch (or without a
     touch run); None: no placement has both back ends."""
     vs_dpdk = import_script()
 
@@ -720,6 +746,11 @@ def test_placement_verdict():
     q["far"].update(paired=1.05, n_pairs=2)
     assert v(q) == "short"
     q["far"].update(touch_ratio=1.04)
+    assert v(q) == "capped"
+    # With touch pairs, touch's paired ratio is the ceiling, not the ratio of its medians.
+    q["far"].update(touch_paired=1.12, n_touch_pairs=1)
+    assert v(q) == "short"
+    q["far"].update(touch_ratio=1.20, touch_paired=1.06)
     assert v(q) == "capped"
     q["close"].update(ratio=1.05, paired=1.15, n_pairs=1)
     q["far"].update(paired=1.12)

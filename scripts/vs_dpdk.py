@@ -20,7 +20,7 @@ between the two CPUs, and each cell also gets medians and ratios over the runs w
 close together and over those whose CPUs were far apart (see PLACEMENT_FAR_NS). With
 --fill K, more runs follow the repetitions wherever a cell's per-placement figures rest on
 fewer than K pairs of DPDK and vhostlab runs taken back to back, both steady there, or K
-steady touch runs (Bench.fill).
+such pairs of DPDK and touch runs (Bench.fill).
 
 Writes OUT/vs-dpdk.md (table and method), OUT/vs-dpdk.png (plot) and OUT/vs-dpdk.json (every
 run). Progress goes to stderr. Exit status 0 when every run measured traffic, 1 otherwise,
@@ -595,9 +595,10 @@ class Bench:
 
     def fill(self, cells: list[Cell], k: int, budget: float) -> dict:
         """After the repetitions: more runs where a placement's figures rest on fewer than k
-        pairs of DPDK and vhostlab runs or k touch runs (fill_needs), until none does or
-        `budget` seconds are spent. A pair's second run is skipped when its first did not
-        land steady in the placement aimed at: it could not make a pair. The host picks the
+        pairs of DPDK and vhostlab runs or of DPDK and touch runs (fill_needs), until none
+        does or `budget` seconds are spent. Once a round's run did not land steady in the
+        placement aimed at, the round's other runs are skipped: they could not make a pair
+        with it, and the CPUs have most likely moved. The host picks the
         placement, not us: each round probes it and runs a cell short there, preferring the
         ring configuration whose processes are up (starting a DPDK pair takes seconds); when
         the current placement is full it waits for the other. Each run's own probes still
@@ -611,7 +612,7 @@ class Bench:
             while failures < 3:
                 left = budget - (time.monotonic() - started)
                 if not any(fill_needs(cells, self.runs, w, k) for w in ("close", "far")):
-                    log(f"[fill] every cell has {k} pairs and touch runs per placement")
+                    log(f"[fill] every cell has {k} pairs (vhostlab and touch) per placement")
                     break
                 if left <= 0:
                     log(f"[fill] budget of {budget / 60:.1f} min spent; still short: "
@@ -647,21 +648,21 @@ class Bench:
                         log(f"  FAILED to start: {e}")
                         break
                     cfg_now, cfg_since = cell.config, time.monotonic()
-                # DPDK and vhostlab back to back (in cell.backends() they are neighbours;
-                # the order turns every round), touch on its own.
+                # The round's runs back to back, each pairing with its DPDK run (vhostlab
+                # and touch: DPDK, vhostlab, touch; the order turns every round).
                 order = [b for b in cell.backends() if b in need[pick]]
                 if rnd % 2:
                     order.reverse()
-                missed = None  # the pair's first run, when it did not land in `where`
+                missed = None  # the round's first run that did not land in `where`
                 for b in order:
-                    if b in PAIR and missed:
+                    if missed:
                         log(f"[fill {where} {rnd + 1}] {cell.id:28} {b:9} skipped: the "
-                            f"pair's {missed['backend']} run was not steady {where} "
+                            f"round's {missed['backend']} run was not steady {where} "
                             f"({missed.get('placement') or 'failed'})")
                         continue
                     rec = self.measure(procs, cell, b, self.a.reps + rnd)
                     rec["fill"] = where  # the placement it was run for
-                    if b in PAIR and ("error" in rec or rec["placement"] != where):
+                    if "error" in rec or rec["placement"] != where:
                         missed = rec
                     failures = failures + 1 if "error" in rec else 0
                     if b == "dpdk" and "error" in rec:
@@ -679,7 +680,8 @@ class Bench:
         finally:
             if procs:
                 self.stop_config(procs)
-        return {"steady_runs_wanted": k, "pairs": True, "budget_seconds": budget,
+        return {"steady_runs_wanted": k, "pairs": True, "touch_pairs": True,
+                "budget_seconds": budget,
                 "rounds": rnd,
                 "runs": len(self.runs) - runs_before, "waited_seconds": waited,
                 "seconds": round(time.monotonic() - started, 1),
@@ -777,36 +779,45 @@ def placement(before: float | None, after: float | None) -> str | None:
 PAIR = ("dpdk", "vhostlab")
 
 
-def rep_pairs(cell_id: str, runs: list[dict], keep=lambda r: True) -> list[float]:
-    """vhostlab / DPDK for each repetition or fill round (`rep`) with a run of each of the
-    cell, neither failed, both kept by `keep`."""
+def rep_pairs(cell_id: str, runs: list[dict], keep=lambda r: True,
+              backend: str = "vhostlab") -> list[float]:
+    """`backend` / DPDK (vhostlab, or the touch ceiling) for each repetition or fill round
+    (`rep`) with a run of each of the cell, neither failed, both kept by `keep`."""
     by_rep: dict[int, dict[str, float]] = {}
     for r in runs:
-        if r["cell"] == cell_id and "error" not in r and r["backend"] in PAIR and keep(r):
+        if (r["cell"] == cell_id and "error" not in r and r["backend"] in ("dpdk", backend)
+                and keep(r)):
             by_rep.setdefault(r["rep"], {})[r["backend"]] = r["mpps"]
-    return [x["vhostlab"] / x["dpdk"] for x in by_rep.values()
-            if "dpdk" in x and "vhostlab" in x and x["dpdk"] > 0]
+    return [x[backend] / x["dpdk"] for x in by_rep.values()
+            if "dpdk" in x and backend in x and x["dpdk"] > 0]
 
 
 def placement_pairs(cell_id: str, runs: list[dict], where: str,
-                    suspect: set[int] | None = None) -> list[float]:
-    """vhostlab / DPDK for each repetition or fill round whose two runs of the cell were
+                    suspect: set[int] | None = None, backend: str = "vhostlab") -> list[float]:
+    """`backend` / DPDK for each repetition or fill round whose two runs of the cell were
     both steady in placement `where`: the two ran seconds apart, so a slow or fast spell of
     the machine usually falls on both, where two medians over runs minutes apart need not.
     A pair with a suspect run (suspect_runs; `suspect` holds their id()s, found here when
     None) is left out: that run most likely spent its window in the other placement, and
     one such pair would decide a placement with few pairs, where one run barely moves a
-    median."""
+    median. vhostlab's pairs decide the verdict; touch's decide whether a cell short of the
+    goal is capped (placement_verdict)."""
     if suspect is None:
         suspect = {id(r) for r in suspect_runs(runs)[0]}
     return rep_pairs(cell_id, runs,
-                     lambda r: r.get("placement") == where and id(r) not in suspect)
+                     lambda r: r.get("placement") == where and id(r) not in suspect, backend)
 
 
 def judged_ratio(p: dict) -> float | None:
     """The ratio a placement is judged on: the median of its pairs (placement_pairs) when it
     has one, else the ratio of its two medians (None without runs of both)."""
     return p["paired"] if p.get("n_pairs") else p.get("ratio")
+
+
+def touch_judged(p: dict) -> float | None:
+    """The touch ceiling a placement's verdict compares with, as judged_ratio: the median of
+    its touch / DPDK pairs when it has one, else touch's median over DPDK's."""
+    return p["touch_paired"] if p.get("n_touch_pairs") else p.get("touch_ratio")
 
 
 def by_placement(cell_id: str, runs: list[dict]) -> dict:
@@ -834,13 +845,18 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
                            "n_pairs": len(pairs)})
         out[where]["judged"] = judged_ratio(out[where])
         # touch and zc (shown beside the verdict, never in it): a median, a count and the
-        # ratio to DPDK's median, each under its own name.
+        # ratio to DPDK's median, each under its own name; touch also paired with DPDK's
+        # runs, as the verdict is (the ceiling a short cell is measured against).
         for b in ("touch", "zc"):
             vs = vals[b]
             if vs:
                 out[where].update({
                     b: statistics.median(vs), f"n_{b}": len(vs),
                     f"{b}_ratio": statistics.median(vs) / statistics.median(d) if d else None})
+        if vals["touch"]:
+            tp = placement_pairs(cell_id, runs, where, suspect, "touch")
+            out[where].update({"touch_paired": statistics.median(tp) if tp else None,
+                               "n_touch_pairs": len(tp)})
         mine = [r for r in runs if r["cell"] == cell_id and "error" not in r
                 and r["backend"] == "vhostlab" and r.get("placement") == where]
         idle = [r["serve_idle"] for r in mine if r.get("serve_idle") is not None]
@@ -863,7 +879,8 @@ def fill_needs(cells: list[Cell], runs: list[dict], where: str, k: int) -> dict:
     """For placement `where`: {cell id: {back end: runs missing}} for every cell short there:
     with fewer than k pairs of DPDK and vhostlab runs (placement_pairs: one of each in a
     repetition or fill round, both steady in `where`), both are missing that many; with
-    fewer than k steady touch runs (classed `where`, no error), touch is."""
+    fewer than k pairs of DPDK and touch runs, touch and DPDK are (DPDK the larger
+    shortfall: one DPDK run pairs with both)."""
     out = {}
     suspect = {id(r) for r in suspect_runs(runs)[0]}
     for cell in cells:
@@ -872,10 +889,10 @@ def fill_needs(cells: list[Cell], runs: list[dict], where: str, k: int) -> dict:
         if pairs < k:
             miss = {b: k - pairs for b in PAIR}
         if "touch" in cell.backends():
-            have = sum(1 for r in runs if r["cell"] == cell.id and r["backend"] == "touch"
-                       and "error" not in r and r.get("placement") == where)
+            have = len(placement_pairs(cell.id, runs, where, suspect, "touch"))
             if have < k:
                 miss["touch"] = k - have
+                miss["dpdk"] = max(miss.get("dpdk", 0), k - have)
         if miss:
             out[cell.id] = miss
     return out
@@ -935,7 +952,7 @@ def placement_verdict(p: dict) -> str | None:
     short = [w for w in have if judged_ratio(p[w]) < TARGET]
     if not short:
         return "met"
-    if all((p[w].get("touch_ratio") or TARGET) < TARGET for w in short):
+    if all((touch_judged(p[w]) or TARGET) < TARGET for w in short):
         return "capped"
     return "short"
 
@@ -1014,7 +1031,8 @@ def write_markdown(path: Path, doc: dict):
             f"Then filled (`--fill {fill['steady_runs_wanted']}`): wherever a cell's figures "
             f"in one placement rested on fewer than {fill['steady_runs_wanted']} "
             + (f"pairs of DPDK and vhostlab runs taken back to back, both steady there, or "
-               f"fewer than {fill['steady_runs_wanted']} steady touch runs"
+               + ("as many such pairs of DPDK and touch runs" if fill.get("touch_pairs")
+                  else f"fewer than {fill['steady_runs_wanted']} steady touch runs")
                if fill.get("pairs") else "steady runs of DPDK, vhostlab or touch")
             + f", more runs of that cell, in the placement the host gave at the time: "
             f"{fill['runs']} runs in {fill['rounds']} rounds, "
@@ -1224,12 +1242,12 @@ def capped_words(rows: list[dict], where: str) -> str:
              and judged_ratio(r["placement"][where]) < TARGET]
     if not below:
         return ""
-    capped = [r for r in below if (r["placement"][where].get("touch_ratio") or TARGET) < TARGET]
+    capped = [r for r in below if (touch_judged(r["placement"][where]) or TARGET) < TARGET]
     s = (f" Of the {len(below)} below the goal, {len(capped)} "
          f"{'is' if len(capped) == 1 else 'are'} out of reach for any back end that reads its "
          f"packets (the touch ceiling itself under {TARGET:.2f}× DPDK there)")
     if capped:
-        s += ": " + ", ".join(f"`{r['cell']}` touch {r['placement'][where]['touch_ratio']:.2f}×, "
+        s += ": " + ", ".join(f"`{r['cell']}` touch {touch_judged(r['placement'][where]):.2f}×, "
                               f"vhostlab {judged_ratio(r['placement'][where]):.2f}×"
                               for r in capped)
     return s + "."
@@ -1265,6 +1283,8 @@ def placement_section(doc: dict) -> list[str]:
     def cell(p: dict) -> str:
         t = (f"{p['touch_ratio']:.2f} ({p['n_touch']})" if p.get("touch_ratio")
              else "—")
+        if p.get("n_touch_pairs"):
+            t += f", paired {p['touch_paired']:.2f} ({p['n_touch_pairs']})"
         i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
         if p.get("evicted"):
             i += f", ev {min(p['evicted'], 1):.2f}"
@@ -1298,7 +1318,9 @@ def placement_section(doc: dict) -> list[str]:
         f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady"
         + (f", the fill runs included (`--fill`: each aimed at a cell and placement short "
            f"of {doc['meta']['fill']['steady_runs_wanted']} "
-           + ("pairs or touch runs" if doc["meta"]["fill"].get("pairs")
+           + ("pairs of DPDK and vhostlab or touch runs"
+              if doc["meta"]["fill"].get("touch_pairs")
+              else "pairs or touch runs" if doc["meta"]["fill"].get("pairs")
               else "steady runs of a back end")
            + "; the columns above take the repetitions only)."
            if doc["meta"].get("fill") else ".")
@@ -1313,8 +1335,9 @@ def placement_section(doc: dict) -> list[str]:
         "and fast spells, minutes long, move two medians over runs taken at different "
         "times apart more than they move the two runs of a pair. Touch / DPDK: the touch "
         "back end's median over that "
-        "placement's runs (how many) against DPDK's: the most any back end that reads its "
-        "packets could reach there (guest→host cells"
+        "placement's runs (how many) against DPDK's, and paired as vhostlab is (how many "
+        "pairs; the one a cell short of the goal is compared with, where it has one): the "
+        "most any back end that reads its packets could reach there (guest→host cells"
         + (("; touch evicts the line it read as serve does, both with `--evict auto`"
             if touch_evicted else
             "; touch evicted no line in these runs, so where serve's evictions paid, which "
@@ -1484,7 +1507,7 @@ def parse_args(argv):
     p.add_argument("--fill", type=int, default=0, metavar="K",
                    help="after the repetitions, run more where a cell's per-placement "
                    "figures rest on fewer than K pairs of DPDK and vhostlab runs taken "
-                   "back to back (both steady there) or K steady touch runs, "
+                   "back to back (both steady there) or K such pairs of DPDK and touch runs, "
                    "following the placement the host gives (default 0: no filling)")
     p.add_argument("--fill-minutes", type=float, default=30.0, metavar="M",
                    help="time budget of --fill (default 30)")
