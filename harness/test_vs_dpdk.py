@@ -516,6 +516,11 @@ def test_placement_classes_and_medians():
         """by_placement with every run in a repetition of its own: no pairs."""
         return vs_dpdk.by_placement("c", [dict(r, rep=i) for i, r in enumerate(runs)])
 
+    def in_twos(*rows):
+        """Runs of cell c from (back end, Mpps, placement), two to a repetition."""
+        return [{"cell": "c", "backend": bk, "mpps": m, "placement": w, "rep": i // 2}
+                for i, (bk, m, w) in enumerate(rows)]
+
     assert vs_dpdk.placement(100.0, 120.0) == "close"
     assert vs_dpdk.placement(line, 400.0) == "far"
     assert vs_dpdk.placement(100.0, line) == "mixed"
@@ -541,13 +546,9 @@ def test_placement_classes_and_medians():
     # judged on the median of its pairs: here 45/40 and 40/44, median 1.017, where the
     # ratio of the medians is 42.5/40 = 1.0625 (DPDK's slow third run, whose partner was
     # mixed, joins DPDK's median but no pair).
-    paired = [dict(r, rep=i // 2) for i, r in enumerate([
-        {"cell": "c", "backend": "dpdk", "mpps": 40.0, "placement": "close"},
-        {"cell": "c", "backend": "vhostlab", "mpps": 45.0, "placement": "close"},
-        {"cell": "c", "backend": "vhostlab", "mpps": 40.0, "placement": "close"},
-        {"cell": "c", "backend": "dpdk", "mpps": 44.0, "placement": "close"},
-        {"cell": "c", "backend": "dpdk", "mpps": 10.0, "placement": "close"},
-        {"cell": "c", "backend": "vhostlab", "mpps": 99.0, "placement": "mixed"}])]
+    paired = in_twos(("dpdk", 40.0, "close"), ("vhostlab", 45.0, "close"),
+                     ("vhostlab", 40.0, "close"), ("dpdk", 44.0, "close"),
+                     ("dpdk", 10.0, "close"), ("vhostlab", 99.0, "mixed"))
     q = vs_dpdk.by_placement("c", paired)["close"]
     assert q["n_pairs"] == 2 and q["paired"] == pytest.approx((45 / 40 + 40 / 44) / 2)
     assert q["judged"] == q["paired"] and q["ratio"] == pytest.approx(42.5 / 40)
@@ -565,23 +566,19 @@ def test_placement_classes_and_medians():
     # ... and, apart, no touch pairs: the ceiling judged is the ratio of the medians.
     assert p["close"]["n_touch_pairs"] == 0 and p["close"]["touch_paired"] is None
     assert vs_dpdk.touch_judged(p["close"]) == pytest.approx(46 / 41)
+    assert "serve_idle" not in p["close"] and "serve_idle" not in p["far"]
     # touch pairs with DPDK as vhostlab does: 36/40 and 52/44 (median 1.04), where the
     # ratio of the medians is 44/42 = 1.048; the mixed pair and the lone DPDK run do not
     # pair. The pairs are the ceiling judged.
-    tpairs = [dict(r, rep=i // 2) for i, r in enumerate([
-        {"cell": "c", "backend": "dpdk", "mpps": 40.0, "placement": "close"},
-        {"cell": "c", "backend": "touch", "mpps": 36.0, "placement": "close"},
-        {"cell": "c", "backend": "touch", "mpps": 52.0, "placement": "close"},
-        {"cell": "c", "backend": "dpdk", "mpps": 44.0, "placement": "close"},
-        {"cell": "c", "backend": "dpdk", "mpps": 30.0, "placement": "close"},
-        {"cell": "c", "backend": "touch", "mpps": 60.0, "placement": "mixed"},
-        {"cell": "c", "backend": "dpdk", "mpps": 50.0, "placement": "close"}])]
+    tpairs = in_twos(("dpdk", 40.0, "close"), ("touch", 36.0, "close"),
+                     ("touch", 52.0, "close"), ("dpdk", 44.0, "close"),
+                     ("dpdk", 30.0, "close"), ("touch", 60.0, "mixed"),
+                     ("dpdk", 50.0, "close"))
     t = vs_dpdk.by_placement("c", tpairs)["close"]
     assert t["n_touch_pairs"] == 2
     assert t["touch_paired"] == pytest.approx((36 / 40 + 52 / 44) / 2)
     assert t["touch_ratio"] == pytest.approx(44 / 42)
     assert vs_dpdk.touch_judged(t) == t["touch_paired"]
-    assert "serve_idle" not in p["close"] and "serve_idle" not in p["far"]
     # serve's idle share: the median over vhostlab's runs of that placement only.
     runs += [
         {"cell": "c", "backend": "vhostlab", "mpps": 45.0, "placement": "close",
