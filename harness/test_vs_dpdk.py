@@ -10,6 +10,7 @@ python3-matplotlib for the plot.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -666,11 +667,14 @@ def test_runs_carry_their_placement(report):
     assert "## By placement" in (out / "vs-dpdk.md").read_text()
 
 
-def test_meta_names_what_ran(report):
+def test_meta_names_what_ran(report, vhostlab):
     _, doc, _ = report
     meta = doc["meta"]
     # serve must have handed itself over to the production core.
     assert meta["serve_exe"].endswith("/vhostlab-fast"), meta["serve_exe"]
+    # The build, by content, so that --extend can tell runs of another build.
+    fast = Path(vhostlab.path).parent / "vhostlab-fast"
+    assert meta["serve_sha256"] == hashlib.sha256(fast.read_bytes()).hexdigest()
     assert meta["reps"] == 1 and meta["duration_seconds"] > 0
     assert meta["fe_cpu"] != meta["be_cpu"]
     # Both back ends negotiated the cell's ring options with the same front end.
@@ -724,8 +728,8 @@ def test_cpu_pingpong_usage_errors_name_the_value(vhostlab, args, bad):
 
 def test_placement_verdict():
     """met: >= 1.10x in every placement with both back ends; capped: short only where touch
-    itself is under 1.10x DPDK (paired where it has touch pairs); short: short somewhere with room under touch (or without a
-    touch run); None: no placement has both back ends."""
+    itself is under 1.10x DPDK (paired where it has touch pairs); short: short somewhere
+    with room under touch (or without a touch run); None: no placement has both back ends."""
     vs_dpdk = import_script()
 
     def p(close, far, touch_close=None, touch_far=None):
@@ -773,6 +777,27 @@ def test_render_reproduces_the_report(report, tmp_path):
     assert " Mpps " not in proc.stderr, "a render must not run anything"
 
 
+def test_extend_runs_more_of_a_real_report(report, vhostlab, tmp_path):
+    """--extend on the report just made, one pair more wanted of its first cell: the front
+    end and both back ends start again from the JSON alone, the new runs measure traffic
+    under fresh `rep` numbers, and every earlier run stays as it was."""
+    out, doc, _ = report
+    argv = [sys.executable, str(SCRIPT), "--extend", str(out / "vs-dpdk.json"),
+            "--cells", CELLS[0], "--fill", str(FILL_K + 1), "--fill-minutes", "0.15",
+            "--out", str(tmp_path), "--vhostlab", str(vhostlab.path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    new = json.loads((tmp_path / "vs-dpdk.json").read_text())
+    assert new["runs"][:len(doc["runs"])] == doc["runs"]
+    added = new["runs"][len(doc["runs"]):]
+    assert added and all(r["cell"] == CELLS[0] for r in added), added
+    assert min(r["rep"] for r in added) > max(r["rep"] for r in doc["runs"])
+    for r in added:
+        assert "error" not in r and r["mpps"] > 0 and r["fill"] in ("close", "far"), r
+    assert new["meta"]["extended"][0]["fill"]["runs"] == len(added)
+    assert "names no serve build" not in proc.stderr, "the fresh report names its build"
+
+
 def test_render_refuses_what_is_not_a_report(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"cells": 3}')
@@ -781,3 +806,95 @@ def test_render_refuses_what_is_not_a_report(tmp_path):
                                str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and word in proc.stderr and str(path) in proc.stderr, (
             path, proc.stderr)
+
+
+def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
+    """vs_dpdk.main(--extend) on `doc` without processes: fake vhostlab, vhostlab-fast and
+    probe files (parse_args wants them executable), every probe close, every run close at
+    its cell's and back end's close median in `doc` (not suspect: suspect_runs). Returns
+    (exit status, the runs measured, the log, the report written, the fake binaries)."""
+    vs_dpdk = import_script()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("vhostlab", "vhostlab-fast", "vl_cpu_pingpong"):
+        (bin_dir / name).write_text(f"#!/bin/sh\n# {name}\nexit 1\n")
+        (bin_dir / name).chmod(0o755)
+    src = tmp_path / "earlier.json"
+    src.write_text(json.dumps(doc))
+    ran, said = [], []
+
+    def measure(self, procs, c, b, rep):
+        ran.append({"rep": rep, "cell": c.id, "backend": b, "seconds": self.a.seconds,
+                    "warmup": self.a.warmup, "serve_arg": self.a.serve_arg})
+        close = next(x for x in doc["cells"] if x["cell"] == c.id)["placement"]["close"]
+        rec = {"rep": rep, "cell": c.id, "backend": b, "mpps": close[b], "placement": "close"}
+        self.runs.append(rec)
+        return rec
+
+    monkeypatch.setattr(vs_dpdk.Bench, "probe", lambda self, serve=None: 100.0)
+    monkeypatch.setattr(vs_dpdk.Bench, "start_config", lambda self, cfg: {})
+    monkeypatch.setattr(vs_dpdk.Bench, "stop_config", lambda self, procs: None)
+    monkeypatch.setattr(vs_dpdk.Bench, "measure", measure)
+    monkeypatch.setattr(vs_dpdk, "check_machine", lambda p: None)
+    monkeypatch.setattr(vs_dpdk, "log", said.append)
+    monkeypatch.setattr(vs_dpdk.time, "sleep", lambda s: None)
+    out = tmp_path / "out"
+    rc = vs_dpdk.main(["--extend", str(src), "--vhostlab", str(bin_dir / "vhostlab"),
+                       "--out", str(out), *args])
+    written = json.loads((out / "vs-dpdk.json").read_text()) if rc == 0 else None
+    return rc, ran, said, written, bin_dir
+
+
+def committed_report() -> dict:
+    return json.loads((REPO / "reports" / "vs-dpdk.json").read_text())
+
+
+def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path):
+    """--extend loads an earlier report (the committed one) and fills only the cells --cells
+    names, with the earlier window and serve arguments, under `rep` numbers none of its runs
+    has (so a new run pairs only with new runs), keeps every earlier run as it was, records
+    the extension and the serve build, and writes the report of all the runs."""
+    doc = committed_report()
+    cell = "split-mrg1-ord1-64-h2g"
+    before = next(c for c in doc["cells"] if c["cell"] == cell)["placement"]["close"]
+    k = before["n_pairs"] + 1  # one pair short close, where every probe says it is
+    rc, ran, said, out, bin_dir = extend_scripted(
+        monkeypatch, tmp_path, doc, ["--cells", cell, "--fill", str(k), "--fill-minutes", "0.01"])
+    assert rc == 0, said
+    assert ran and {r["cell"] for r in ran} == {cell}, ran
+    last = max(r["rep"] for r in doc["runs"])
+    assert min(r["rep"] for r in ran) == last + 1, (last, ran[:3])
+    meta = doc["meta"]
+    assert {(r["seconds"], r["warmup"], tuple(r["serve_arg"])) for r in ran} == {
+        (meta["seconds"], meta["warmup"], tuple(meta["serve_args"]))}
+    assert out["runs"][:len(doc["runs"])] == doc["runs"]
+    assert len(out["runs"]) == len(doc["runs"]) + len(ran)
+    ext = out["meta"]["extended"]
+    assert len(ext) == 1 and ext[0]["cells"] == [cell] and ext[0]["fill"]["runs"] == len(ran)
+    assert ext[0]["fill"]["steady_runs_wanted"] == k
+    sha = hashlib.sha256((bin_dir / "vhostlab-fast").read_bytes()).hexdigest()
+    assert out["meta"]["serve_sha256"] == sha
+    assert any("names no serve build" in s for s in said), said
+    # The cell's close figures now include the new pair.
+    after = next(c for c in out["cells"] if c["cell"] == cell)["placement"]["close"]
+    assert after["n_pairs"] == k, (before, after)
+    md = (tmp_path / "out" / "vs-dpdk.md").read_text()
+    assert f"Extended by `scripts/vs_dpdk.py --extend {tmp_path / 'earlier.json'}" in md
+
+
+def test_extend_refuses_another_build_or_window(monkeypatch, tmp_path, capsys):
+    """Runs of two serve builds, or of two windows, do not compare: --extend refuses both,
+    naming what differs, and writes nothing."""
+    doc = committed_report()
+    doc["meta"]["serve_sha256"] = "0" * 64
+    rc, ran, said, out, _ = extend_scripted(monkeypatch, tmp_path, doc,
+                                            ["--fill-minutes", "0.01"])
+    assert rc == 2 and not ran and out is None
+    assert any("another serve build" in s and "000000000000" in s for s in said), said
+    for args, word in ((["--seconds", "1"], "--seconds"), (["--reps", "2"], "--reps"),
+                       (["--serve-arg", "--evict=on"], "--serve-arg"),
+                       (["--render", "x.json"], "--render and --extend")):
+        with pytest.raises(SystemExit) as e:
+            extend_scripted(monkeypatch, tmp_path / args[0].strip("-"), doc, args)
+        assert e.value.code == 2
+        assert word in capsys.readouterr().err, args

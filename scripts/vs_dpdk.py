@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import fnmatch
+import hashlib
 import itertools
 import json
 import math
@@ -605,6 +606,9 @@ class Bench:
         class it: a round may land elsewhere."""
         started = time.monotonic()
         procs, cfg_now, rnd, runs_before, waited = None, None, 0, len(self.runs), 0.0
+        # A round's runs share a `rep` no earlier run has (the pairs are found by it): after
+        # the repetitions, or after every run of the report an --extend carries on.
+        rep_base = max([self.a.reps] + [r["rep"] + 1 for r in self.runs])
         cfg_since = 0.0  # when procs were started
         failures = 0  # in a row: a back end that keeps failing would spend the budget
         waiting = False
@@ -660,7 +664,7 @@ class Bench:
                             f"round's {missed['backend']} run was not steady {where} "
                             f"({missed.get('placement') or 'failed'})")
                         continue
-                    rec = self.measure(procs, cell, b, self.a.reps + rnd)
+                    rec = self.measure(procs, cell, b, rep_base + rnd)
                     rec["fill"] = where  # the placement it was run for
                     if "error" in rec or rec["placement"] != where:
                         missed = rec
@@ -1040,6 +1044,21 @@ def write_markdown(path: Path, doc: dict):
             f"budget ({fill['waited_seconds']:.0f} s waiting for the other placement). "
             + (f"Still short after it: {short} cell-placements (see By placement for the run "
                "counts)." if short else "Every cell reached it in both placements."),
+            ""]
+    for ext in meta.get("extended", []):
+        f = ext["fill"]
+        short = sum(len(v) for v in f["short_after"].values())
+        lines += [
+            f"Extended by `{ext['command']}` on {ext['date']}: more fill rounds, to "
+            f"{f['steady_runs_wanted']} pairs per placement, for "
+            + (f"{len(ext['cells'])} of the cells" if len(ext["cells"]) < len(rows)
+               else "every cell")
+            + f", with the same window, serve arguments and serve build: {f['runs']} runs in "
+            f"{f['rounds']} rounds, {f['seconds'] / 60:.1f} min of a "
+            f"{f['budget_seconds'] / 60:g} min budget ({f['waited_seconds']:.0f} s waiting for "
+            "the other placement). "
+            + (f"Still short after it: {short} cell-placements." if short
+               else "Every cell reached it in both placements."),
             ""]
     if len(rows) < len(ALL_CELLS) or meta["reps"] < 3:
         lines += ["**A partial run** (a subset of cells or fewer than 3 repetitions): not the "
@@ -1527,10 +1546,28 @@ def parse_args(argv):
                    help="run nothing: write vs-dpdk.md, .png and .json into --out from the "
                    "vs-dpdk.json of an earlier run (its runs; cells and summary recomputed), "
                    "e.g. after a change to the report's text")
+    p.add_argument("--extend", type=Path, metavar="JSON",
+                   help="carry on an earlier run: load its vs-dpdk.json and fill more "
+                   "(--fill K, default the K it was filled to, else 3; --fill-minutes M) "
+                   "where its cells -- or those --cells names -- rest on fewer than K pairs "
+                   "per placement, with its window and serve arguments and the same serve "
+                   "build; then write the report of all its runs and the new ones into --out")
     p.add_argument("--serve-arg", action="append", default=None, metavar="ARG",
                    help="an extra argument for every vhostlab serve (repeatable; default "
                    "--poll, as DPDK's back end polls too)")
     a = p.parse_args(argv)
+    if a.render and a.extend:
+        p.error("--render and --extend: one at a time (--render runs nothing, --extend runs "
+                "more)")
+    if a.extend:
+        # The runs added must compare with the earlier ones: same window, same serve.
+        for opt, val in (("--quick", a.quick or None), ("--reps", a.reps),
+                         ("--seconds", a.seconds), ("--warmup", a.warmup),
+                         ("--serve-arg", a.serve_arg)):
+            if val is not None:
+                p.error(f"{opt}: --extend takes it from the run it carries on ({a.extend})")
+        if not a.extend.is_file():
+            p.error(f"--extend {a.extend}: no such file")
     a.reps = a.reps if a.reps is not None else (1 if a.quick else 3)
     a.seconds = a.seconds if a.seconds is not None else (1.0 if a.quick else 3.0)
     a.warmup = a.warmup if a.warmup is not None else 0.5
@@ -1553,8 +1590,8 @@ def parse_args(argv):
                 f"patterns like 'packed-*-1518-*' work)")
     if not os.access(a.vhostlab, os.X_OK):
         p.error(f"--vhostlab {a.vhostlab}: not an executable (build it, or set VHOSTLAB_BIN)")
-    if a.fill and not os.access(a.vhostlab.parent / "vl_cpu_pingpong", os.X_OK):
-        p.error(f"--fill {a.fill}: needs the placement probe "
+    if (a.fill or a.extend) and not os.access(a.vhostlab.parent / "vl_cpu_pingpong", os.X_OK):
+        p.error(f"{'--extend' if a.extend else f'--fill {a.fill}'}: needs the placement probe "
                 f"{a.vhostlab.parent / 'vl_cpu_pingpong'} (build the vl_cpu_pingpong target)")
     if not os.access(a.vhostlab.parent / "vhostlab-fast", os.X_OK):
         p.error(f"{a.vhostlab.parent / 'vhostlab-fast'} is missing: serve would run on the "
@@ -1574,18 +1611,94 @@ def write_report(a, doc: dict, how: str):
         print(json.dumps({k: doc[k] for k in ("meta", "cells", "memcpy")}, indent=1))
 
 
+def load_report(path: Path, opt: str) -> tuple[dict, list[Cell]] | None:
+    """An earlier run's vs-dpdk.json and its cells, its summary recomputed from its runs;
+    None (said why) when it is not one."""
+    try:
+        doc = json.loads(path.read_text())
+        by_id = {c.id: c for c in ALL_CELLS}
+        cells = [by_id[r["cell"]] for r in doc["cells"]]
+        doc["cells"] = summarize(cells, doc["runs"])
+        # What --extend runs with: the runs it adds must compare with these.
+        missing = [k for k in ("reps", "seconds", "warmup", "serve_args", "negotiated")
+                   if k not in doc["meta"]]
+        if missing:
+            raise KeyError(f"meta has no {', '.join(missing)}")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log(f"{opt} {path}: not a vs-dpdk.json ({type(e).__name__}: {e})")
+        return None
+    return doc, cells
+
+
 def render(a) -> int:
     """--render: the report of an earlier run, from its JSON, recomputed from its runs."""
-    try:
-        doc = json.loads(a.render.read_text())
-        ids = [r["cell"] for r in doc["cells"]]
-        by_id = {c.id: c for c in ALL_CELLS}
-        doc["cells"] = summarize([by_id[i] for i in ids], doc["runs"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        log(f"--render {a.render}: not a vs-dpdk.json ({type(e).__name__}: {e})")
+    got = load_report(a.render, "--render")
+    if got is None:
         return 2
-    write_report(a, doc, f"from {a.render}")
+    write_report(a, got[0], f"from {a.render}")
     return 0
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def extend(a, cmdline: str, date: str) -> int:
+    """--extend: more fill rounds on an earlier run's cells (those --cells names among them),
+    with its window, serve arguments and serve build, then the report of all the runs. The
+    new runs pair among themselves (fresh `rep` numbers), never with the earlier ones."""
+    got = load_report(a.extend, "--extend")
+    if got is None:
+        return 2
+    doc, cells = got
+    meta = doc["meta"]
+    sha = file_sha256(a.vhostlab.parent / "vhostlab-fast")
+    if meta.get("serve_sha256") and meta["serve_sha256"] != sha:
+        log(f"--extend {a.extend}: its runs were made with another serve build (vhostlab-fast "
+            f"sha256 {meta['serve_sha256'][:12]}, this one {str(sha)[:12]}): runs of two "
+            "builds do not compare; build that one, or start a new report")
+        return 2
+    if not meta.get("serve_sha256"):
+        log(f"--extend {a.extend}: it names no serve build (made before the report recorded "
+            "one); taking this one for it")
+    target = [c for c in cells if c in a.cell_list]
+    if not target:
+        log(f"--extend {a.extend}: --cells names none of its cells ("
+            + ", ".join(c.id for c in cells) + ")")
+        return 2
+    k = a.fill or (meta.get("fill") or {}).get("steady_runs_wanted") or 3
+    a.reps, a.seconds, a.warmup = meta["reps"], meta["seconds"], meta["warmup"]
+    a.serve_arg = list(meta["serve_args"])
+    log(f"vs-dpdk --extend: {len(doc['runs'])} runs of {len(cells)} cells loaded; filling "
+        f"{len(target)} of them to {k} pairs per placement, up to {a.fill_minutes:g} min")
+    bench = Bench(a)
+    bench.runs = doc["runs"]
+    before = {cfg: dict(v) for cfg, v in meta["negotiated"].items()}
+    bench.negotiated = meta["negotiated"]
+    try:
+        fill = bench.fill(target, k, a.fill_minutes * 60)
+    except KeyboardInterrupt:
+        log("interrupted: no report written")
+        return 1
+    finally:
+        bench.cleanup()
+    for cfg, now in bench.negotiated.items():
+        for b, feats in now.items():
+            if before.get(cfg, {}).get(b, feats) != feats:
+                log(f"warning: {b} negotiated {feats} for {cfg} where the earlier runs had "
+                    f"{before[cfg][b]}")
+    fill["short_after"] = {w: fill_needs(cells, bench.runs, w, k) for w in ("close", "far")}
+    meta["serve_sha256"] = sha
+    meta.setdefault("extended", []).append(
+        {"command": cmdline, "date": date, "cells": [c.id for c in target], "fill": fill,
+         "load_start": os.getloadavg()[0]})
+    doc["cells"] = summarize(cells, bench.runs)
+    write_report(a, doc, f"(extended {fill['seconds'] / 60:.1f} min)")
+    added = bench.runs[len(bench.runs) - fill["runs"]:]
+    return 1 if any("error" in r for r in added) else 0
 
 
 def main(argv=None) -> int:
@@ -1595,6 +1708,8 @@ def main(argv=None) -> int:
     cmdline = "scripts/vs_dpdk.py " + " ".join(argv if argv is not None else sys.argv[1:])
     load_start = os.getloadavg()[0]
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    if a.extend:
+        return extend(a, cmdline.strip(), date)
     log(f"vs-dpdk: {len(a.cell_list)} cells x {a.reps} reps, {a.seconds} s windows; "
         f"front end CPU {FE_CPU}, back ends CPU {BE_CPU}")
     mc = memcpy_ceiling(a.vhostlab, 0.2 if a.quick else 0.5)
@@ -1617,6 +1732,7 @@ def main(argv=None) -> int:
                  "load_start": load_start, "load_end": os.getloadavg()[0],
                  "machine": machine(), "fe_cpu": FE_CPU, "be_cpu": BE_CPU,
                  "serve_args": a.serve_arg, "serve_exe": bench.serve_exe,
+                 "serve_sha256": file_sha256(Path(bench.serve_exe or "?")),
                  "negotiated": bench.negotiated, "target": TARGET, "fill": fill},
         "cells": rows,
         "memcpy": mc,
