@@ -808,6 +808,10 @@ def test_render_refuses_what_is_not_a_report(tmp_path):
             path, proc.stderr)
 
 
+def fake_program(name: str) -> str:
+    return f"#!/bin/sh\n# {name}\nexit 1\n"
+
+
 def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
     """vs_dpdk.main(--extend) on `doc` without processes: fake vhostlab, vhostlab-fast and
     probe files (parse_args wants them executable), every probe close, every run close at
@@ -817,7 +821,7 @@ def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True)
     for name in ("vhostlab", "vhostlab-fast", "vl_cpu_pingpong"):
-        (bin_dir / name).write_text(f"#!/bin/sh\n# {name}\nexit 1\n")
+        (bin_dir / name).write_text(fake_program(name))
         (bin_dir / name).chmod(0o755)
     src = tmp_path / "earlier.json"
     src.write_text(json.dumps(doc))
@@ -849,12 +853,17 @@ def committed_report() -> dict:
     return json.loads((REPO / "reports" / "vs-dpdk.json").read_text())
 
 
-def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path):
+@pytest.mark.parametrize("recorded", ["none", "same"])
+def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path, recorded):
     """--extend loads an earlier report (the committed one) and fills only the cells --cells
     names, with the earlier window and serve arguments, under `rep` numbers none of its runs
     has (so a new run pairs only with new runs), keeps every earlier run as it was, records
-    the extension and the serve build, and writes the report of all the runs."""
+    the extension and the serve build, and writes the report of all the runs. The earlier
+    report names the same serve build, or (made before reports recorded it) none, which is
+    said."""
     doc = committed_report()
+    sha = hashlib.sha256(fake_program("vhostlab-fast").encode()).hexdigest()
+    doc["meta"]["serve_sha256"] = sha if recorded == "same" else None
     cell = "split-mrg1-ord1-64-h2g"
     before = next(c for c in doc["cells"] if c["cell"] == cell)["placement"]["close"]
     k = before["n_pairs"] + 1  # one pair short close, where every probe says it is
@@ -870,11 +879,12 @@ def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path):
     assert out["runs"][:len(doc["runs"])] == doc["runs"]
     assert len(out["runs"]) == len(doc["runs"]) + len(ran)
     ext = out["meta"]["extended"]
-    assert len(ext) == 1 and ext[0]["cells"] == [cell] and ext[0]["fill"]["runs"] == len(ran)
-    assert ext[0]["fill"]["steady_runs_wanted"] == k
-    sha = hashlib.sha256((bin_dir / "vhostlab-fast").read_bytes()).hexdigest()
+    assert ext[:-1] == doc["meta"].get("extended", []), "earlier extensions are kept"
+    assert ext[-1]["cells"] == [cell] and ext[-1]["fill"]["runs"] == len(ran)
+    assert ext[-1]["fill"]["steady_runs_wanted"] == k
+    assert hashlib.sha256((bin_dir / "vhostlab-fast").read_bytes()).hexdigest() == sha
     assert out["meta"]["serve_sha256"] == sha
-    assert any("names no serve build" in s for s in said), said
+    assert any("names no serve build" in s for s in said) == (recorded == "none"), said
     # The cell's close figures now include the new pair.
     after = next(c for c in out["cells"] if c["cell"] == cell)["placement"]["close"]
     assert after["n_pairs"] == k, (before, after)
