@@ -890,6 +890,31 @@ def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path, recorded):
     assert after["n_pairs"] == k, (before, after)
     md = (tmp_path / "out" / "vs-dpdk.md").read_text()
     assert f"Extended by `scripts/vs_dpdk.py --extend {tmp_path / 'earlier.json'}" in md
+    # What the fill runs aimed at names this extension's K too (the earlier ones' are lower).
+    assert f", then {k} (`--extend`) pairs of DPDK and vhostlab or touch runs" in md
+
+
+def test_extend_fills_to_the_last_extensions_k(monkeypatch, tmp_path):
+    """Without --fill, --extend aims at the K the report's last fill aimed at -- its last
+    extension's, not its first run's."""
+    doc = committed_report()
+    cell = "split-mrg1-ord1-64-h2g"
+    n = next(c for c in doc["cells"] if c["cell"] == cell)["placement"]["close"]["n_pairs"]
+    doc["meta"]["fill"]["steady_runs_wanted"] = 1
+    doc["meta"].setdefault("extended", [])
+    last = {"command": "x", "date": "y", "cells": [cell], "load_start": None,
+            "fill": {"steady_runs_wanted": n + 1, "pairs": True, "touch_pairs": True,
+                     "budget_seconds": 1, "rounds": 0, "runs": 0, "waited_seconds": 0,
+                     "seconds": 0, "short_after": {"close": {}, "far": {}}}}
+    doc["meta"]["extended"].append(last)
+    doc["meta"]["serve_sha256"] = None
+    rc, ran, said, out, _ = extend_scripted(monkeypatch, tmp_path, doc,
+                                            ["--cells", cell, "--fill-minutes", "0.01"])
+    assert rc == 0, said
+    assert out["meta"]["extended"][-1]["fill"]["steady_runs_wanted"] == n + 1
+    assert ran and {r["cell"] for r in ran} == {cell}, ran
+    after = next(c for c in out["cells"] if c["cell"] == cell)["placement"]["close"]
+    assert after["n_pairs"] == n + 1
 
 
 def test_extend_refuses_another_build_or_window(monkeypatch, tmp_path, capsys):

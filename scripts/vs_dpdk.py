@@ -912,6 +912,23 @@ def fill_short_words(cells: list[Cell], runs: list[dict], k: int) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def fill_ks(meta: dict) -> list[int]:
+    """The K each fill of a report aimed at, in order (the run's --fill, then each
+    --extend's), each once: [] when it was never filled."""
+    ks = []
+    for f in [meta.get("fill")] + [e["fill"] for e in meta.get("extended", [])]:
+        if f and f["steady_runs_wanted"] not in ks:
+            ks.append(f["steady_runs_wanted"])
+    return ks
+
+
+def fill_k_words(meta: dict) -> str:
+    """fill_ks in words: "3", or "3, then 5 (`--extend`)" when an extension aimed higher."""
+    ks = fill_ks(meta)
+    return str(ks[0]) + "".join(f", then {k}" for k in ks[1:]) + (
+        " (`--extend`)" if len(ks) > 1 else "")
+
+
 # suspect_runs: a cell's back end whose close and far medians differ at least this much
 # (highest / lowest) separates its runs by rate as well as by probe.
 SUSPECT_GAP = 1.5
@@ -1294,6 +1311,9 @@ def placement_section(doc: dict) -> list[str]:
         return []
     count = {w: sum(1 for r in runs if r.get("placement") == w)
              for w in ("close", "far", "mixed", "unsteady")}
+    # The latest fill's own words (an extension's, else the run's): what its runs aimed at.
+    fills = [doc["meta"].get("fill")] + [e["fill"] for e in doc["meta"].get("extended", [])]
+    last_fill = next((f for f in reversed(fills) if f), None)
     # Runs of a serve with evict-after-read (its statistics count lines_evicted).
     evicts = any("lines_evicted" in r.get("serve", {}) for r in doc["runs"])
     touch_evicted = any(r["backend"] == "touch" and r.get("serve", {}).get("lines_evicted")
@@ -1336,13 +1356,13 @@ def placement_section(doc: dict) -> list[str]:
         f"left out. Of the {len(runs)} DPDK and vhostlab runs, {count['close']} were close, "
         f"{count['far']} far, {count['mixed']} mixed, {count['unsteady']} unsteady"
         + (f", the fill runs included (`--fill`: each aimed at a cell and placement short "
-           f"of {doc['meta']['fill']['steady_runs_wanted']} "
+           f"of {fill_k_words(doc['meta'])} "
            + ("pairs of DPDK and vhostlab or touch runs"
-              if doc["meta"]["fill"].get("touch_pairs")
-              else "pairs or touch runs" if doc["meta"]["fill"].get("pairs")
+              if last_fill.get("touch_pairs")
+              else "pairs or touch runs" if last_fill.get("pairs")
               else "steady runs of a back end")
            + "; the columns above take the repetitions only)."
-           if doc["meta"].get("fill") else ".")
+           if last_fill else ".")
         + suspect_words(doc["runs"]),
         "",
         "Mpps: median over the runs of that placement (how many runs). Ratio: vhostlab / "
@@ -1548,7 +1568,8 @@ def parse_args(argv):
                    "e.g. after a change to the report's text")
     p.add_argument("--extend", type=Path, metavar="JSON",
                    help="carry on an earlier run: load its vs-dpdk.json and fill more "
-                   "(--fill K, default the K it was filled to, else 3; --fill-minutes M) "
+                   "(--fill K, default the K its last fill or extension aimed at, else 3; "
+                   "--fill-minutes M) "
                    "where its cells -- or those --cells names -- rest on fewer than K pairs "
                    "per placement, with its window and serve arguments and the same serve "
                    "build; then write the report of all its runs and the new ones into --out")
@@ -1669,7 +1690,7 @@ def extend(a, cmdline: str, date: str) -> int:
         log(f"--extend {a.extend}: --cells names none of its cells ("
             + ", ".join(c.id for c in cells) + ")")
         return 2
-    k = a.fill or (meta.get("fill") or {}).get("steady_runs_wanted") or 3
+    k = a.fill or (fill_ks(meta) or [3])[-1]  # the K its last fill aimed at
     a.reps, a.seconds, a.warmup = meta["reps"], meta["seconds"], meta["warmup"]
     a.serve_arg = list(meta["serve_args"])
     log(f"vs-dpdk --extend: {len(doc['runs'])} runs of {len(cells)} cells loaded; filling "
