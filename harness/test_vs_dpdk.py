@@ -896,17 +896,20 @@ def test_extend_carries_on_an_earlier_report(monkeypatch, tmp_path, recorded):
 
 def test_extend_fills_to_the_last_extensions_k(monkeypatch, tmp_path):
     """Without --fill, --extend aims at the K the report's last fill aimed at -- its last
-    extension's, not its first run's."""
+    extension's, not its first run's nor the highest; the report names the Ks in order."""
     doc = committed_report()
     cell = "split-mrg1-ord1-64-h2g"
     n = next(c for c in doc["cells"] if c["cell"] == cell)["placement"]["close"]["n_pairs"]
+
+    def extension(k: int) -> dict:
+        return {"command": "x", "date": "y", "cells": [cell], "load_start": None,
+                "fill": {"steady_runs_wanted": k, "pairs": True, "touch_pairs": True,
+                         "budget_seconds": 1, "rounds": 0, "runs": 0, "waited_seconds": 0,
+                         "seconds": 0, "short_after": {"close": {}, "far": {}}}}
+
+    # The run filled to 1, then extensions to n + 2, 1 and n + 1: the last is n + 1.
     doc["meta"]["fill"]["steady_runs_wanted"] = 1
-    doc["meta"].setdefault("extended", [])
-    last = {"command": "x", "date": "y", "cells": [cell], "load_start": None,
-            "fill": {"steady_runs_wanted": n + 1, "pairs": True, "touch_pairs": True,
-                     "budget_seconds": 1, "rounds": 0, "runs": 0, "waited_seconds": 0,
-                     "seconds": 0, "short_after": {"close": {}, "far": {}}}}
-    doc["meta"]["extended"].append(last)
+    doc["meta"]["extended"] = [extension(n + 2), extension(1), extension(n + 1)]
     doc["meta"]["serve_sha256"] = None
     rc, ran, said, out, _ = extend_scripted(monkeypatch, tmp_path, doc,
                                             ["--cells", cell, "--fill-minutes", "0.01"])
@@ -915,6 +918,8 @@ def test_extend_fills_to_the_last_extensions_k(monkeypatch, tmp_path):
     assert ran and {r["cell"] for r in ran} == {cell}, ran
     after = next(c for c in out["cells"] if c["cell"] == cell)["placement"]["close"]
     assert after["n_pairs"] == n + 1
+    md = (tmp_path / "out" / "vs-dpdk.md").read_text()
+    assert f"short of 1, then {n + 2}, then 1, then {n + 1} (`--extend`) pairs" in md
 
 
 def test_extend_refuses_another_build_or_window(monkeypatch, tmp_path, capsys):

@@ -912,12 +912,18 @@ def fill_short_words(cells: list[Cell], runs: list[dict], k: int) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def report_fills(meta: dict) -> list[dict]:
+    """A report's fills in order: the run's --fill, then each --extend's."""
+    return [f for f in [meta.get("fill")] + [e["fill"] for e in meta.get("extended", [])]
+            if f]
+
+
 def fill_ks(meta: dict) -> list[int]:
-    """The K each fill of a report aimed at, in order (the run's --fill, then each
-    --extend's), each once: [] when it was never filled."""
+    """The K each fill of a report aimed at, in order, a K once where fills in a row aimed
+    at it: [] when it was never filled; the last is the last fill's."""
     ks = []
-    for f in [meta.get("fill")] + [e["fill"] for e in meta.get("extended", [])]:
-        if f and f["steady_runs_wanted"] not in ks:
+    for f in report_fills(meta):
+        if not ks or ks[-1] != f["steady_runs_wanted"]:
             ks.append(f["steady_runs_wanted"])
     return ks
 
@@ -1312,8 +1318,7 @@ def placement_section(doc: dict) -> list[str]:
     count = {w: sum(1 for r in runs if r.get("placement") == w)
              for w in ("close", "far", "mixed", "unsteady")}
     # The latest fill's own words (an extension's, else the run's): what its runs aimed at.
-    fills = [doc["meta"].get("fill")] + [e["fill"] for e in doc["meta"].get("extended", [])]
-    last_fill = next((f for f in reversed(fills) if f), None)
+    last_fill = (report_fills(doc["meta"]) or [None])[-1]
     # Runs of a serve with evict-after-read (its statistics count lines_evicted).
     evicts = any("lines_evicted" in r.get("serve", {}) for r in doc["runs"])
     touch_evicted = any(r["backend"] == "touch" and r.get("serve", {}).get("lines_evicted")
