@@ -808,6 +808,37 @@ def test_render_refuses_what_is_not_a_report(tmp_path):
             path, proc.stderr)
 
 
+def test_render_names_a_broken_fill_record(tmp_path):
+    """The committed report with one fill or extension record broken by hand: --render
+    says which record lacks what instead of failing with a traceback."""
+    doc = committed_report()
+    assert doc["meta"]["extended"], "the committed report was extended"
+
+    def broken(edit):
+        d = json.loads(json.dumps(doc))
+        edit(d["meta"])
+        return d
+
+    cases = [
+        (lambda m: m["extended"][0].pop("fill"), "meta.extended[0] has no fill"),
+        (lambda m: m["extended"][-1]["fill"].pop("runs"),
+         f"meta.extended[{len(doc['meta']['extended']) - 1}].fill has no runs"),
+        (lambda m: m["fill"].pop("short_after"), "meta.fill has no short_after"),
+        (lambda m: m.__setitem__("extended", {"fill": 3}), "meta.extended is not a list"),
+        (lambda m: m["extended"][0].__setitem__("fill", [5]),
+         "meta.extended[0].fill is not an object"),
+    ]
+    for i, (edit, word) in enumerate(cases):
+        path = tmp_path / f"broken{i}.json"
+        path.write_text(json.dumps(broken(edit)))
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--render", str(path), "--out",
+                               str(tmp_path / f"o{i}")], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2, (word, proc.stderr[-2000:])
+        assert "not a vs-dpdk.json" in proc.stderr and word in proc.stderr, (word, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
 def fake_program(name: str) -> str:
     return f"#!/bin/sh\n# {name}\nexit 1\n"
 

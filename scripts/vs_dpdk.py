@@ -918,6 +918,36 @@ def report_fills(meta: dict) -> list[dict]:
             if f]
 
 
+# What the report says of each fill (a run's --fill, an --extend's), and of each extension.
+FILL_KEYS = ("steady_runs_wanted", "short_after", "runs", "rounds", "seconds",
+             "budget_seconds", "waited_seconds")
+EXTENSION_KEYS = ("command", "date", "cells", "fill")
+
+
+def check_fills(meta: dict) -> None:
+    """Raise (KeyError or TypeError, naming the entry and what it lacks) when a report's
+    fill or extension records are not what the report and --extend read."""
+    ext = meta.get("extended", [])
+    if not isinstance(ext, list):
+        raise TypeError("meta.extended is not a list")
+    for i, e in enumerate(ext):
+        if not isinstance(e, dict):
+            raise TypeError(f"meta.extended[{i}] is not an object")
+        missing = [k for k in EXTENSION_KEYS if k not in e]
+        if missing:
+            raise KeyError(f"meta.extended[{i}] has no {', '.join(missing)}")
+    named = [("meta.fill", meta.get("fill"))] + [
+        (f"meta.extended[{i}].fill", e["fill"]) for i, e in enumerate(ext)]
+    for where, f in named:
+        if not f:
+            continue
+        if not isinstance(f, dict):
+            raise TypeError(f"{where} is not an object")
+        missing = [k for k in FILL_KEYS if k not in f]
+        if missing:
+            raise KeyError(f"{where} has no {', '.join(missing)}")
+
+
 def fill_ks(meta: dict) -> list[int]:
     """The K each fill of a report aimed at, in order, a K once where fills in a row aimed
     at it: [] when it was never filled; the last is the last fill's."""
@@ -929,7 +959,8 @@ def fill_ks(meta: dict) -> list[int]:
 
 
 def fill_k_words(meta: dict) -> str:
-    """fill_ks in words: "3", or "3, then 5 (`--extend`)" when an extension aimed higher."""
+    """fill_ks in words: "3", or "3, then 5 (`--extend`)" when an extension aimed at
+    another K (higher or lower)."""
     ks = fill_ks(meta)
     return str(ks[0]) + "".join(f", then {k}" for k in ks[1:]) + (
         " (`--extend`)" if len(ks) > 1 else "")
@@ -1650,6 +1681,7 @@ def load_report(path: Path, opt: str) -> tuple[dict, list[Cell]] | None:
                    if k not in doc["meta"]]
         if missing:
             raise KeyError(f"meta has no {', '.join(missing)}")
+        check_fills(doc["meta"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         log(f"{opt} {path}: not a vs-dpdk.json ({type(e).__name__}: {e})")
         return None
