@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "vhostlab/vl_alloc.h"
@@ -38,4 +39,12 @@ void *vl_calloc(size_t n, size_t size)
 void *vl_malloc(size_t size)
 {
 	return may_allocate() ? malloc(size) : NULL;
+}
+
+void *vl_malloc_lines(size_t size)
+{
+	/* aligned_alloc wants a multiple of the alignment. */
+	if (!may_allocate() || size > SIZE_MAX - 63)
+		return NULL;
+	return aligned_alloc(64, (size + 63) & ~(size_t)63);
 }

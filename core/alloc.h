@@ -8,5 +8,7 @@
 
 void *vl_calloc(size_t n, size_t size);
 void *vl_malloc(size_t size);
+/* size bytes (rounded up to a whole line) starting on a 64-byte cache line; free() frees it. */
+void *vl_malloc_lines(size_t size);
 
 #endif

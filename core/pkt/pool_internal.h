@@ -15,7 +15,7 @@ struct vl_pool {
 	struct vl_pkt **free_stack; /* [capacity]; top at nfree - 1 (last freed is reused first,
 				     * which keeps recently touched buffers in cache) */
 	struct vl_pkt *descs;       /* [capacity] */
-	uint8_t *storage;           /* capacity * buf_size bytes */
+	uint8_t *storage;           /* capacity segments, each buf_size bytes on whole lines */
 	uint64_t alloc_failures;
 	uint64_t fail_after;        /* allocation calls left before injected failures */
 	bool (*fault)(void *ctx);   /* lab fault hook, NULL in production */

@@ -196,6 +196,33 @@ static void test_alloc_fresh_state(void **state)
 	assert_int_equal(vl_pool_destroy(pool), 0);
 }
 
+/* Every segment starts on a 64-byte cache line, whatever the segment size, and a whole
+ * segment is writable without touching its neighbours (the sizes: under a line, an odd
+ * one, a line and a half, serve's 2048). */
+static void test_segments_start_on_lines(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[] = {1, 100, 96, 2048};
+	enum { N = 5 };
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		const uint32_t bs = sizes[k];
+		struct vl_pool *pool = pool_ok(N, bs);
+		struct vl_pkt *p[N];
+
+		assert_int_equal(vl_pool_alloc_bulk(pool, p, N), 0);
+		for (int i = 0; i < N; i++) {
+			assert_int_equal((uintptr_t)p[i]->buf % 64, 0);
+			assert_int_equal(p[i]->buf_len, bs);
+			memset(p[i]->buf, i + 1, bs);
+		}
+		for (int i = 0; i < N; i++)
+			expect_bytes(p[i]->buf, bs, (uint8_t)(i + 1));
+		vl_pkt_free_bulk(p, N);
+		assert_int_equal(vl_pool_destroy(pool), 0);
+	}
+}
+
 static void test_bulk_all_or_nothing(void **state)
 {
 	(void)state;
@@ -855,6 +882,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pool_create_limits),
 		cmocka_unit_test(test_alloc_fresh_state),
+		cmocka_unit_test(test_segments_start_on_lines),
 		cmocka_unit_test(test_bulk_all_or_nothing),
 		cmocka_unit_test(test_free_count_bookkeeping),
 		cmocka_unit_test(test_refcount),
