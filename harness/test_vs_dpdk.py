@@ -726,6 +726,35 @@ def test_cpu_pingpong_usage_errors_name_the_value(vhostlab, args, bad):
     assert proc.stdout == "", proc.stdout
 
 
+@pytest.mark.parametrize("args, bad", [(["--dst-offsets", "0,64"], "64"),
+                                       (["--reps", "0"], "0"), (["--sizes", "0"], "0"),
+                                       (["--sizes", "64,x"], "x")])
+def test_memcpy_ceiling_usage_errors_name_the_value(vhostlab, args, bad):
+    exe = Path(vhostlab.path).parent / "vl_memcpy_ceiling"
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2, proc
+    assert f"'{bad}'" in proc.stderr and args[0] in proc.stderr, proc.stderr
+    assert proc.stdout == "", proc.stdout
+
+
+def test_memcpy_ceiling_offsets_and_reps(vhostlab):
+    """--dst-offsets and --reps: a case per size, offset and buffers, each the median of
+    its repetitions, in the three units of one measurement."""
+    exe = Path(vhostlab.path).parent / "vl_memcpy_ceiling"
+    proc = subprocess.run([str(exe), "--sizes", "64", "--dst-offsets", "0,16", "--reps", "3",
+                           "--seconds", "0.02", "--json"], capture_output=True, text=True,
+                          timeout=120, check=True)
+    doc = json.loads(proc.stdout)
+    assert doc["reps"] == 3
+    cases = doc["cases"]
+    assert sorted((c["size"], c["dst_offset"], c["buffers"]) for c in cases) == [
+        (64, 0, "cold"), (64, 0, "warm"), (64, 16, "cold"), (64, 16, "warm")]
+    for c in cases:
+        assert c["ns_per_copy"] > 0, c
+        assert c["mcopies_per_s"] == pytest.approx(1e3 / c["ns_per_copy"], rel=0.01), c
+        assert c["gbytes_per_s"] == pytest.approx(c["mcopies_per_s"] * 64 / 1e3, rel=0.01), c
+
+
 def test_placement_verdict():
     """met: >= 1.10x in every placement with both back ends; capped: short only where touch
     itself is under 1.10x DPDK (paired where it has touch pairs); short: short somewhere
