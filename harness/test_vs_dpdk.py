@@ -841,7 +841,13 @@ def test_render_names_a_broken_fill_record(tmp_path):
     """The committed report with one fill or extension record broken by hand: --render
     says which record lacks what instead of failing with a traceback."""
     doc = committed_report()
-    assert doc["meta"]["extended"], "the committed report was extended"
+    # A fill record and two extensions of the shape the script writes, whatever the
+    # committed report's own history (a fresh run has no extension).
+    fill = {"steady_runs_wanted": 3, "short_after": {"close": {}, "far": {}}, "runs": 0,
+            "rounds": 0, "seconds": 0.0, "budget_seconds": 60.0, "waited_seconds": 0.0}
+    doc["meta"]["fill"] = fill
+    doc["meta"]["extended"] = [{"command": "scripts/vs_dpdk.py --extend x", "date": "d",
+                                "cells": [], "fill": dict(fill)} for _ in range(2)]
 
     def broken(edit):
         d = json.loads(json.dumps(doc))
@@ -850,13 +856,18 @@ def test_render_names_a_broken_fill_record(tmp_path):
 
     cases = [
         (lambda m: m["extended"][0].pop("fill"), "meta.extended[0] has no fill"),
-        (lambda m: m["extended"][-1]["fill"].pop("runs"),
-         f"meta.extended[{len(doc['meta']['extended']) - 1}].fill has no runs"),
+        (lambda m: m["extended"][1]["fill"].pop("runs"), "meta.extended[1].fill has no runs"),
         (lambda m: m["fill"].pop("short_after"), "meta.fill has no short_after"),
         (lambda m: m.__setitem__("extended", {"fill": 3}), "meta.extended is not a list"),
         (lambda m: m["extended"][0].__setitem__("fill", [5]),
          "meta.extended[0].fill is not an object"),
     ]
+    intact = tmp_path / "intact.json"
+    intact.write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--render", str(intact), "--out",
+                           str(tmp_path / "intact")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     for i, (edit, word) in enumerate(cases):
         path = tmp_path / f"broken{i}.json"
         path.write_text(json.dumps(broken(edit)))
