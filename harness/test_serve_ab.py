@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from script_import import import_script
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "serve_ab.py"
@@ -24,15 +25,6 @@ SCRIPT = REPO / "scripts" / "serve_ab.py"
 def ab(vhostlab, *args, timeout=300):
     argv = [sys.executable, str(SCRIPT), "--vhostlab", str(vhostlab.path), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def module():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import serve_ab
-    finally:
-        sys.path.pop(0)
-    return serve_ab
 
 
 @pytest.mark.parametrize("args,word", [
@@ -60,7 +52,7 @@ def test_help():
 
 
 def test_variant_specs(vhostlab):
-    m = module()
+    m = import_script("serve_ab")
     v = m.parse_variant("b16=serve --burst 16", vhostlab.path)
     assert (v.name, v.kind, v.program, v.args) == (
         "b16", "vhostlab", vhostlab.path, ["--poll", "--burst", "16"])
@@ -72,7 +64,7 @@ def test_variant_specs(vhostlab):
 
 
 def test_summary_arithmetic():
-    m = module()
+    m = import_script("serve_ab")
     runs = [  # rep, variant, placement, Mpps
         (0, "a", "close", 10.0), (0, "b", "close", 12.0),
         (1, "b", "close", 13.0), (1, "a", "close", 11.0),

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from script_import import import_script
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "vs_dpdk.py"
@@ -35,15 +36,6 @@ RING_SLACK = 256  # packets a ring holds: the most sender and receiver counts ma
 F_MRG_RXBUF = 1 << 15
 F_PACKED = 1 << 34
 F_IN_ORDER = 1 << 35
-
-
-def import_script():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import vs_dpdk
-    finally:
-        sys.path.pop(0)
-    return vs_dpdk
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +131,7 @@ def test_serve_idle_share_of_the_window(report):
 
 
 def test_window_idle_takes_the_intervals_inside_the_window():
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     lines = [{"time": t, "idle_share": x} for t, x in
              ((0.25, 1.0), (0.5, 1.0), (0.75, 0.2), (1.0, 0.4), (1.25, 0.9))]
     # The window 0.5..1.1 holds the intervals ending at 0.75 and 1.0 (0.5..0.75, 0.75..1.0).
@@ -154,7 +146,7 @@ def test_touch_bounds_every_guest_to_host_cell():
     a packet reads the line touch reads, so touch bounds it at any size. Host->guest has
     neither ceiling. Zero-copy runs only where serve's --zero-copy takes the packets (512
     bytes or more): below, a zc run would be a copying run again."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     for c in vs_dpdk.ALL_CELLS:
         want = (("dpdk", "vhostlab", "null", "touch") if c.dir == "g2h"
                 else ("dpdk", "vhostlab"))
@@ -206,7 +198,7 @@ def test_fill_needs_counts_pairs_and_touch_runs_per_placement():
     both back ends are missing) or fewer than k such pairs of DPDK and touch runs (then
     touch and DPDK are, DPDK by the larger shortfall); failed, mixed, unsteady, other
     placements' and unpaired runs do not count, null never does."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     g2h, h2g = vs_dpdk.ALL_CELLS[0], vs_dpdk.ALL_CELLS[1]
     assert g2h.dir == "g2h" and h2g.dir == "h2g"
 
@@ -244,12 +236,39 @@ def test_fill_needs_counts_pairs_and_touch_runs_per_placement():
     assert vs_dpdk.fill_needs([g2h], only, "close", 2) == {g2h.id: {"touch": 2, "dpdk": 2}}
 
 
+def test_fill_pick_runs_the_cell_furthest_from_its_pairs_first():
+    """A fill round runs the cell furthest from its pairs, whatever its ring configuration;
+    among cells as far, one of the configuration whose processes are up, then the one
+    missing the most runs (touch too), then the matrix's order. So a budget spent before
+    every cell is full leaves no configuration untouched while another's cells fill."""
+    vs_dpdk = import_script("vs_dpdk")
+    by_id = {c.id: c for c in vs_dpdk.ALL_CELLS}
+    up = vs_dpdk.ALL_CELLS[0].config
+    here = [c.id for c in vs_dpdk.ALL_CELLS if c.config == up]
+    other = [c.id for c in vs_dpdk.ALL_CELLS if c.config != up]
+    g2h_here = [i for i in here if by_id[i].dir == "g2h"]
+    h2g_other = [i for i in other if by_id[i].dir == "h2g"]
+    # Further from its pairs beats the configuration that is up.
+    need = {here[0]: {"dpdk": 1, "vhostlab": 1}, other[-1]: {"dpdk": 2, "vhostlab": 2}}
+    assert vs_dpdk.fill_pick(need, by_id, up) == other[-1]
+    # As far: the configuration that is up, even against more runs missing elsewhere.
+    need = {other[0]: {"dpdk": 2, "vhostlab": 2, "touch": 2},
+            here[-1]: {"dpdk": 2, "vhostlab": 2}}
+    assert vs_dpdk.fill_pick(need, by_id, up) == here[-1]
+    # As far, same configuration: the one missing more runs (its touch pairs too).
+    need = {g2h_here[0]: {"dpdk": 1, "vhostlab": 1},
+            g2h_here[1]: {"dpdk": 1, "vhostlab": 1, "touch": 1}}
+    assert vs_dpdk.fill_pick(need, by_id, up) == g2h_here[1]
+    # Nothing up (the first round) and all alike: the matrix's order.
+    need = {i: {"dpdk": 1, "vhostlab": 1} for i in reversed(h2g_other)}
+    assert vs_dpdk.fill_pick(need, by_id, None) == h2g_other[0]
+
 def test_pairs_leave_out_a_suspect_run():
     """A pair whose vhostlab run ran at the far rate though its probes said close (a suspect
     run, see suspect_runs) is left out of the close pairs; without that check it would be
     one pair in three, and the median of three pairs still 1.2 -- with two pairs, the
     suspect one would pull the median to 0.85."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
 
     def run(rep, b, where, mpps):
         return {"rep": rep, "cell": "c", "backend": b, "mpps": mpps, "placement": where}
@@ -273,7 +292,7 @@ def test_pairs_leave_out_a_suspect_run():
 def test_fill_runs_join_only_the_placement_figures():
     """A fill run (aimed at one placement) moves that placement's median, not the median
     over the repetitions nor the paired ratio."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     cell = vs_dpdk.ALL_CELLS[1]
     runs = [{"rep": 0, "cell": cell.id, "backend": "dpdk", "mpps": 10.0, "placement": "far"},
             {"rep": 0, "cell": cell.id, "backend": "vhostlab", "mpps": 12.0, "placement": "far"},
@@ -293,7 +312,7 @@ def test_fill_runs_went_where_a_placement_was_short(report):
     """Each fill run measured a back end that was short, at that moment, in the placement it
     was aimed at; the summary counts them and what stayed short follows from all runs."""
     _, doc, _ = report
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     cells = [c for c in vs_dpdk.ALL_CELLS if c.id in CELLS]
     fill = doc["meta"]["fill"]
     assert fill["steady_runs_wanted"] == FILL_K
@@ -328,7 +347,7 @@ def test_fill_round_skips_a_pair_whose_first_run_missed(monkeypatch, tmp_path):
     vhostlab nor touch could pair with it); the next round runs all three back to back, in
     the other order, and the fill ends when the cell has its vhostlab and touch pairs
     there."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     cell = next(c for c in vs_dpdk.ALL_CELLS if c.id == CELLS[0])
     assert cell.dir == "g2h"  # so touch runs too
     outcomes = iter(["mixed", "close", "close", "close"])
@@ -365,7 +384,7 @@ def test_fill_starts_dpdk_again_after_a_failure_or_when_old(monkeypatch, tmp_pat
     failed (its testpmd died: every later run would fail too) or processes older than
     CONFIG_MAX_AGE (timeout(1) would kill them at PROC_LIMIT) are started again before the
     next round. Two rounds each: the first round's DPDK run fails or lands mixed."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     cell = next(c for c in vs_dpdk.ALL_CELLS if c.id == CELLS[0])
     first = {"failed": None, "old": "mixed", "neither": "mixed"}[why]
     outcomes = iter([first, "close", "close", "close"])
@@ -407,7 +426,7 @@ def test_fill_starts_dpdk_again_after_a_failure_or_when_old(monkeypatch, tmp_pat
 def test_probe_pauses_a_polling_serve(monkeypatch, tmp_path):
     """A serve run is probed with serve stopped (it polls on the back end's CPU) and
     continued after; a DPDK run's probe stops nothing."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     proc = vs_dpdk.Proc(["sleep", "30"], tmp_path / "sleep.log")
     pid = proc.child_pid()
     seen = []
@@ -440,7 +459,7 @@ def test_suspect_runs_sit_nearer_the_other_placement():
     """A run whose rate is nearer the other placement's median of its cell and back end is
     suspect; back ends without runs in both placements, or whose medians are too close to
     tell apart, are not looked at; failed, mixed and unsteady runs never are."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
 
     def run(cell, b, where, mpps, **kw):
         return {"cell": cell, "backend": b, "placement": where, "mpps": mpps, **kw}
@@ -469,7 +488,7 @@ def test_paired_ratio_pairs_runs_of_one_repetition():
     in the third, DPDK failed in the fourth): the ratio of medians would be 16/20 = 0.8; the
     paired ratio is the median of each complete repetition's own ratio (1.0, 1.1, 0.5), 1.0.
     Other cells and the null runs do not count."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     runs = [
         {"rep": 0, "cell": "c", "backend": "dpdk", "mpps": 10.0},
         {"rep": 0, "cell": "c", "backend": "vhostlab", "mpps": 10.0},
@@ -490,7 +509,7 @@ def test_window_rate_and_steadiness():
     """The window's rate weights each interval's rate by its length; a run the probes call
     close or far is unsteady when its interval rates spread more than STEADY_MAX, or when
     an interval moved nothing; a mixed run stays mixed."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     mpps, spread = vs_dpdk.window_rate([(20e6, 0.5), (10e6, 1.5)])
     assert mpps == pytest.approx((20 * 0.5 + 10 * 1.5) / 2.0)
     assert spread == pytest.approx(2.0)
@@ -510,7 +529,7 @@ def test_placement_classes_and_medians():
     """A run is close when both probes are under the line, far when both are over, mixed
     otherwise; each placement's medians take only its own runs (mixed, failed, null and other
     cells' runs left out), and a placement with one back end missing has no ratio."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     line = vs_dpdk.PLACEMENT_FAR_NS
 
     def apart(runs):
@@ -635,7 +654,7 @@ def test_capped_cells_named():
     """Of a placement's cells below the goal, those whose touch ceiling is under the goal too
     are named as out of reach; a cell below the goal with room under touch, one at the goal,
     and one without touch runs are not."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
 
     def row(name, ratio, touch_ratio):
         far = {"ratio": ratio}
@@ -657,7 +676,7 @@ def test_runs_carry_their_placement(report):
     """Every run was probed before and after (vl_cpu_pingpong is built beside vhostlab), and
     its class follows from the two probes; the cells' placement figures from the runs."""
     out, doc, _ = report
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     for r in doc["runs"]:
         before, after = r["probe_ns"]
         assert 0 < before < 100000 and 0 < after < 100000, r
@@ -759,7 +778,7 @@ def test_placement_verdict():
     """met: >= 1.10x in every placement with both back ends; capped: short only where touch
     itself is under 1.10x DPDK (paired where it has touch pairs); short: short somewhere
     with room under touch (or without a touch run); None: no placement has both back ends."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
 
     def p(close, far, touch_close=None, touch_far=None):
         out = {"close": {"ratio": close}, "far": {"ratio": far}}
@@ -888,7 +907,7 @@ def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
     probe files (parse_args wants them executable), every probe close, every run close at
     its cell's and back end's close median in `doc` (not suspect: suspect_runs). Returns
     (exit status, the runs measured, the log, the report written, the fake binaries)."""
-    vs_dpdk = import_script()
+    vs_dpdk = import_script("vs_dpdk")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True)
     for name in ("vhostlab", "vhostlab-fast", "vl_cpu_pingpong"):

@@ -600,8 +600,8 @@ class Bench:
         does or `budget` seconds are spent. Once a round's run did not land steady in the
         placement aimed at, the round's other runs are skipped: they could not make a pair
         with it, and the CPUs have most likely moved. The host picks the
-        placement, not us: each round probes it and runs a cell short there, preferring the
-        ring configuration whose processes are up (starting a DPDK pair takes seconds); when
+        placement, not us: each round probes it and runs a cell short there (fill_pick: the
+        furthest from its pairs, then the ring configuration whose processes are up); when
         the current placement is full it waits for the other. Each run's own probes still
         class it: a round may land elsewhere."""
         started = time.monotonic()
@@ -635,9 +635,7 @@ class Bench:
                     continue
                 waiting = False
                 by_id = {c.id: c for c in cells}
-                pick = min(need, key=lambda cid: (by_id[cid].config != cfg_now,
-                                                  -sum(need[cid].values()),
-                                                  ALL_CELLS.index(by_id[cid])))
+                pick = fill_pick(need, by_id, cfg_now)
                 cell = by_id[pick]
                 aged = procs and time.monotonic() - cfg_since > CONFIG_MAX_AGE
                 if cell.config != cfg_now or aged:
@@ -900,6 +898,21 @@ def fill_needs(cells: list[Cell], runs: list[dict], where: str, k: int) -> dict:
         if miss:
             out[cell.id] = miss
     return out
+
+
+def fill_pick(need: dict, by_id: dict, cfg_now) -> str:
+    """The cell a fill round runs, of those `need` (fill_needs) names: the one furthest
+    from its pairs, then one of the ring configuration whose processes are up (`cfg_now`),
+    then the one needing the most runs, then the matrix's order. Furthest first, so a
+    budget that runs out leaves the cells about equally short instead of whole ring
+    configurations untouched (the first rule was once the configuration: on a day when
+    most runs landed mixed, the first 56 minutes of a 95-minute fill went to the
+    16 split cells alone, none to the packed ones). Starting another
+    configuration's DPDK pair costs about a second, under one run's window."""
+    return min(need, key=lambda cid: (-max(need[cid].values()),
+                                      by_id[cid].config != cfg_now,
+                                      -sum(need[cid].values()),
+                                      ALL_CELLS.index(by_id[cid])))
 
 
 def fill_short_words(cells: list[Cell], runs: list[dict], k: int) -> str:
