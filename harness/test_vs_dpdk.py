@@ -263,6 +263,7 @@ def test_fill_pick_runs_the_cell_furthest_from_its_pairs_first():
     need = {i: {"dpdk": 1, "vhostlab": 1} for i in reversed(h2g_other)}
     assert vs_dpdk.fill_pick(need, by_id, None) == h2g_other[0]
 
+
 def test_pairs_leave_out_a_suspect_run():
     """A pair whose vhostlab run ran at the far rate though its probes said close (a suspect
     run, see suspect_runs) is left out of the close pairs; without that check it would be
