@@ -195,93 +195,124 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	uint16_t n = vl_ring_avail(vq, L, count);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
-	for (uint16_t i = 0; i < n; i++) {
-		struct vl_chain c;
-		uint32_t np = 0, total = 0, pkt_len = 0;
-		struct vl_offload ol;
+	/* Payload prefetch (vl_ring_prefetch_ahead), for the copies made at once (a zero-copy
+	 * packet is not read at all). When a burst finds nothing to ask for (small packets, or
+	 * chains of several descriptors), the next VL_TX_PREFETCH_RETRY bursts with chains skip
+	 * even the peeks, then one tries again. */
+	const bool pf_try = (plain || !vq->zc_on) && vq->tx_prefetch_skip == 0;
+	uint32_t pf_next = pf_try && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
+	const uint64_t pf_before = vq->stats.payload_prefetches;
 
-		/* One chain's guest reads (descriptors, then its header) form one unit: each
-		 * field is read once into a local; what follows uses locals and payload. */
-		vl_lab_chain_begin();
-		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
-						 &total);
+	if (!pf_try && n > 0 && vq->tx_prefetch_skip > 0)
+		vq->tx_prefetch_skip--;
+	/* The chains in runs that end where the next payload prefetch is due (all of them in
+	 * one run when none is): the inner loop's bound is the only test a chain pays, and the
+	 * call comes before a chain's np and total are set. (Tested in the chain loop, the
+	 * compare cost 4 instructions a packet; called after np and total were set, 8 more:
+	 * their addresses escape to the general chain walk, so the compiler no longer knew them
+	 * zero after the call and redid the first piece's checks. Callgrind, split 64 bytes.) */
+	for (uint16_t i = 0; i < n;) {
+		if (i == pf_next)
+			pf_next = vl_ring_prefetch_ahead(vq, L, i, n, false);
 
-		/* This chain has no id it could be returned under: stop. (The packed scan may
-		 * have broken the queue already on a lie further ahead; the chains before the
-		 * lie are sound and are served first, as split serves those before a bad head.) */
-		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE) {
-			vl_lab_chain_end();
-			break;
-		}
-		/* Under IN_ORDER every chain behind a held one needs a lease; at the bound the
-		 * burst stops so the guest keeps the rest of its descriptors. */
-		if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
-			vq->stats.zc_stalls++;
-			vl_lab_chain_end();
-			break;
-		}
-		if (why == VL_DROP_NONE)
-			why = tx_check(vq, np, total, &ol, &pkt_len, plain);
-		vl_lab_chain_end();
-		if (why != VL_DROP_NONE) {
-			/* Return the chain (the guest gets its descriptors back) and skip it. */
-			count_drop(vq, why);
-			tx_done(vq, L, &c, plain);
-			consumed++;
-			continue;
-		}
-		if (used_heads == nheads) {
-			/* Leave this chain available: the next burst serves it. */
-			vq->stats.alloc_failures++;
-			break;
-		}
-		struct vl_pkt *pkt = vq->heads[used_heads];
-		bool zc = false;
+		const uint16_t run_end = pf_next < n ? (uint16_t)pf_next : n;
 
-		if (!plain && vq->zc_on) {
-			const uint8_t *one;
+		for (; i < run_end; i++) {
+			struct vl_chain c;
+			uint32_t np = 0, total = 0, pkt_len = 0;
+			struct vl_offload ol;
 
-			if (pkt_len < vq->zc_min_len) {
-				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
-			} else if (!vl_zc_room(vq)) {
-				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
-			} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
-				pkt->data = (uint8_t *)(uintptr_t)one;
-				pkt->data_len = pkt_len;
-				pkt->pkt_len = pkt_len;
-				zc = true;
-			} else if (vl_zc_gather(vq, pool, np, pkt_len, pkt)) {
-				zc = true;
-			} else {
-				vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
+			/* One chain's guest reads (descriptors, then its header) form one unit:
+			 * each field is read once into a local; what follows uses locals and
+			 * payload. */
+			vl_lab_chain_begin();
+			enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c,
+							 &np, &total);
+
+			/* This chain has no id it could be returned under: stop. (The packed scan
+			 * may have broken the queue already on a lie further ahead; the chains
+			 * before the lie are sound and are served first, as split serves those
+			 * before a bad head.) */
+			if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE) {
+				vl_lab_chain_end();
+				goto burst_end;
 			}
-		}
-		if (zc) {
-			/* The packet is the guest's buffers; the chain is leased until it is freed. */
-			pkt->release = vl_zc_release;
-			pkt->release_ctx = vq;
-			pkt->release_tag = vl_zc_take(vq, &c, false);
-			vq->stats.zc_packets++;
-		} else {
-			if (tx_extend(vq, pkt, pkt_len, used_heads, &nheads) != 0) {
-				/* Segment chaining failed even with the spare heads given back:
-				 * this chain stays available for the next burst. */
+			/* Under IN_ORDER every chain behind a held one needs a lease; at the bound
+			 * the burst stops so the guest keeps the rest of its descriptors. */
+			if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
+				vq->stats.zc_stalls++;
+				vl_lab_chain_end();
+				goto burst_end;
+			}
+			if (why == VL_DROP_NONE)
+				why = tx_check(vq, np, total, &ol, &pkt_len, plain);
+			vl_lab_chain_end();
+			if (why != VL_DROP_NONE) {
+				/* Return the chain (the guest gets its descriptors back) and
+				 * skip it. */
+				count_drop(vq, why);
+				tx_done(vq, L, &c, plain);
+				consumed++;
+				continue;
+			}
+			if (used_heads == nheads) {
+				/* Leave this chain available: the next burst serves it. */
 				vq->stats.alloc_failures++;
-				break;
+				goto burst_end;
 			}
-			tx_copy_payload(vq, np, pkt);
-			tx_done(vq, L, &c, plain);
+			struct vl_pkt *pkt = vq->heads[used_heads];
+			bool zc = false;
+
+			if (!plain && vq->zc_on) {
+				const uint8_t *one;
+
+				if (pkt_len < vq->zc_min_len) {
+					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
+				} else if (!vl_zc_room(vq)) {
+					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
+				} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
+					pkt->data = (uint8_t *)(uintptr_t)one;
+					pkt->data_len = pkt_len;
+					pkt->pkt_len = pkt_len;
+					zc = true;
+				} else if (vl_zc_gather(vq, pool, np, pkt_len, pkt)) {
+					zc = true;
+				} else {
+					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
+				}
+			}
+			if (zc) {
+				/* The packet is the guest's buffers; the chain is leased until
+				 * it is freed. */
+				pkt->release = vl_zc_release;
+				pkt->release_ctx = vq;
+				pkt->release_tag = vl_zc_take(vq, &c, false);
+				vq->stats.zc_packets++;
+			} else {
+				if (tx_extend(vq, pkt, pkt_len, used_heads, &nheads) != 0) {
+					/* Segment chaining failed even with the spare heads given
+					 * back: this chain stays available for the next burst. */
+					vq->stats.alloc_failures++;
+					goto burst_end;
+				}
+				tx_copy_payload(vq, np, pkt);
+				tx_done(vq, L, &c, plain);
+			}
+			used_heads++;
+			if (!plain && vq->tx_offloads)
+				pkt->ol = ol;
+			pkts[got++] = pkt;
+			bytes += pkt_len;
+			vq->stats.size_bins[vl_size_bin(pkt_len)]++;
+			consumed++;
 		}
-		used_heads++;
-		if (!plain && vq->tx_offloads)
-			pkt->ol = ol;
-		pkts[got++] = pkt;
-		bytes += pkt_len;
-		vq->stats.size_bins[vl_size_bin(pkt_len)]++;
-		consumed++;
 	}
+burst_end:
 	vq->stats.packets += got;
 	vq->stats.bytes += bytes;
+	if (pf_try && n > 0)
+		vq->tx_prefetch_skip =
+			vq->stats.payload_prefetches == pf_before ? VL_TX_PREFETCH_RETRY : 0;
 	if (used_heads < nheads)
 		tx_give_back_heads(vq, used_heads, nheads);
 	if (consumed == 0)

@@ -49,15 +49,23 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 	vl_lab_burst_begin();
 	vl_ring_begin(vq, L);
 	uint16_t n = vl_ring_avail(vq, L, count);
+	uint32_t pf_next = touch && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
 
 	for (uint16_t i = 0; i < n; i++) {
+		/* touch reads a line of each packet: asked for ahead, as dequeue asks for the
+		 * lines it reads at once (any packet here), so the ceiling stays one for a back
+		 * end that reads its packets. Before np and total are set, as in dequeue. */
+		if (i == pf_next)
+			pf_next = vl_ring_prefetch_ahead(vq, L, i, n, true);
+
 		struct vl_chain c;
 		uint32_t np = 0, total = 0;
 
 		/* The descriptors are walked (and checked) as dequeue walks them: the packed
 		 * ring needs the chain's length to know where the next one starts, and a back
 		 * end that returned chains it never looked at would return garbage ids too. The
-		 * buffers themselves are never read (touch: one byte of each good packet, below). */
+		 * buffers themselves are never read (touch: one byte of each good packet,
+		 * below). */
 		vl_lab_chain_begin();
 		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
 						 &total);

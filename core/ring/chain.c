@@ -61,3 +61,8 @@ enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t le
 	*table = vq->indirect_copy;
 	return VL_DROP_NONE;
 }
+
+int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
+{
+	return vl_mem_find(mem, addr);
+}

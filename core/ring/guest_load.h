@@ -66,6 +66,24 @@ static VL_ALWAYS_INLINE uint64_t vl_guest_load64(const uint64_t *p)
 	return v;
 }
 
+/* A peek: a guest field read only to steer a prefetch, never to decide anything, so it is
+ * not one of the chain's reads the lab counts (vl_lab_guest_load) -- fetch reads the same field
+ * again, once, as ever. */
+static VL_ALWAYS_INLINE uint16_t vl_guest_peek16(const uint16_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static VL_ALWAYS_INLINE uint32_t vl_guest_peek32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static VL_ALWAYS_INLINE uint64_t vl_guest_peek64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
 /* The packed event suppression structure (driver area) as one 32-bit snapshot, so offset,
  * wrap and flags come from the same guest write: off_wrap in the low half, flags in the
  * high half (little-endian, like every virtio 1.x field). The area is 4-byte aligned. */

@@ -209,6 +209,26 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n)
 	vl_packed_begin(vq);
 }
 
+void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len)
+{
+	const struct vl_packed_chain *chains = vq->pchains;
+	const struct vl_packed_desc *ring = vq->pdesc;
+	const uint16_t *pflags = vq->pflags;
+	struct vl_payload_prefetch p;
+
+	vl_payload_prefetch_begin(&p, vq, any_len);
+	for (uint16_t i = from; i < to; i++) {
+		const struct vl_packed_chain c = chains[i];
+
+		if (c.ndescs != 1 || (pflags[c.start] & VL_DESC_F_INDIRECT))
+			continue;
+		const struct vl_packed_desc *d = &ring[c.start];
+
+		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
+	}
+	vl_payload_prefetch_end(&p, vq);
+}
+
 /* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we
  * poll; with event idx, DESC naming the next descriptor we will look at; else ENABLE.
  * A burst stores it only when the area does not already hold it: the guest reads this line

@@ -50,6 +50,10 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 enum vl_drop vl_packed_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
 				     enum vl_dir dir, uint32_t *np, uint32_t *total);
 
+/* Payload prefetch (vq_internal.h) for window chains [from, to): those of one direct
+ * descriptor (flags as the scan read them). Length and address are peeked. */
+void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len);
+
 /* vl_packed_fetch with the usual cases inline: a chain of one descriptor, direct (every
  * receive buffer of DPDK's and Linux's drivers, most transmit ones) or indirect (how they
  * transmit several pieces). Its id, address and length are read once each, in the order

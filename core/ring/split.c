@@ -205,3 +205,26 @@ void vl_split_flush_used(struct vl_vq *vq)
 		vq->stats.calls_suppressed++;
 	vl_log_flush(&vq->log);
 }
+
+void vl_split_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len)
+{
+	const uint16_t *ring = vq->avail->ring;
+	const struct vl_split_desc *desc = vq->desc;
+	const uint32_t size = vq->size;
+	const uint16_t base = vq->last_avail_idx;
+	struct vl_payload_prefetch p;
+
+	vl_payload_prefetch_begin(&p, vq, any_len);
+	for (uint16_t i = from; i < to; i++) {
+		const uint16_t h = vl_guest_peek16(&ring[(uint16_t)(base + i) & (size - 1)]);
+
+		if (h >= size)
+			continue;
+		const struct vl_split_desc *d = &desc[h];
+
+		if (vl_guest_peek16(&d->flags) & (VL_DESC_F_NEXT | VL_DESC_F_INDIRECT))
+			continue;
+		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
+	}
+	vl_payload_prefetch_end(&p, vq);
+}

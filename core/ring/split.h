@@ -50,6 +50,11 @@ enum vl_drop vl_split_walk(struct vl_vq *vq, uint16_t head, const struct vl_spli
 enum vl_drop vl_split_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
 				    enum vl_dir dir, uint32_t *np, uint32_t *total);
 
+/* Payload prefetch (vq_internal.h) for window chains [from, to): those whose head is one
+ * direct descriptor. Head, flags, length and address are peeked; a head out of range is left
+ * to fetch to refuse. */
+void vl_split_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len);
+
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
  * to the guest); the caller sees vq->broken. */

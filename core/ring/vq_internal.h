@@ -137,6 +137,9 @@ struct vl_vq {
 	uint32_t batch_count;
 	uint32_t batch_threshold;
 	bool evict_reads;          /* vl_vq_set_evict_reads: dequeue evicts copied lines */
+	uint8_t tx_prefetch_skip;  /* dequeue bursts with chains left to make without payload
+				    * prefetch: the last one that tried found nothing to ask for
+				    * (dequeue.c) */
 
 	/* Scratch for chain walking. */
 	struct vl_piece *pieces;   /* [VL_CHAIN_MAX_PIECES] */
@@ -243,6 +246,84 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 		}
 	}
 	return vl_chain_add_range(vq->mem, addr, len, vq->pieces, VL_CHAIN_MAX_PIECES, np, total);
+}
+
+/* Payload prefetch: ask for the first packet byte of a guest buffer (the byte after the
+ * virtio-net header) a few chains before it is read. The driver wrote that line just before,
+ * so it sits in the driver's cache, and with the CPUs far apart a read of it waits a
+ * cross-core round trip (hundreds of ns) that the copy would otherwise wait for chain after
+ * chain. The descriptor fields steering it are peeked (vl_guest_peek*), outside the lab's
+ * accounting: nothing is decided from them, and a lie costs one useless prefetch; fetch reads
+ * and checks the descriptor as ever. The state of one run of prefetches, in locals, so the
+ * loop's loads are not redone after every store to the queue; the memory range of the queue's
+ * last translation is unpacked into a single compare (the buffers of a burst are nearly
+ * always in one range), and any other range is looked up as vl_mem_xlate_hint would. */
+struct vl_payload_prefetch {
+	const struct vl_mem *mem;
+	uint64_t lo;        /* the range at hint: addr - lo <= span <=> the header and the */
+	uint64_t span;      /* first packet byte from addr lie inside it (when valid) */
+	const uint8_t *pkt; /* host address of lo + hdr_len */
+	bool valid;         /* the range at hint holds hdr_len + 1 bytes */
+	uint32_t hint;      /* vq->mem_hint, written back at the end */
+	uint32_t hdr_len;
+	uint64_t min_len;   /* only buffers longer than this (header included) */
+	uint64_t issued;    /* added to stats.payload_prefetches at the end */
+};
+
+static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetch *p, uint32_t i)
+{
+	const struct vl_mem_range *r = &p->mem->ranges[i];
+
+	p->hint = i;
+	p->lo = r->gpa;
+	p->valid = r->last - r->gpa >= p->hdr_len; /* last >= gpa: no wrap */
+	p->span = p->valid ? r->last - r->gpa - p->hdr_len : 0;
+	p->pkt = p->valid ? r->host + p->hdr_len : NULL;
+}
+
+static VL_ALWAYS_INLINE void vl_payload_prefetch_begin(struct vl_payload_prefetch *p,
+						       const struct vl_vq *vq, bool any_len)
+{
+	*p = (struct vl_payload_prefetch){.mem = vq->mem, .hint = vq->mem_hint,
+					  .hdr_len = vq->hdr_len};
+	/* Longer than the header, and than the header and batch_threshold for dequeue: a copy
+	 * the batch defers runs in the flush loop beside the burst's others, whose misses
+	 * overlap already. */
+	p->min_len = (uint64_t)vq->hdr_len + (any_len ? 0 : vq->batch_threshold);
+	if (p->hint < p->mem->n)
+		vl_payload_prefetch_range(p, p->hint);
+}
+
+/* Another range than the last: its index, or -1 (vl_mem_find, out of line: rare). Given the
+ * table, not p: p's address kept in the loop would keep p in memory, every field reloaded
+ * and stored back at every buffer (callgrind: about 10 instructions a packet). */
+int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr);
+
+/* A buffer at guest address addr, len bytes: prefetched when it is longer than min_len and
+ * its header and first packet byte lie in one memory region. */
+static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch *p, uint64_t addr,
+						     uint32_t len)
+{
+	if (len <= p->min_len)
+		return;
+	if (!(p->valid && addr - p->lo <= p->span)) {
+		const int64_t r = vl_payload_prefetch_lookup(p->mem, addr);
+
+		if (r < 0)
+			return;
+		vl_payload_prefetch_range(p, (uint32_t)r);
+		if (!(p->valid && addr - p->lo <= p->span))
+			return;
+	}
+	VL_PREFETCH_R(p->pkt + (addr - p->lo));
+	p->issued++;
+}
+
+static VL_ALWAYS_INLINE void vl_payload_prefetch_end(const struct vl_payload_prefetch *p,
+						     struct vl_vq *vq)
+{
+	vq->mem_hint = p->hint;
+	vq->stats.payload_prefetches += p->issued;
 }
 
 /* The table of an indirect descriptor that straddles host mappings, copied into

@@ -151,6 +151,12 @@ struct vl_vq_stats {
 				       * Counted per entry: a table may have more than one */
 	uint64_t lines_evicted;       /* guest cache lines evicted after dequeue copied (or
 				       * discard_touch read) them (vl_vq_set_evict_reads) */
+	uint64_t payload_prefetches;  /* packets whose first line was asked for a few chains
+				       * ahead of its read: one per chain of a burst's window that
+				       * is one direct descriptor with header and first packet
+				       * byte in one memory region and a packet dequeue copies at
+				       * once (longer than batch_threshold; none with zero-copy
+				       * on), or discard_touch reads (any) */
 };
 
 struct vl_vq;

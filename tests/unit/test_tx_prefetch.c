@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* Dequeue's payload prefetch (vl_ring_prefetch_ahead): a guest-to-host burst asks for each
+ * packet's first line a few chains before it reads it. It is a hint, so what the guest sees
+ * must not change at all; what it does is pinned by the payload_prefetches counter: one per
+ * chain of the burst's window that is one direct descriptor whose header and first packet
+ * byte lie in one memory region, holding a packet copied at once (longer than the batching
+ * threshold) -- no more (chains beyond the window, chains of several descriptors, indirect
+ * ones, buffers the table does not hold or that straddle a host mapping before the first
+ * packet byte, packets the batch copies, zero-copy), no fewer. touch (vl_net_discard_touch)
+ * asks the same way for a packet of any length; null (vl_net_discard) reads nothing and asks
+ * for nothing. Split and packed, without and with VIRTIO_F_IN_ORDER. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "ring/ring.h" /* VL_TX_PREFETCH_RETRY */
+#include "ring_fixture.h"
+
+static const struct vl_vq_stats *st(const struct rf *f)
+{
+	return vl_vq_stats(f->tx.q);
+}
+
+/* A TX buffer at gpa: a zero header, then len pattern(seed) bytes, posted as one descriptor. */
+static struct rf_good post_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed)
+{
+	uint8_t data[2048];
+
+	assert_true(len <= sizeof(data));
+	rf_fill(f, gpa, 0, f->hdr_len);
+	rf_pattern(data, len, seed);
+	rf_write(f, gpa + f->hdr_len, data, len);
+
+	const struct rf_desc d = {gpa, f->hdr_len + len, 0};
+
+	return (struct rf_good){.head = rf_post_chain(&f->tx, &d, 1), .gpa = gpa, .len = len,
+				.seed = seed};
+}
+
+/* The same buffer behind an indirect descriptor: a one-entry table in the layout's format. */
+static struct rf_good post_indirect(struct rf *f, uint32_t len, uint8_t seed)
+{
+	struct rf_good g = rf_good_buf(f, &f->tx, len, seed);
+	const struct rf_desc e = {g.gpa, f->hdr_len + len, 0};
+	const uint64_t t = rf_alloc(f, 16);
+
+	if (f->tx.layout == VL_LAYOUT_SPLIT)
+		rf_write_table(f, t, &e, 1);
+	else
+		rf_write_ptable(f, t, &e, 1);
+	g.head = rf_post_indirect(&f->tx, t, 16);
+	return g;
+}
+
+/* One burst over every kind of chain: the eligible ones are asked for, the rest not, and
+ * every packet still arrives byte for byte, the unmapped chain dropped as ever. Packets one
+ * byte over the batching threshold are asked for, at it not; with batching off, every one.
+ * The two straddling buffers sit at the same boundary, so they go in two bursts: the first
+ * packet byte the last one of the region before it (asked for), then the first of the next
+ * (not). */
+static void scn_eligible_chains(struct rf *f)
+{
+	const uint32_t hdr = f->hdr_len, big = VL_BATCH_THRESHOLD_DEFAULT + 1;
+	struct rf_good g[8];
+	struct vl_pkt *pkts[16];
+
+	g[0] = rf_post_good(f, &f->tx, 1000, 1);
+	g[1] = rf_post_good_n(f, &f->tx, 600, 2, 2); /* two descriptors: no */
+	g[2] = post_indirect(f, 700, 3);              /* indirect: no */
+	g[3] = post_at(f, rf_straddle(f, hdr + 1), big, 4); /* header and byte before: yes */
+	const struct rf_desc far = {0x40000000ull, hdr + 1000, 0};
+	const uint16_t unmapped = rf_post_chain(&f->tx, &far, 1); /* not in the table: no */
+
+	g[4] = rf_post_good(f, &f->tx, VL_BATCH_THRESHOLD_DEFAULT, 5); /* batched: no */
+	g[5] = rf_post_good(f, &f->tx, 64, 6);                          /* batched: no */
+
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 16), 6);
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	for (uint32_t i = 0; i < 6; i++) {
+		rf_assert_pkt_pattern(pkts[i], g[i].len, g[i].seed);
+		vl_pkt_free(pkts[i]);
+	}
+	assert_int_equal(rf_drops(&f->tx, VL_DROP_UNMAPPED), 1);
+	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_UNMAPPED), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		rf_expect_used(&f->tx, g[i].head, 0);
+	rf_expect_used(&f->tx, unmapped, 0);
+	rf_expect_used(&f->tx, g[4].head, 0);
+	rf_expect_used(&f->tx, g[5].head, 0);
+	rf_expect_no_used(&f->tx);
+
+	/* Batching off: every copy is made at once, and the smallest packet is asked for too. */
+	vl_vq_set_batch_threshold(f->tx.q, 0);
+	g[7] = rf_post_good(f, &f->tx, 1, 8);
+	rf_burst_expect_good(f, &f->tx, &g[7]);
+	assert_int_equal(st(f)->payload_prefetches, 3);
+	rf_expect_used(&f->tx, g[7].head, 0);
+
+	/* The header ends the region: the first packet byte is across the boundary. */
+	g[6] = post_at(f, rf_straddle(f, hdr), 1000, 7);
+	rf_burst_expect_good(f, &f->tx, &g[6]);
+	assert_int_equal(st(f)->payload_prefetches, 3);
+	rf_expect_used(&f->tx, g[6].head, 0);
+	rf_expect_no_used(&f->tx);
+	for (uint32_t i = 0; i < 8; i++)
+		if (i != 3 && i != 6)
+			rf_free_good(f, &g[i]);
+}
+RF_WRAP4(eligible_chains)
+
+/* Only the burst's window is asked for, each chain of it once, wherever it sits in the
+ * window (before and past the prefetch distance); the chains left for the next burst are
+ * asked for by that one. */
+static void scn_window_only(struct rf *f)
+{
+	enum { N = 40, FIRST = 8 };
+	struct rf_good g[N];
+
+	for (uint32_t i = 0; i < N; i++)
+		g[i] = rf_post_good(f, &f->tx, VL_BATCH_THRESHOLD_DEFAULT + 1 + i, (uint8_t)i);
+	rf_burst_expect_goods_ask(f, &f->tx, g, FIRST, FIRST);
+	assert_int_equal(st(f)->payload_prefetches, FIRST);
+	rf_burst_expect_goods(f, &f->tx, g + FIRST, N - FIRST);
+	assert_int_equal(st(f)->payload_prefetches, N);
+	for (uint32_t i = 0; i < N; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+}
+RF_WRAP4(window_only)
+
+/* With zero-copy on, packets are not read: nothing is asked for (nor counted as a burst that
+ * found nothing, below), and the packets are the guest's bytes all the same. Back to copying,
+ * every burst asks again. */
+static void scn_zero_copy(struct rf *f)
+{
+	struct vl_pkt *pkts[4];
+	struct rf_good g[4];
+
+	vl_vq_set_zero_copy(f->tx.q, true, 64, 16);
+	for (uint32_t i = 0; i < 2; i++)
+		g[i] = rf_post_good(f, &f->tx, 1000, (uint8_t)(i + 1));
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 4), 2);
+	assert_int_equal(st(f)->zc_packets, 2);
+	assert_int_equal(st(f)->payload_prefetches, 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		rf_assert_pkt_pattern(pkts[i], g[i].len, g[i].seed);
+		vl_pkt_free(pkts[i]);
+	}
+	vl_vq_set_zero_copy(f->tx.q, false, 64, 16);
+	g[2] = rf_post_good(f, &f->tx, 1000, 3);
+	rf_burst_expect_good(f, &f->tx, &g[2]); /* returns the leases first */
+	assert_int_equal(st(f)->payload_prefetches, 1);
+	g[3] = rf_post_good(f, &f->tx, 1000, 4);
+	rf_burst_expect_good(f, &f->tx, &g[3]);
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	for (uint32_t i = 0; i < 4; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+}
+RF_WRAP4(zero_copy)
+
+/* A burst that finds nothing to ask for (a stream of small packets, all batched, or of chains
+ * of several descriptors) makes the next VL_TX_PREFETCH_RETRY bursts with chains skip even the
+ * peeks; then one tries again, and one that asks keeps asking on. Empty bursts do not count. */
+static void one_burst(struct rf *f, uint32_t len, uint32_t ndescs, uint8_t seed)
+{
+	struct rf_good g = rf_post_good_n(f, &f->tx, len, seed, ndescs);
+
+	rf_burst_expect_good(f, &f->tx, &g);
+	rf_expect_used(&f->tx, g.head, 0);
+	rf_free_good(f, &g);
+}
+
+static void scn_follows_the_last_burst(struct rf *f)
+{
+	struct vl_pkt *pkts[4];
+
+	one_burst(f, 64, 1, 1); /* tried: nothing to ask for */
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 4), 0);
+	for (uint32_t i = 0; i < VL_TX_PREFETCH_RETRY; i++) {
+		one_burst(f, 1000, 1, (uint8_t)i);
+		assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 4), 0);
+	}
+	assert_int_equal(st(f)->payload_prefetches, 0);
+	one_burst(f, 1000, 1, 2); /* tries again */
+	assert_int_equal(st(f)->payload_prefetches, 1);
+	one_burst(f, 1000, 1, 3);
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	one_burst(f, 1000, 2, 4); /* two descriptors: nothing to ask for */
+	one_burst(f, 1000, 1, 5);
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	rf_expect_no_used(&f->tx);
+}
+RF_WRAP4(follows_the_last_burst)
+
+/* touch asks for what dequeue asks for; null for nothing. */
+static void scn_discard(struct rf *f)
+{
+	struct rf_good g[4];
+	uint64_t bytes = 0, firsts = 0;
+
+	g[0] = rf_post_good(f, &f->tx, 100, 1);
+	g[1] = rf_post_good_n(f, &f->tx, 100, 2, 2);
+	g[2] = rf_post_good(f, &f->tx, 100, 3);
+	assert_int_equal(vl_net_discard(f->tx.q, 1, &bytes), 1);
+	assert_int_equal(st(f)->payload_prefetches, 0);
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 8, &bytes, &firsts), 2);
+	assert_int_equal(st(f)->payload_prefetches, 1);
+	assert_int_equal(firsts, rf_pattern_byte(2, 0) + rf_pattern_byte(3, 0));
+	g[3] = rf_post_good(f, &f->tx, 100, 4);
+	assert_int_equal(vl_net_discard(f->tx.q, 8, &bytes), 1);
+	assert_int_equal(st(f)->payload_prefetches, 1);
+	for (uint32_t i = 0; i < 4; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+}
+RF_WRAP4(discard)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		RF_TESTS4(eligible_chains),
+		RF_TESTS4(window_only),
+		RF_TESTS4(zero_copy),
+		RF_TESTS4(follows_the_last_burst),
+		RF_TESTS4(discard),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
