@@ -285,6 +285,33 @@ def test_perf_gate_fails_on_a_doctored_baseline(vhostlab, tmp_path):
     assert missing.returncode == 1 and "no baseline" in missing.stdout
 
 
+def test_perf_gate_names_a_bad_input_file(tmp_path):
+    """A measurement or baseline that is missing, not JSON or of the wrong shape: exit 2 (1
+    for a missing baseline, as for a regression) with the file named, no traceback."""
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"core": "production", "cells": []}))
+    junk = tmp_path / "junk.json"
+    junk.write_text("not json\n")
+    shapeless = tmp_path / "shapeless.json"
+    shapeless.write_text(json.dumps({"cells": 3}))
+    missing = tmp_path / "missing.json"
+    cases = [
+        (["--measured", str(junk), "--baseline", str(good)], 2, f"{junk} is not JSON"),
+        (["--measured", str(missing)], 2, f"cannot read the measurement {missing}"),
+        (["--measured", str(shapeless)], 2, f"{shapeless} has no \"cells\" list"),
+        (["--measured", str(good), "--baseline", str(junk)], 2, f"{junk} is not JSON"),
+        (["--measured", str(good), "--baseline", str(good)], 1,
+         f"{good} has no \"cells\" object"),
+        (["--measured", str(good), "--baseline", str(missing)], 1,
+         f"cannot read the baseline {missing}"),
+    ]
+    for args, status, message in cases:
+        r = gate(*args)
+        assert r.returncode == status, (args, r.stdout, r.stderr)
+        assert message in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr, r.stderr
+
+
 def test_committed_baseline_covers_the_gate_cells():
     base = json.loads((REPO_ROOT / "reports" / "baseline" / "instructions.json").read_text())
     assert base["build_type"] == "Release" and base["compiler"]

@@ -115,9 +115,25 @@ def measure(binary):
     return head, cells
 
 
+def load_json(path, what):
+    """The JSON object in path, or exit 2 naming the file and what is wrong with it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        die(f"cannot read the {what} {path}: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        die(f"the {what} {path} is not JSON: {e}")
+    if not isinstance(data, dict):
+        die(f"the {what} {path} is not a JSON object")
+    return data
+
+
 def load_measured(path):
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    data = load_json(path, "measurement")
+    if not isinstance(data.get("cells"), list):
+        die(f"the measurement {path} has no \"cells\" list (give the output of `vhostlab bench "
+            "--instructions --json` or of --save)")
     return data, data["cells"]
 
 
@@ -224,12 +240,12 @@ def main():
     if args.update:
         write_baseline(args.baseline, head, cells, binary)
         return 0
-    try:
-        with open(args.baseline, encoding="utf-8") as f:
-            base = json.load(f)
-    except OSError as e:
-        die(f"cannot read the baseline {args.baseline}: {e.strerror} "
+    if not os.path.exists(args.baseline):
+        die(f"cannot read the baseline {args.baseline}: no such file "
             "(create it with scripts/perf_gate.py --update)", 1)
+    base = load_json(args.baseline, "baseline")
+    if not isinstance(base.get("cells"), dict):
+        die(f"the baseline {args.baseline} has no \"cells\" object", 1)
     tol = args.tolerance if args.tolerance is not None else base.get("tolerance_pct", 3.0)
     failures = compare(base, head, cells, tol)
     if failures:
