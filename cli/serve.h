@@ -43,7 +43,9 @@ enum serve_mode {
 	SERVE_TOUCH,    /* null, reading each packet's first byte */
 };
 
-/* --evict: evict-after-read on the TX rings (vl_vq_set_evict_reads). */
+/* --evict: evict-after-read on the TX rings (vl_vq_set_evict_reads); --prefetch: payload
+ * prefetch on them (vl_vq_set_tx_prefetch). The two measures pay when the front end's CPU is
+ * far from serve's and cost when close; those set to auto follow one tuner per TX ring. */
 enum serve_evict {
 	SERVE_EVICT_AUTO, /* vl_evict_tuner decides per TX ring, from the packet rate */
 	SERVE_EVICT_OFF,
@@ -61,6 +63,7 @@ struct serve_opts {
 	uint32_t burst;           /* packets per burst */
 	bool zero_copy;
 	enum serve_evict evict;
+	enum serve_evict prefetch;
 	uint32_t batch_threshold;
 	bool busy_poll;           /* --poll: never sleep, ignore kicks */
 	/* --idle-pause: under --poll, a round that moved nothing is followed by this much
@@ -100,6 +103,7 @@ struct serve_qstats {
 	uint64_t write_flag_read;      /* TX indirect entries marked device-writable, read anyway
 					* (vl_vq_stats.tx_write_ignored: DPDK virtio-user, packed) */
 	uint64_t lines_evicted;        /* TX ring: guest lines evicted after their copy */
+	uint64_t payload_prefetches;   /* TX ring: packets whose first line was prefetched */
 	uint64_t hdrs_kept;            /* RX ring: virtio-net headers the front end's buffer
 					* held already, not stored again (vl_vq_stats.rx_hdrs_kept) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
@@ -129,7 +133,8 @@ struct serve_pair {
 	uint64_t folded_zcf[VL_ZC_FALLBACK__COUNT]; /* ... and zero-copy fallbacks */
 	uint64_t folded_wr;            /* ... and tx_write_ignored */
 	uint64_t folded_evicted;       /* ... and lines_evicted */
-	struct vl_evict_tuner evict;   /* --evict auto: this pair's TX ring */
+	uint64_t folded_prefetched;    /* ... and payload_prefetches */
+	struct vl_evict_tuner evict;   /* --evict or --prefetch auto: this pair's TX ring */
 	uint64_t evict_trials_seen;    /* ... trials already looked at */
 	bool evict_told;               /* ... the decision last announced (starts off) */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */

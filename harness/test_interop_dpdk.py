@@ -497,8 +497,9 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
     and not all. Every packet arrives either way. A CPU without CLFLUSHOPT: serve says so and
     evicts nothing."""
     ev = cell["evict"]
+    # Payload prefetch off: auto would run the tuner, and its trials, with --evict on or off.
     counts, result, serve, _ = session(vhostlab, testpmd, workdir, cell["mode"], "txonly",
-                                       cell, serve_args=("--evict", ev))
+                                       cell, serve_args=("--evict", ev, "--prefetch", "off"))
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
           f"evicted {q['lines_evicted']} lines; trials {q['evict_trials']} "
@@ -523,6 +524,43 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
         assert q["evict_shifts"] <= q["evict_trials"], q
     else:
         assert q["evict_trials"] == q["evict_trials_idle"] == q["evict_shifts"] == 0, q
+
+
+PREFETCH_CELLS = [{"ring": ring, "mrg": 1, "ord": 1, "prefetch": p}
+                  for ring in ("split", "packed") for p in ("on", "off", "auto")]
+
+
+@pytest.mark.parametrize("cell", PREFETCH_CELLS,
+                         ids=[f"{c['ring']}-{c['prefetch']}" for c in PREFETCH_CELLS])
+def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
+    """serve --prefetch: testpmd's 64-byte frames, each one descriptor, copied at once
+    (--batch-threshold 0), so `on` asks for every packet's first line ahead -- but for the
+    bursts that follow one that found none to ask for, when the ring runs dry --, `off` for
+    none; `auto` (with --evict off) follows the tuner, whose trials start off, so some
+    packets and not all. Every packet arrives either way."""
+    pf = cell["prefetch"]
+    counts, result, serve, _ = session(
+        vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+        serve_args=("--prefetch", pf, "--evict", "off", "--batch-threshold", "0"))
+    q = queue0(result)
+    print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
+          f"prefetched {q['payload_prefetches']}; trials {q['evict_trials']} "
+          f"({q['evict_trials_on']} on)")
+    assert result["prefetch"] == pf, result
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    assert q["rx_packets"] > 10000 and q["drops"] == 0, q
+    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    assert q["lines_evicted"] == 0, q
+    if pf == "off":
+        assert q["payload_prefetches"] == 0, q
+    elif pf == "on":
+        assert q["rx_packets"] / 2 < q["payload_prefetches"] <= q["rx_packets"], q
+    else:
+        assert 0 < q["payload_prefetches"] < q["rx_packets"], q
+    if pf == "auto":
+        assert 1 <= q["evict_trials"] and q["evict_trials_on"] <= q["evict_trials"], q
+    else:
+        assert q["evict_trials"] == 0, q
 
 
 ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]

@@ -22,7 +22,7 @@ SERVE_OPTIONS = [
     "--batch-threshold", "--poll", "--stats-interval", "--duration", "--json", "--quiet",
     "--features", "--no-mrg-rxbuf", "--no-packed", "--no-in-order", "--no-indirect",
     "--no-event-idx", "--no-csum", "loopback", "rxonly", "txonly", "tap:IFNAME",
-    "pair:SOCKET2", "EXIT STATUS", "--idle-pause", "--evict",
+    "pair:SOCKET2", "EXIT STATUS", "--idle-pause", "--evict", "--prefetch",
 ]
 
 
@@ -59,6 +59,7 @@ def test_serve_help_mentions_every_option(vhostlab):
         (["--socket", "S", "--idle-pause", "1000001"], "1000001"),
         (["--socket", "S", "--idle-pause", "-5"], "-5"),
         (["--socket", "S", "--evict", "sometimes"], "sometimes"),
+        (["--socket", "S", "--prefetch", "always"], "--prefetch 'always'"),
         (["--socket", "S", "--features", "zz"], "zz"),
         (["--socket", "S", "--features", "4"], "0x4"),  # bit 2: not implemented
         (["--socket", "S", "--mode", "pair:S"], "pair:S"),

@@ -195,11 +195,12 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	uint16_t n = vl_ring_avail(vq, L, count);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
-	/* Payload prefetch (vl_ring_prefetch_ahead), for the copies made at once (a zero-copy
-	 * packet is not read at all). When a burst finds nothing to ask for (small packets, or
-	 * chains of several descriptors), the next VL_TX_PREFETCH_RETRY bursts with chains skip
-	 * even the peeks, then one tries again. */
-	const bool pf_try = (plain || !vq->zc_on) && vq->tx_prefetch_skip == 0;
+	/* Payload prefetch (vl_ring_prefetch_ahead) unless turned off, for the copies made at
+	 * once (a zero-copy packet is not read at all). When a burst finds nothing to ask for
+	 * (small packets, or chains of several descriptors), the next VL_TX_PREFETCH_RETRY
+	 * bursts with chains skip even the peeks, then one tries again. */
+	const bool pf_try = (plain || !vq->zc_on) && !vq->tx_prefetch_off &&
+			    vq->tx_prefetch_skip == 0;
 	uint32_t pf_next = pf_try && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
 	const uint64_t pf_before = vq->stats.payload_prefetches;
 

@@ -373,6 +373,14 @@ bool vl_vq_evict_reads(const struct vl_vq *vq) { return vq->evict_reads; }
 
 bool vl_vq_evict_supported(void) { return vl_cpu_can_evict(); }
 
+void vl_vq_set_tx_prefetch(struct vl_vq *vq, bool enable)
+{
+	vq->tx_prefetch_off = !enable;
+	vq->tx_prefetch_skip = 0; /* a burst that asks for nothing sets it again */
+}
+
+bool vl_vq_tx_prefetch(const struct vl_vq *vq) { return !vq->tx_prefetch_off; }
+
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {
 	vq->want_kicks = want;

@@ -137,6 +137,7 @@ struct vl_vq {
 	uint32_t batch_count;
 	uint32_t batch_threshold;
 	bool evict_reads;          /* vl_vq_set_evict_reads: dequeue evicts copied lines */
+	bool tx_prefetch_off;      /* vl_vq_set_tx_prefetch(vq, false) (zeroed: on) */
 	uint8_t tx_prefetch_skip;  /* dequeue bursts with chains left to make without payload
 				    * prefetch: the last one that tried found nothing to ask for
 				    * (dequeue.c) */

@@ -8,7 +8,8 @@
  * ones, buffers the table does not hold or that straddle a host mapping before the first
  * packet byte, packets the batch copies, zero-copy), no fewer. touch (vl_net_discard_touch)
  * asks the same way for a packet of any length; null (vl_net_discard) reads nothing and asks
- * for nothing. Split and packed, without and with VIRTIO_F_IN_ORDER. */
+ * for nothing; vl_vq_set_tx_prefetch(vq, false) turns both off. Split and packed, without and
+ * with VIRTIO_F_IN_ORDER. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -224,6 +225,38 @@ static void scn_discard(struct rf *f)
 }
 RF_WRAP4(discard)
 
+/* Turned off, neither dequeue nor touch asks for anything; the packets are the same. Turned
+ * on, the next burst asks at once, even behind one that found nothing to ask for. */
+static void scn_turned_off(struct rf *f)
+{
+	struct rf_good g[4];
+	uint64_t bytes = 0, firsts = 0;
+
+	assert_true(vl_vq_tx_prefetch(f->tx.q));
+	one_burst(f, 64, 1, 9); /* nothing to ask for: the next bursts would skip */
+	vl_vq_set_tx_prefetch(f->tx.q, false);
+	assert_false(vl_vq_tx_prefetch(f->tx.q));
+	for (uint32_t i = 0; i < 2; i++) {
+		g[i] = rf_post_good(f, &f->tx, 1000, (uint8_t)(i + 1));
+		rf_burst_expect_good(f, &f->tx, &g[i]);
+	}
+	g[2] = rf_post_good(f, &f->tx, 1000, 3);
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 8, &bytes, &firsts), 1);
+	assert_int_equal(firsts, rf_pattern_byte(3, 0));
+	assert_int_equal(st(f)->payload_prefetches, 0);
+
+	vl_vq_set_tx_prefetch(f->tx.q, true);
+	g[3] = rf_post_good(f, &f->tx, 1000, 4);
+	rf_burst_expect_good(f, &f->tx, &g[3]);
+	assert_int_equal(st(f)->payload_prefetches, 1);
+	for (uint32_t i = 0; i < 4; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+}
+RF_WRAP4(turned_off)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +265,7 @@ int main(void)
 		RF_TESTS4(zero_copy),
 		RF_TESTS4(follows_the_last_burst),
 		RF_TESTS4(discard),
+		RF_TESTS4(turned_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -241,6 +241,16 @@ bool vl_vq_evict_reads(const struct vl_vq *vq);
 /* Whether vl_vq_set_evict_reads(vq, true) can succeed here (this CPU and build). */
 bool vl_vq_evict_supported(void);
 
+/* Payload prefetch (docs/architecture.md), on by default: a guest-to-host burst (dequeue,
+ * vl_net_discard_touch) asks for each packet's first line about a dozen chains before it
+ * reads it (counted in payload_prefetches). It pays when the driver's CPU is far from the
+ * device's (the line comes from the driver's cache, hundreds of ns away) and costs a few
+ * instructions a packet when they are close: an embedder that can measure may tune it as it
+ * tunes evict-after-read (vl_evict_tuner; vhostlab serve --prefetch auto). A hint: what the
+ * packets hold is unchanged. */
+void vl_vq_set_tx_prefetch(struct vl_vq *vq, bool enable);
+bool vl_vq_tx_prefetch(const struct vl_vq *vq);
+
 /* Whether evict-after-read pays, decided from the packet rate it gives. The embedder cannot
  * know where the driver's CPU sits (a hypervisor moves it), so the tuner measures: a trial
  * runs VL_EVICT_TRIAL_EPOCHS epochs of at least VL_EVICT_EPOCH_NS each, off and on in the
