@@ -74,10 +74,10 @@ static VL_ALWAYS_INLINE enum vl_drop vl_ring_fetch(struct vl_vq *vq, const enum 
  * VL_TX_PREFETCH_AHEAD chains before it is read; it returns the chain to call it at next, or
  * VL_TX_PREFETCH_NONE once the window is asked for. any_len: every packet (touch), else only
  * those dequeue copies at once, longer than the batching threshold (vq_internal.h). A hint:
- * decides nothing. The caller's test is one compare a chain against a counter it keeps; the
- * asking is out of line: inlined, or tested every chain, its peeks and arithmetic took
- * registers the copy loop wanted (callgrind: 15-20 more instructions per packet, prefetch
- * or not). */
+ * decides nothing. Dequeue runs its chain loop in runs that end at the returned index (touch
+ * compares each i with it); the asking is out of line: inlined, or tested every chain, its
+ * peeks and arithmetic took registers the copy loop wanted (callgrind: 15-20 more
+ * instructions per packet, prefetch or not). */
 #define VL_TX_PREFETCH_NONE UINT32_MAX
 
 static VL_ALWAYS_INLINE uint32_t vl_ring_prefetch_ahead(struct vl_vq *vq, const enum vl_layout L,
