@@ -291,10 +291,33 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	       tot.rx_packets, tot.rx_bytes, tot.tx_packets, tot.tx_bytes, drops_of(&tot));
 }
 
+/* One port's per-queue counters summed for the text summary; the evict tuner's trials
+ * are shared by --evict and --prefetch auto, so both lines print the same ones. */
+struct port_sum {
+	uint64_t zero_copied, lines_evicted, payload_prefetches;
+	uint64_t trials, trials_on, shifts;
+};
+
+static void port_sums(const struct serve_port *p, uint32_t queues, struct port_sum *sum)
+{
+	*sum = (struct port_sum){0};
+	for (uint32_t q = 0; q < queues; q++) {
+		const struct serve_pair *pair = &p->pairs[q];
+
+		sum->zero_copied += pair->st.zero_copied;
+		sum->lines_evicted += pair->st.lines_evicted;
+		sum->payload_prefetches += pair->st.payload_prefetches;
+		sum->trials += pair->evict.trials;
+		sum->trials_on += pair->evict.trials_on;
+		sum->shifts += pair->evict.shifts;
+	}
+}
+
 static void final_text(const struct serve *s, double secs, const char *stopped_by,
 		       uint32_t leaked)
 {
 	struct serve_qstats tot = {0};
+	struct port_sum sum;
 
 	printf("vhostlab serve: mode %s, %" PRIu32 " queue pair%s, %.2f s (idle %.2f s), "
 	       "stopped by %s\n",
@@ -321,41 +344,24 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 		       " rejected), last features 0x%" PRIx64 "\n",
 		       p->path, p->connections, p->connections == 1 ? "" : "s", p->messages,
 		       p->rejected, p->features);
-		if (s->o.zero_copy) {
-			uint64_t zc = 0;
-
-			for (uint32_t q = 0; q < s->o.queues; q++)
-				zc += p->pairs[q].st.zero_copied;
-			printf("%s: %" PRIu64 " packets received without copying\n", p->path, zc);
-		}
+		port_sums(p, s->o.queues, &sum);
+		if (s->o.zero_copy)
+			printf("%s: %" PRIu64 " packets received without copying\n", p->path,
+			       sum.zero_copied);
 		if (s->o.evict != SERVE_EVICT_OFF) {
-			uint64_t lines = 0, trials = 0, on = 0, shifts = 0;
-
-			for (uint32_t q = 0; q < s->o.queues; q++) {
-				lines += p->pairs[q].st.lines_evicted;
-				trials += p->pairs[q].evict.trials;
-				on += p->pairs[q].evict.trials_on;
-				shifts += p->pairs[q].evict.shifts;
-			}
 			printf("%s: %" PRIu64 " guest lines evicted after their copy (--evict %s",
-			       p->path, lines, evict_names[s->o.evict]);
+			       p->path, sum.lines_evicted, evict_names[s->o.evict]);
 			if (s->o.evict == SERVE_EVICT_AUTO)
 				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on, %" PRIu64
-				       " after the rate moved", trials, on, shifts);
+				       " after the rate moved", sum.trials, sum.trials_on, sum.shifts);
 			printf(")\n");
 		}
 		if (s->o.prefetch != SERVE_EVICT_OFF) {
-			uint64_t n = 0, trials = 0, on = 0;
-
-			for (uint32_t q = 0; q < s->o.queues; q++) {
-				n += p->pairs[q].st.payload_prefetches;
-				trials += p->pairs[q].evict.trials;
-				on += p->pairs[q].evict.trials_on;
-			}
 			printf("%s: %" PRIu64 " packets' first lines prefetched (--prefetch %s",
-			       p->path, n, evict_names[s->o.prefetch]);
+			       p->path, sum.payload_prefetches, evict_names[s->o.prefetch]);
 			if (s->o.prefetch == SERVE_EVICT_AUTO)
-				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on", trials, on);
+				printf(": %" PRIu64 " trials, %" PRIu64 " turned it on", sum.trials,
+				       sum.trials_on);
 			printf(")\n");
 		}
 	}
