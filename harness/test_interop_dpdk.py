@@ -133,16 +133,24 @@ def kill_group(proc: subprocess.Popen):
         proc.wait()
 
 
+# serve's statistics line without --json (docs/serve.md).
+TEXT_STATS = re.compile(r"^\[\s*[\d.]+s\] (\S+) q(\d+): rx (\d+) \(\d+ pps\)  tx (\d+) ",
+                        re.M)
+
+
 class Serve:
-    """`vhostlab serve ... --json`: events on stderr (a file), final JSON on stdout."""
+    """`vhostlab serve ... --json`: events on stderr (a file), final JSON on stdout.
+    as_json=False: the text a person reads -- statistics lines on stderr, the summary on stdout
+    (stop() returns it as a string)."""
 
     def __init__(self, vhostlab, workdir: Path, *args: str, sock: Path | None = None,
-                 wrap: list[str] | None = None):
+                 wrap: list[str] | None = None, as_json: bool = True):
         self.sock = sock or workdir / f"s{next(_counter)}.sock"
         self.err = workdir / f"serve{next(_counter)}.err"
+        self.as_json = as_json
         self.argv = [
-            str(vhostlab.path), "serve", "--socket", str(self.sock), "--json",
-            "--stats-interval", "0.05", *args,
+            str(vhostlab.path), "serve", "--socket", str(self.sock),
+            *(["--json"] if as_json else []), "--stats-interval", "0.05", *args,
         ]
         self._errf = open(self.err, "w")
         self.proc = subprocess.Popen(
@@ -173,6 +181,10 @@ class Serve:
     def moved(self) -> int:
         """Packets serve moved either way so far (the latest statistics line of each
         socket and queue pair)."""
+        if not self.as_json:
+            last = {(m[1], m[2]): {"rx_packets": int(m[3]), "tx_packets": int(m[4])}
+                    for m in TEXT_STATS.finditer(tail(self.err, 10**9))}
+            return sum(ev["rx_packets"] + ev["tx_packets"] for ev in last.values())
         last = {(ev["socket"], ev["queue"]): ev for ev in self.events("stats")}
         return sum(ev["rx_packets"] + ev["tx_packets"] for ev in last.values())
 
@@ -184,7 +196,7 @@ class Serve:
                  f"serve event {name!r} #{count}", [self.err, *logs])
         return self.events(name)[count - 1]
 
-    def stop(self) -> dict:
+    def stop(self) -> dict | str:
         if self.proc.poll() is None:
             os.kill(child_pid(self.proc), signal.SIGINT)
         try:
@@ -198,6 +210,10 @@ class Serve:
             f"serve exited {self.proc.returncode}\n{' '.join(self.argv)}\n--- stdout ---\n"
             f"{out}\n--- stderr ---\n{tail(self.err)}"
         )
+        if not self.as_json:
+            assert "FAIL" not in out, out
+            self.result = out
+            return out
         self.result = json.loads(out)
         assert self.result["leaked_packets"] == 0, out
         return self.result
@@ -482,6 +498,26 @@ def cpu_has(flag: str) -> bool:
         return any(flag in line.split() for line in f if line.startswith("flags"))
 
 
+def check_all_64_byte_frames_arrived(counts: dict, q: dict):
+    """testpmd txonly's 64-byte frames into serve's queue pair `q`: all of them, none
+    dropped."""
+    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
+    assert q["rx_packets"] > 10000 and q["drops"] == 0, q
+    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+
+
+def check_tuner(q: dict, running: bool):
+    """The evict tuner's counters of queue pair `q` (it runs for --evict auto and for
+    --prefetch auto): trials while traffic flowed when it ran, none at all when not."""
+    if running:
+        assert q["evict_trials"] >= 1, q
+        assert q["evict_trials_on"] <= q["evict_trials"], q
+        # A shift starts a trial at once: all but the last completed (or never did).
+        assert q["evict_shifts"] <= q["evict_trials"], q
+    else:
+        assert q["evict_trials"] == q["evict_trials_idle"] == q["evict_shifts"] == 0, q
+
+
 EVICT_CELLS = ([{"ring": ring, "mrg": 1, "ord": 1, "mode": "rxonly", "evict": e}
                 for ring in ("split", "packed") for e in ("on", "off", "auto")]
                + [{"ring": "split", "mrg": 1, "ord": 1, "mode": "touch", "evict": e}
@@ -506,9 +542,7 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
           f"({q['evict_trials_on']} on, {q['evict_trials_idle']} started over idle, "
           f"{q['evict_shifts']} after the rate moved)")
     assert result["evict"] == ev, result
-    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
-    assert q["rx_packets"] > 10000 and q["drops"] == 0, q
-    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    check_all_64_byte_frames_arrived(counts, q)
     told = [e for e in serve.events("evict") if "CLFLUSHOPT" in e.get("message", "")]
     if ev == "off" or not cpu_has("clflushopt"):
         assert q["lines_evicted"] == 0, q
@@ -517,13 +551,7 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
         assert q["lines_evicted"] == q["rx_packets"], q
     else:
         assert 0 < q["lines_evicted"] < q["rx_packets"], q
-    if ev == "auto":
-        assert q["evict_trials"] >= 1, q
-        assert q["evict_trials_on"] <= q["evict_trials"], q
-        # A shift starts a trial at once: all but the last completed (or never did).
-        assert q["evict_shifts"] <= q["evict_trials"], q
-    else:
-        assert q["evict_trials"] == q["evict_trials_idle"] == q["evict_shifts"] == 0, q
+    check_tuner(q, ev == "auto")
 
 
 PREFETCH_CELLS = [{"ring": ring, "mrg": 1, "ord": 1, "prefetch": p}
@@ -547,9 +575,7 @@ def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
           f"prefetched {q['payload_prefetches']}; trials {q['evict_trials']} "
           f"({q['evict_trials_on']} on)")
     assert result["prefetch"] == pf, result
-    check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
-    assert q["rx_packets"] > 10000 and q["drops"] == 0, q
-    assert q["rx_bytes"] == 64 * q["rx_packets"], q
+    check_all_64_byte_frames_arrived(counts, q)
     assert q["lines_evicted"] == 0, q
     if pf == "off":
         assert q["payload_prefetches"] == 0, q
@@ -557,10 +583,74 @@ def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
         assert q["rx_packets"] / 2 < q["payload_prefetches"] <= q["rx_packets"], q
     else:
         assert 0 < q["payload_prefetches"] < q["rx_packets"], q
-    if pf == "auto":
-        assert 1 <= q["evict_trials"] and q["evict_trials_on"] <= q["evict_trials"], q
-    else:
-        assert q["evict_trials"] == 0, q
+    check_tuner(q, pf == "auto")
+
+
+TEXT_CELLS = [{"ring": "split", "mrg": 1, "ord": 1, "zc": False},
+              {"ring": "packed", "mrg": 1, "ord": 1, "zc": True}]
+
+
+@pytest.mark.parametrize("cell", TEXT_CELLS,
+                         ids=[c["ring"] + ("-zc" if c["zc"] else "") for c in TEXT_CELLS])
+def test_text_summary(vhostlab, testpmd, workdir, cell):
+    """serve without --json: the final statistics a person reads (docs/serve.md, Output)
+    agree with testpmd's counts and with themselves -- the table's row and the total, the
+    features negotiated, and the --evict auto and --prefetch auto lines, which name the
+    same tuner's trials. With --zero-copy: testpmd's 64-byte frames are under its minimum,
+    so none is received without copying, and none is prefetched (zero-copy asks for none,
+    tests/unit/test_tx_prefetch.c)."""
+    serve = Serve(vhostlab, workdir, "--mode", "rxonly", "--evict", "auto", "--prefetch",
+                  "auto", "--batch-threshold", "0", *(["--zero-copy"] if cell["zc"] else []),
+                  as_json=False)
+    tp = None
+    try:
+        serve.wait_socket()
+        tp = FrontEnd(testpmd, workdir, serve.sock, "txonly", cell)
+        wait_for(lambda: "features 0x" in tail(serve.err), START_TIMEOUT, "serve running",
+                 [serve.err, tp.log])
+        tp.traffic(serve, TRAFFIC_SECONDS)
+        counts = tp.quit()
+        wait_for(lambda: "closed the connection" in tail(serve.err), START_TIMEOUT,
+                 "serve to see testpmd go", [serve.err, tp.log])
+        out = serve.stop()
+    finally:
+        if tp:
+            tp.kill()
+        serve.kill()
+    print(f"{cell}: testpmd sent {counts['tx']}\n{out}")
+    sock = re.escape(str(serve.sock))
+    head = re.search(r"^vhostlab serve: mode rxonly, 1 queue pair, ([\d.]+) s "
+                     r"\(idle ([\d.]+) s\), stopped by signal$", out, re.M)
+    assert head and float(head[2]) <= float(head[1]), out
+    # queue rx_packets rx_bytes tx_packets tx_bytes drops kicks calls
+    row = re.search(rf"^{sock} +0 +(\d+) +(\d+) +0 +0 +(\d+) +\d+ +\d+$", out, re.M)
+    assert row, out
+    rx = int(row[1])
+    check_all_64_byte_frames_arrived(
+        counts, {"rx_packets": rx, "rx_bytes": int(row[2]), "drops": int(row[3])})
+    conn = re.search(rf"^{sock}: 1 connection, (\d+) messages \(0 rejected\), "
+                     r"last features 0x([0-9a-f]+)$", out, re.M)
+    assert conn and int(conn[1]) > 0, out
+    f = int(conn[2], 16)
+    assert bool(f & F_PACKED) == (cell["ring"] == "packed") and f & F_IN_ORDER, out
+    zc = re.findall(rf"^{sock}: (\d+) packets received without copying$", out, re.M)
+    assert zc == (["0"] if cell["zc"] else []), out
+    ev = re.search(rf"^{sock}: (\d+) guest lines evicted after their copy \(--evict auto: "
+                   r"(\d+) trials, (\d+) turned it on, (\d+) after the rate moved\)$", out, re.M)
+    pf = re.search(rf"^{sock}: (\d+) packets' first lines prefetched \(--prefetch auto: "
+                   r"(\d+) trials, (\d+) turned it on\)$", out, re.M)
+    assert ev and pf, out
+    lines, trials, on, shifts = (int(x) for x in ev.groups())
+    assert (int(pf[2]), int(pf[3])) == (trials, on), out
+    check_tuner({"evict_trials": trials, "evict_trials_on": on, "evict_shifts": shifts},
+                True)
+    # The tuner's trials turn both measures on in half their epochs: some packets, not all
+    # (as in test_evict_after_read and test_payload_prefetch).
+    assert (int(pf[1]) == 0) if cell["zc"] else (0 < int(pf[1]) < rx), out
+    assert (0 < lines < rx) if cpu_has("clflushopt") else lines == 0, out
+    total = re.search(r"^total: rx (\d+) packets \(\d+ pps\), tx 0 packets \(0 pps\), "
+                      r"drops 0$", out, re.M)
+    assert total and int(total[1]) == rx, out
 
 
 ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
