@@ -68,6 +68,7 @@ struct bench_opts {
 	uint64_t packets;        /* per repetition (0: run for `seconds`) */
 	bool quick;
 	bool instructions;
+	const char *profile_dir; /* --profile DIR: keep each cell's callgrind output there */
 	bool json;
 	bool quiet;
 	bool callgrind_child;    /* internal: we are the program callgrind runs */
@@ -129,6 +130,15 @@ double bench_now_ns(void);
  * program under callgrind. Returns 0, or -1 with a message. */
 int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 			 struct bench_result *res, char *err, size_t errlen);
+
+/* --profile DIR: the file that keeps cell c's callgrind output, DIR/NAME.callgrind with the
+ * cell's name's '/' as '_'. false when it does not fit in len bytes. */
+bool bench_profile_path(const struct bench_opts *o, const struct bench_cell *c, char *buf,
+			size_t len);
+
+/* --profile DIR: DIR made if missing (one level, as mkdir(1) without -p). Returns 0, or -1
+ * with a message naming DIR. */
+int bench_profile_prepare(const struct bench_opts *o, char *err, size_t errlen);
 
 /* The CPU model (from /proc/cpuinfo) or "unknown". */
 void bench_cpu_name(char *buf, size_t len);

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,8 +105,14 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	self[len] = '\0';
 	const char *tmp = getenv("TMPDIR");
 
-	snprintf(outfile, sizeof(outfile), "%s/vhostlab-bench-%d.callgrind",
-		 tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	if (!o->profile_dir)
+		snprintf(outfile, sizeof(outfile), "%s/vhostlab-bench-%d.callgrind",
+			 tmp && *tmp ? tmp : "/tmp", (int)getpid());
+	else if (!bench_profile_path(o, c, outfile, sizeof(outfile))) {
+		snprintf(err, errlen, "--profile '%.200s': the file name for this cell is longer "
+			 "than %zu bytes", o->profile_dir, sizeof(outfile) - 1);
+		return -1;
+	}
 	snprintf(outarg, sizeof(outarg), "--callgrind-out-file=%s", outfile);
 
 	char size[16], batch[16], burst[16], qsize[16], packets[24], pieces[16];
@@ -165,7 +172,8 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	uint64_t total = 0;
 	int rc = read_total(outfile, &total, err, errlen);
 
-	unlink(outfile);
+	if (rc != 0 || !o->profile_dir)
+		unlink(outfile); /* --profile keeps a good one for callgrind_annotate */
 	if (rc != 0)
 		return -1;
 	res->have_instr = true;
@@ -174,5 +182,35 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	res->instr_calls = calls;
 	res->instr_per_pkt = pk ? (double)total / (double)pk : 0;
 	res->instr_per_call = calls ? (double)total / (double)calls : 0;
+	return 0;
+}
+
+bool bench_profile_path(const struct bench_opts *o, const struct bench_cell *c, char *buf,
+			size_t len)
+{
+	char name[256];
+
+	bench_cell_name(c, name, sizeof(name));
+	for (char *p = name; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	int n = snprintf(buf, len, "%s/%s.callgrind", o->profile_dir, name);
+
+	return n > 0 && (size_t)n < len;
+}
+
+int bench_profile_prepare(const struct bench_opts *o, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(o->profile_dir, 0777) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "--profile '%s': cannot create it: %s", o->profile_dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (stat(o->profile_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--profile '%s': not a directory", o->profile_dir);
+		return -1;
+	}
 	return 0;
 }

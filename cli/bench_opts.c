@@ -59,6 +59,10 @@ static void bench_usage(FILE *out)
 		"  --instructions     also count the core's instructions per packet: each cell runs\n"
 		"                     again under valgrind --tool=callgrind, collecting only inside\n"
 		"                     the core's calls (deterministic; 20000 packets unless --packets)\n"
+		"  --profile DIR      --instructions, and keep each cell's callgrind output as\n"
+		"                     DIR/CELL.callgrind (CELL: the cell's name, '/' as '_'; DIR is\n"
+		"                     made if missing) for callgrind_annotate: the core's cost by\n"
+		"                     function (by source line in a build with -DCMAKE_C_FLAGS=-g)\n"
 		"output:\n"
 		"  --json             JSON on stdout (fields: docs/cli.md)\n"
 		"  --quiet            no progress on stderr\n"
@@ -390,8 +394,8 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
-	       O_PIECES, O_INDIRECT, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR, O_JSON,
-	       O_QUIET, O_CHILD };
+	       O_PIECES, O_INDIRECT, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR,
+	       O_PROFILE, O_JSON, O_QUIET, O_CHILD };
 	static const struct option longopts[] = {
 		{"direction", required_argument, NULL, O_DIR},
 		{"layout", required_argument, NULL, O_LAYOUT},
@@ -412,6 +416,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"packets", required_argument, NULL, O_PKTS},
 		{"quick", no_argument, NULL, O_QUICK},
 		{"instructions", no_argument, NULL, O_INSTR},
+		{"profile", required_argument, NULL, O_PROFILE},
 		{"json", no_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"callgrind-child", no_argument, NULL, O_CHILD},
@@ -488,6 +493,13 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case O_QUICK: o->quick = true; break;
 		case O_INSTR: o->instructions = true; break;
+		case O_PROFILE:
+			ok = *optarg != '\0';
+			if (!ok)
+				cli_usage_error(CMD, "--profile needs a directory, not ''");
+			o->profile_dir = optarg;
+			o->instructions = true;
+			break;
 		case O_JSON: o->json = true; break;
 		case O_QUIET: o->quiet = true; break;
 		case O_CHILD: o->callgrind_child = true; break;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vhostlab bench: statistics over the repetitions, the table and the JSON. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,6 +231,12 @@ static void json_cell(FILE *out, const struct bench_opts *o, const struct bench_
 				r->instr_calls);
 		else
 			fprintf(out, ",\n      \"instr_per_pkt\": null");
+	}
+	char path[PATH_MAX];
+
+	if (o->profile_dir && r->have_instr && bench_profile_path(o, &r->cell, path, sizeof(path))) {
+		fprintf(out, ",\n      \"profile\": ");
+		cli_json_string(out, path);
 	}
 	fprintf(out, "\n    }");
 }

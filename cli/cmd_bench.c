@@ -3,6 +3,7 @@
  * rep 2, ...) so that a slow spell of a shared machine spreads over all cells instead of
  * spoiling one; each cell reports the median with min and max. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ static int run_child(const struct bench_opts *o)
 
 static int measure(const struct bench_opts *o, struct bench_result *res)
 {
-	char name[160], err[512];
+	char name[160], err[512], path[PATH_MAX];
 
 	for (uint32_t rep = 0; rep < o->reps; rep++) {
 		if (!o->quiet)
@@ -57,6 +58,9 @@ static int measure(const struct bench_opts *o, struct bench_result *res)
 			fprintf(stderr, "vhostlab bench: FAIL: %s: instructions: %s\n", name, err);
 			return CLI_EXIT_FAIL;
 		}
+		if (o->profile_dir && !o->quiet && bench_profile_path(o, &o->cells[i], path,
+								      sizeof(path)))
+			fprintf(stderr, "vhostlab bench: kept %s\n", path);
 	}
 	return CLI_EXIT_OK;
 }
@@ -79,6 +83,15 @@ int cmd_bench(int argc, char **argv)
 		rc = run_child(o);
 		free(o);
 		return rc;
+	}
+	if (o->profile_dir) {
+		char err[512];
+
+		if (bench_profile_prepare(o, err, sizeof(err)) != 0) {
+			cli_usage_error("bench", "%s", err);
+			free(o);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	struct bench_result *res = calloc(o->ncells, sizeof(*res));
 

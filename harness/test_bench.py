@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ BENCH_OPTIONS = [
     "--direction", "--layout", "--sizes", "--mergeable", "--in-order", "--batch",
     "--zero-copy", "--alloc", "--fill", "--csum", "--pieces", "--indirect", "--burst",
     "--queue-size", "--reps", "--seconds",
-    "--packets", "--quick", "--instructions", "--json", "--quiet",
+    "--packets", "--quick", "--instructions", "--profile", "--json", "--quiet",
 ]
 
 
@@ -69,6 +70,10 @@ def test_bench_help_mentions_every_option(vhostlab):
         (["--queue-size", "100"], "100"),
         (["--sizes", "64,64"], "twice"),
         (["--frobnicate"], "--frobnicate"),
+        (["--profile", ""], "--profile needs a directory"),
+        (["--profile", "/proc/version"], "'/proc/version': not a directory"),
+        (["--profile", "/nonexistent-vhostlab/prof"],
+         "'/nonexistent-vhostlab/prof': cannot create"),
     ],
 )
 def test_bench_usage_errors_name_the_value(vhostlab, args, named):
@@ -240,6 +245,35 @@ def test_bench_instructions_are_deterministic(vhostlab):
     assert a["instr_per_pkt"] > 50, a
     # Callgrind counts the same instructions on the same input: identical, not just close.
     assert abs(a["instr_total"] - b["instr_total"]) <= a["instr_total"] * 0.001, (a, b)
+
+
+def test_bench_profile_keeps_what_callgrind_counted(vhostlab, tmp_path):
+    """--profile DIR: one callgrind file per cell, named after it, whose total is the JSON's
+    instr_total, and that callgrind_annotate splits into the core's functions."""
+    if sanitizer_build(vhostlab.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    out = tmp_path / "prof"  # missing: bench makes it
+    res = vhostlab("bench", "--json", "--reps", "1", "--packets", "3000", "--layout", "split",
+                   "--sizes", "64", "--direction", "dequeue,enqueue", "--profile", str(out),
+                   timeout=120)
+    assert res.returncode == 0, res.describe()
+    doc = res.json()
+    assert doc["instructions"] is True
+    cells = doc["cells"]
+    assert len(cells) == 2
+    want = sorted(c["name"].replace("/", "_") + ".callgrind" for c in cells)
+    assert sorted(p.name for p in out.iterdir()) == want
+    for c in cells:
+        path = Path(c["profile"])
+        assert path.parent == out and path.name == c["name"].replace("/", "_") + ".callgrind"
+        assert f"vhostlab bench: kept {path}" in res.stderr, res.describe()
+        m = re.search(r"^(?:summary|totals): (\d+)$", path.read_text(), re.M)
+        assert m and int(m.group(1)) == c["instr_total"], (c, m)
+        ann = subprocess.run(["callgrind_annotate", str(path)], capture_output=True, text=True,
+                             check=False, timeout=60)
+        assert ann.returncode == 0, ann.stderr
+        entry = "vl_net_dequeue" if c["direction"] == "dequeue" else "vl_net_enqueue"
+        assert entry in ann.stdout, ann.stdout[:2000]
 
 
 def gate(*args):
