@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -897,6 +898,96 @@ static void test_disconnect_mid_message_releases_everything_packed(void **state)
 	scn_disconnect(VL_LAYOUT_PACKED);
 }
 
+/* Junk written into the device's direction of the connection, without blocking, until the
+ * socket takes no more: replies the front end never read. Returns the bytes written. */
+static size_t fill_unread_replies(struct vuf *f)
+{
+	static const uint8_t junk[4096];
+	size_t total = 0;
+
+	for (;;) {
+		ssize_t n = send(f->be, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n <= 0) {
+			assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+			return total;
+		}
+		total += (size_t)n;
+	}
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* A front end that does not read its replies: the device waits for room at most
+ * VL_VU_IO_TIMEOUT_MS, then gives the connection up (VL_ERR_VU_IO, fatal) and resets;
+ * it never blocks for good. One that reads them late, within the time, gets the reply and
+ * keeps its device. */
+static void test_replies_not_read(void **state)
+{
+	(void)state;
+	struct vuf f;
+	struct timespec t0;
+
+	start(&f, VL_LAYOUT_SPLIT);
+	int fds0 = vuf_count_fds();
+
+	assert_true(fill_unread_replies(&f) > 0);
+	vuf_send(&f, VUF_GET_FEATURES, VUF_F_VERSION, NULL, 0, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(vl_vu_dev_handle(f.dev, f.be), VL_ERR_VU_IO);
+	const double waited = seconds_since(&t0);
+
+	assert_true(waited >= VL_VU_IO_TIMEOUT_MS / 1000.0 * 0.9 && waited < 10.0);
+	assert_true(vl_vu_err_fatal(VL_ERR_VU_IO));
+	assert_null(vl_vu_dev_mem(f.dev));
+	assert_false(f.ready[0] || f.ready[1]);
+	assert_int_equal(vuf_count_fds(), fds0 - 4); /* kick + call of both rings */
+	vuf_fini(&f);
+
+	/* Late but alive: a child drains the unread bytes 200 ms from now. */
+	start(&f, VL_LAYOUT_SPLIT);
+	const size_t unread = fill_unread_replies(&f);
+	const pid_t child = fork();
+
+	assert_true(child >= 0);
+	if (child == 0) {
+		uint8_t buf[4096];
+		size_t got = 0;
+
+		usleep(200000);
+		while (got < unread) {
+			size_t want = unread - got < sizeof(buf) ? unread - got : sizeof(buf);
+			ssize_t n = read(f.fe, buf, want);
+
+			if (n <= 0)
+				_exit(1);
+			got += (size_t)n;
+		}
+		_exit(0);
+	}
+	vuf_send(&f, VUF_GET_FEATURES, VUF_F_VERSION, NULL, 0, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(vl_vu_dev_handle(f.dev, f.be), VL_OK);
+	assert_true(seconds_since(&t0) >= 0.15);
+	int status = 0;
+
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uint32_t size = 0;
+
+	assert_int_equal(vuf_reply(&f, VUF_GET_FEATURES, &size) & FEATURES, FEATURES);
+	assert_int_equal(size, 8);
+	assert_non_null(vl_vu_dev_mem(f.dev));
+	assert_true(f.ready[0] && f.ready[1]);
+	vuf_fini(&f);
+}
+
 /* The front end closes before reading a reply: the reply fails, the device resets. */
 static void test_peer_gone_before_the_reply(void **state)
 {
@@ -939,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_disconnect_mid_message_releases_everything_split),
 		cmocka_unit_test(test_disconnect_mid_message_releases_everything_packed),
 		cmocka_unit_test(test_peer_gone_before_the_reply),
+		cmocka_unit_test(test_replies_not_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
