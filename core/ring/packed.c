@@ -213,16 +213,12 @@ void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, b
 {
 	const struct vl_packed_chain *chains = vq->pchains;
 	const struct vl_packed_desc *ring = vq->pdesc;
-	const uint16_t *pflags = vq->pflags;
 	struct vl_payload_prefetch p;
 
 	vl_payload_prefetch_begin(&p, vq, any_len);
+	/* Each chain's first descriptor, whatever follows it (see vl_split_prefetch_payloads). */
 	for (uint16_t i = from; i < to; i++) {
-		const struct vl_packed_chain c = chains[i];
-
-		if (c.ndescs != 1 || (pflags[c.start] & VL_DESC_F_INDIRECT))
-			continue;
-		const struct vl_packed_desc *d = &ring[c.start];
+		const struct vl_packed_desc *d = &ring[chains[i].start];
 
 		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
 	}

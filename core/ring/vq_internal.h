@@ -261,25 +261,30 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
  * always in one range), and any other range is looked up as vl_mem_xlate_hint would. */
 struct vl_payload_prefetch {
 	const struct vl_mem *mem;
-	uint64_t lo;        /* the range at hint: addr - lo <= span <=> the header and the */
-	uint64_t span;      /* first packet byte from addr lie inside it (when valid) */
-	const uint8_t *pkt; /* host address of lo + hdr_len */
-	bool valid;         /* the range at hint holds hdr_len + 1 bytes */
+	uint64_t lo;        /* the range at hint: addr - lo < starts <=> the header and the */
+	uint64_t starts;    /* first packet byte from addr lie inside it (0: no addr does) */
+	uintptr_t to_host;  /* addr + to_host: the host address of addr + hdr_len (an integer,
+			     * wrapping: a prefetch of any address is harmless, pointer
+			     * arithmetic outside an object is not) */
 	uint32_t hint;      /* vq->mem_hint, written back at the end */
 	uint32_t hdr_len;
 	uint64_t min_len;   /* only buffers longer than this (header included) */
 	uint64_t issued;    /* added to stats.payload_prefetches at the end */
 };
 
+/* Unpack range i. starts counts the addresses a buffer may begin at: last - gpa - hdr_len + 1
+ * of them, none when the range is shorter than hdr_len + 1 bytes (last >= gpa: no wrap). The
+ * + 1 overflows only for a range of all 2^64 addresses with hdr_len 0, which then counts
+ * 2^64 - 1 (one start missed: a hint, and a table no guest can give). */
 static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetch *p, uint32_t i)
 {
 	const struct vl_mem_range *r = &p->mem->ranges[i];
+	const uint64_t room = r->last - r->gpa; /* bytes in the range, less one */
 
 	p->hint = i;
 	p->lo = r->gpa;
-	p->valid = r->last - r->gpa >= p->hdr_len; /* last >= gpa: no wrap */
-	p->span = p->valid ? r->last - r->gpa - p->hdr_len : 0;
-	p->pkt = p->valid ? r->host + p->hdr_len : NULL;
+	p->starts = room < p->hdr_len ? 0 : room - p->hdr_len + (room - p->hdr_len < UINT64_MAX);
+	p->to_host = (uintptr_t)r->host + p->hdr_len - (uintptr_t)r->gpa;
 }
 
 static VL_ALWAYS_INLINE void vl_payload_prefetch_begin(struct vl_payload_prefetch *p,
@@ -307,16 +312,16 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch 
 {
 	if (len <= p->min_len)
 		return;
-	if (!(p->valid && addr - p->lo <= p->span)) {
+	if (addr - p->lo >= p->starts) {
 		const int64_t r = vl_payload_prefetch_lookup(p->mem, addr);
 
 		if (r < 0)
 			return;
 		vl_payload_prefetch_range(p, (uint32_t)r);
-		if (!(p->valid && addr - p->lo <= p->span))
+		if (addr - p->lo >= p->starts)
 			return;
 	}
-	VL_PREFETCH_R(p->pkt + (addr - p->lo));
+	VL_PREFETCH_R((const void *)(uintptr_t)(addr + p->to_host));
 	p->issued++;
 }
 

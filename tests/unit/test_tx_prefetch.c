@@ -2,12 +2,14 @@
 /* Dequeue's payload prefetch (vl_ring_prefetch_ahead): a guest-to-host burst asks for each
  * packet's first line a few chains before it reads it. It is a hint, so what the guest sees
  * must not change at all; what it does is pinned by the payload_prefetches counter: one per
- * chain of the burst's window that is one direct descriptor whose header and first packet
- * byte lie in one memory region, holding a packet copied at once (longer than the batching
- * threshold) -- no more (chains beyond the window, chains of several descriptors, indirect
- * ones, buffers the table does not hold or that straddle a host mapping before the first
- * packet byte, packets the batch copies, zero-copy), no fewer. touch (vl_net_discard_touch)
- * asks the same way for a packet of any length; null (vl_net_discard) reads nothing and asks
+ * chain of the burst's window whose first descriptor is longer than the header and the
+ * batching threshold (a packet copied at once, or the first piece of one) and holds the header
+ * and first packet byte in one memory region, whatever follows it -- no more (chains beyond
+ * the window, a first descriptor of the header alone as a Linux guest sends it, indirect ones
+ * whose table is short, buffers the table does not hold or that straddle a host mapping
+ * before the first packet byte, packets the batch copies, zero-copy), no fewer. touch
+ * (vl_net_discard_touch) asks the same way for a first descriptor of any length longer than
+ * the header, an indirect one's table included; null (vl_net_discard) reads nothing and asks
  * for nothing; vl_vq_set_tx_prefetch(vq, false) turns both off. Split and packed, without and
  * with VIRTIO_F_IN_ORDER. */
 #include <stdarg.h>
@@ -42,6 +44,17 @@ static struct rf_good post_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t 
 				.seed = seed};
 }
 
+/* A TX buffer as a Linux guest sends it: the header in one descriptor, the packet in the
+ * next. */
+static struct rf_good post_hdr_apart(struct rf *f, uint32_t len, uint8_t seed)
+{
+	struct rf_good g = rf_good_buf(f, &f->tx, len, seed);
+	const struct rf_desc d[2] = {{g.gpa, f->hdr_len, 0}, {g.gpa + f->hdr_len, len, 0}};
+
+	g.head = rf_post_chain(&f->tx, d, 2);
+	return g;
+}
+
 /* The same buffer behind an indirect descriptor: a one-entry table in the layout's format. */
 static struct rf_good post_indirect(struct rf *f, uint32_t len, uint8_t seed)
 {
@@ -70,7 +83,7 @@ static void scn_eligible_chains(struct rf *f)
 	struct vl_pkt *pkts[16];
 
 	g[0] = rf_post_good(f, &f->tx, 1000, 1);
-	g[1] = rf_post_good_n(f, &f->tx, 600, 2, 2); /* two descriptors: no */
+	g[1] = post_hdr_apart(f, 600, 2);             /* the header alone first: no */
 	g[2] = post_indirect(f, 700, 3);              /* indirect: no */
 	g[3] = post_at(f, rf_straddle(f, hdr + 1), big, 4); /* header and byte before: yes */
 	const struct rf_desc far = {0x40000000ull, hdr + 1000, 0};
@@ -180,6 +193,15 @@ static void one_burst(struct rf *f, uint32_t len, uint32_t ndescs, uint8_t seed)
 	rf_free_good(f, &g);
 }
 
+static void one_burst_hdr_apart(struct rf *f, uint32_t len, uint8_t seed)
+{
+	struct rf_good g = post_hdr_apart(f, len, seed);
+
+	rf_burst_expect_good(f, &f->tx, &g);
+	rf_expect_used(&f->tx, g.head, 0);
+	rf_free_good(f, &g);
+}
+
 static void scn_follows_the_last_burst(struct rf *f)
 {
 	struct vl_pkt *pkts[4];
@@ -195,31 +217,36 @@ static void scn_follows_the_last_burst(struct rf *f)
 	assert_int_equal(st(f)->payload_prefetches, 1);
 	one_burst(f, 1000, 1, 3);
 	assert_int_equal(st(f)->payload_prefetches, 2);
-	one_burst(f, 1000, 2, 4); /* two descriptors: nothing to ask for */
-	one_burst(f, 1000, 1, 5);
-	assert_int_equal(st(f)->payload_prefetches, 2);
+	one_burst(f, 1000, 2, 4); /* two descriptors, the first 506 bytes: asked for */
+	assert_int_equal(st(f)->payload_prefetches, 3);
+	one_burst_hdr_apart(f, 1000, 5); /* the header alone first: nothing to ask for */
+	one_burst(f, 1000, 1, 6);
+	assert_int_equal(st(f)->payload_prefetches, 3);
 	rf_expect_no_used(&f->tx);
 }
 RF_WRAP4(follows_the_last_burst)
 
-/* touch asks for what dequeue asks for; null for nothing. */
+/* touch asks for what dequeue asks for, at any length past the header: an indirect chain's
+ * table (16 bytes) too; null for nothing. */
 static void scn_discard(struct rf *f)
 {
-	struct rf_good g[4];
+	struct rf_good g[5];
 	uint64_t bytes = 0, firsts = 0;
 
 	g[0] = rf_post_good(f, &f->tx, 100, 1);
-	g[1] = rf_post_good_n(f, &f->tx, 100, 2, 2);
+	g[1] = post_hdr_apart(f, 100, 2); /* the header alone first: no */
 	g[2] = rf_post_good(f, &f->tx, 100, 3);
+	g[3] = post_indirect(f, 100, 4);  /* its table */
 	assert_int_equal(vl_net_discard(f->tx.q, 1, &bytes), 1);
 	assert_int_equal(st(f)->payload_prefetches, 0);
-	assert_int_equal(vl_net_discard_touch(f->tx.q, 8, &bytes, &firsts), 2);
-	assert_int_equal(st(f)->payload_prefetches, 1);
-	assert_int_equal(firsts, rf_pattern_byte(2, 0) + rf_pattern_byte(3, 0));
-	g[3] = rf_post_good(f, &f->tx, 100, 4);
+	assert_int_equal(vl_net_discard_touch(f->tx.q, 8, &bytes, &firsts), 3);
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	assert_int_equal(firsts, rf_pattern_byte(2, 0) + rf_pattern_byte(3, 0) +
+				 rf_pattern_byte(4, 0));
+	g[4] = rf_post_good(f, &f->tx, 100, 5);
 	assert_int_equal(vl_net_discard(f->tx.q, 8, &bytes), 1);
-	assert_int_equal(st(f)->payload_prefetches, 1);
-	for (uint32_t i = 0; i < 4; i++) {
+	assert_int_equal(st(f)->payload_prefetches, 2);
+	for (uint32_t i = 0; i < 5; i++) {
 		rf_expect_used(&f->tx, g[i].head, 0);
 		rf_free_good(f, &g[i]);
 	}
