@@ -35,10 +35,12 @@ static void trace_usage(FILE *out)
 		"                      dirty pages and a digest of all guest memory (checks the\n"
 		"                      conversion is exact)\n"
 		"\n"
-		"exit status: 0 success, 1 the output could not be written or the input cannot\n"
-		"become an exact trace (from-fuzz without --lossy), 2 usage error, an unknown or\n"
-		"unsupported target, an unreadable input, or a trace that does not parse (the\n"
-		"message names file, line and column).\n");
+		"exit status: 0 success, 1 the output could not be written, the input cannot\n"
+		"become an exact trace (from-fuzz without --lossy), the target ran nothing or\n"
+		"the trace would exceed 256 MiB, 2 usage error, an unknown or unsupported\n"
+		"target, --observed with fuzz_scenario, an unreadable input or one of 64 MiB\n"
+		"or more, or a trace that does not parse (the message names file, line and\n"
+		"column).\n");
 }
 
 static int trace_fmt(int argc, char **argv)
