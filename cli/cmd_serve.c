@@ -55,6 +55,11 @@ static void serve_usage(FILE *out)
 		"                         the two CPUs are far apart, costs a little when close.\n"
 		"                         WHEN: auto (default: tried with --evict's, by the same\n"
 		"                         trials, when both are auto), on, off\n"
+		"    --line-wait WHEN     packed rings: a burst that finds the front end still\n"
+		"                         filling a cache line of descriptors leaves that line's\n"
+		"                         packets for the next burst, so serve does not write\n"
+		"                         used descriptors into it meanwhile. WHEN: on (default),\n"
+		"                         off\n"
 		"    --batch-threshold N  copies of at most N bytes are batched per burst, 0 = off\n"
 		"                         (default 256)\n"
 		"    --poll               busy polling: never sleep, tell the guest not to kick and\n"
@@ -147,6 +152,7 @@ enum {
 	OPT_ZERO_COPY,
 	OPT_EVICT,
 	OPT_PREFETCH,
+	OPT_LINE_WAIT,
 	OPT_BATCH,
 	OPT_POLL,
 	OPT_STATS,
@@ -175,6 +181,7 @@ static const struct option long_opts[] = {
 	{"zero-copy", no_argument, NULL, OPT_ZERO_COPY},
 	{"evict", required_argument, NULL, OPT_EVICT},
 	{"prefetch", required_argument, NULL, OPT_PREFETCH},
+	{"line-wait", required_argument, NULL, OPT_LINE_WAIT},
 	{"batch-threshold", required_argument, NULL, OPT_BATCH},
 	{"poll", no_argument, NULL, OPT_POLL},
 	{"idle-pause", required_argument, NULL, OPT_IDLE_PAUSE},
@@ -387,6 +394,13 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 					c == OPT_EVICT ? "--evict" : "--prefetch", optarg))
 				return CLI_EXIT_USAGE;
 			break;
+		case OPT_LINE_WAIT:
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+				o->line_wait_off = strcmp(optarg, "off") == 0;
+				break;
+			}
+			cli_usage_error("serve", "--line-wait '%s': expected on or off", optarg);
+			return CLI_EXIT_USAGE;
 		case OPT_BATCH:
 			if (!cli_parse_u64("serve", "--batch-threshold", optarg, 0, 65536, &v))
 				return CLI_EXIT_USAGE;

@@ -64,6 +64,7 @@ struct serve_opts {
 	bool zero_copy;
 	enum serve_evict evict;
 	enum serve_evict prefetch;
+	bool line_wait_off;       /* --line-wait off (vl_vq_set_tx_line_wait) */
 	uint32_t batch_threshold;
 	bool busy_poll;           /* --poll: never sleep, ignore kicks */
 	/* --idle-pause: under --poll, a round that moved nothing is followed by this much
@@ -104,6 +105,7 @@ struct serve_qstats {
 					* (vl_vq_stats.tx_write_ignored: DPDK virtio-user, packed) */
 	uint64_t lines_evicted;        /* TX ring: guest lines evicted after their copy */
 	uint64_t payload_prefetches;   /* TX ring: packets whose first line was prefetched */
+	uint64_t line_waits;           /* TX ring: bursts that left a line's chains (--line-wait) */
 	uint64_t hdrs_kept;            /* RX ring: virtio-net headers the front end's buffer
 					* held already, not stored again (vl_vq_stats.rx_hdrs_kept) */
 	uint64_t kicks;                /* kick eventfd wakeups consumed (both rings) */
@@ -134,6 +136,7 @@ struct serve_pair {
 	uint64_t folded_wr;            /* ... and tx_write_ignored */
 	uint64_t folded_evicted;       /* ... and lines_evicted */
 	uint64_t folded_prefetched;    /* ... and payload_prefetches */
+	uint64_t folded_line_waits;    /* ... and tx_line_waits */
 	struct vl_evict_tuner evict;   /* --evict or --prefetch auto: this pair's TX ring */
 	uint64_t evict_trials_seen;    /* ... trials already looked at */
 	bool evict_told;               /* ... the decision last announced (starts off) */

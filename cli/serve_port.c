@@ -88,8 +88,10 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		sp->folded_wr = vl_vq_stats(vq)->tx_write_ignored;
 		sp->folded_evicted = vl_vq_stats(vq)->lines_evicted;
 		sp->folded_prefetched = vl_vq_stats(vq)->payload_prefetches;
+		sp->folded_line_waits = vl_vq_stats(vq)->tx_line_waits;
 		if (s->o.zero_copy)
 			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));
+		vl_vq_set_tx_line_wait(vq, !s->o.line_wait_off);
 		serve_evict_start(s, p, pair, serve_now());
 	}
 	/* Busy polling reads the rings anyway: tell the guest it need not kick. Otherwise

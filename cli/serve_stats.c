@@ -167,6 +167,9 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair)
 	now = vl_vq_stats(vq)->payload_prefetches;
 	sp->st.payload_prefetches += now - sp->folded_prefetched;
 	sp->folded_prefetched = now;
+	now = vl_vq_stats(vq)->tx_line_waits;
+	sp->st.line_waits += now - sp->folded_line_waits;
+	sp->folded_line_waits = now;
 }
 
 void serve_stats_live(struct serve *s, double now)
@@ -226,13 +229,14 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 
 	printf("{\n  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
 	       "  \"zero_copy\": %s,\n  \"evict\": \"%s\",\n  \"prefetch\": \"%s\",\n"
-	       "  \"busy_poll\": %s,\n"
+	       "  \"line_wait\": \"%s\",\n  \"busy_poll\": %s,\n"
 	       "  \"seconds\": %.3f,\n  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
 	       mode_names[s->o.mode], s->o.queues, s->o.client ? "true" : "false",
 	       s->o.zero_copy ? "true" : "false", evict_names[s->o.evict],
-	       evict_names[s->o.prefetch], s->o.busy_poll ? "true" : "false", secs,
+	       evict_names[s->o.prefetch], s->o.line_wait_off ? "off" : "on",
+	       s->o.busy_poll ? "true" : "false", secs,
 	       s->idle, stopped_by, leaked, leaked == 0 ? "true" : "false");
 	for (uint32_t i = 0; i < s->nports; i++) {
 		const struct serve_port *p = &s->port[i];
@@ -256,7 +260,8 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"tx_write_ignored\": %" PRIu64 ", \"lines_evicted\": %" PRIu64
 			       ", \"evict_trials\": %" PRIu64 ", \"evict_trials_on\": %" PRIu64
 			       ", \"evict_trials_idle\": %" PRIu64 ", \"evict_shifts\": %" PRIu64
-			       ", \"payload_prefetches\": %" PRIu64 ", \"drops_by_reason\": {",
+			       ", \"payload_prefetches\": %" PRIu64 ", \"line_waits\": %" PRIu64
+			       ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
 			       st->tx_bytes, drops_of(st), st->zero_copied, st->kicks, st->calls,
 			       st->bursts[SERVE_RING_TX], st->idle_bursts[SERVE_RING_TX],
@@ -264,7 +269,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       st->hdrs_kept, st->write_flag_read, st->lines_evicted,
 			       p->pairs[q].evict.trials, p->pairs[q].evict.trials_on,
 			       p->pairs[q].evict.trials_idle, p->pairs[q].evict.shifts,
-			       st->payload_prefetches);
+			       st->payload_prefetches, st->line_waits);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);

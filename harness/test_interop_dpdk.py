@@ -586,6 +586,33 @@ def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
     check_tuner(q, pf == "auto")
 
 
+LINE_WAIT_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_, "line_wait": w}
+                   for ring, ord_ in (("packed", 0), ("packed", 1), ("split", 1))
+                   for w in ("on", "off")]
+
+
+@pytest.mark.parametrize("cell", LINE_WAIT_CELLS,
+                         ids=[f"{c['ring']}-ord{c['ord']}-{c['line_wait']}"
+                              for c in LINE_WAIT_CELLS])
+def test_line_wait(vhostlab, testpmd, workdir, cell):
+    """serve --line-wait: testpmd writes its packed descriptors one at a time, so with `on`
+    some of serve's bursts find it inside a line and leave that line's chains for the next
+    burst (counted, never more than the bursts, every frame still arriving); `off`, and a
+    split ring whatever the option, never."""
+    w = cell["line_wait"]
+    counts, result, serve, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+                                       serve_args=("--line-wait", w))
+    q = queue0(result)
+    print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']} in "
+          f"{q['rx_polls']} bursts, {q['line_waits']} of them waited for a line")
+    assert result["line_wait"] == w, result
+    check_all_64_byte_frames_arrived(counts, q)
+    if w == "on" and cell["ring"] == "packed":
+        assert 0 < q["line_waits"] < q["rx_polls"], q
+    else:
+        assert q["line_waits"] == 0, q
+
+
 TEXT_CELLS = [{"ring": "split", "mrg": 1, "ord": 1, "zc": False},
               {"ring": "packed", "mrg": 1, "ord": 1, "zc": True}]
 

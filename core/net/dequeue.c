@@ -192,7 +192,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		return 0;
 	vl_lab_burst_begin(); /* the window reads: avail->idx, the packed scan */
 	vl_ring_begin(vq, L);
-	uint16_t n = vl_ring_avail(vq, L, count);
+	uint16_t n = vl_ring_avail_tx(vq, L, count);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
 	/* Payload prefetch (vl_ring_prefetch_ahead) unless turned off, for the copies made at

@@ -48,7 +48,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		return 0;
 	vl_lab_burst_begin();
 	vl_ring_begin(vq, L);
-	uint16_t n = vl_ring_avail(vq, L, count);
+	uint16_t n = vl_ring_avail_tx(vq, L, count);
 	uint32_t pf_next = touch && !vq->tx_prefetch_off && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
 
 	for (uint16_t i = 0; i < n; i++) {

@@ -32,6 +32,39 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want
 	return (uint16_t)(vq->pscanned < want ? vq->pscanned : want);
 }
 
+/* Line wait (vl_vq_set_tx_line_wait): of the n chains vl_packed_avail found, how many to take
+ * now. Only when the scan stopped at a descriptor that is not available (so the driver may be
+ * writing it) inside a 64-byte line: then the chains that start in that line stay for the next
+ * burst, and this one takes the rest -- unless that is nothing. So chains wait one burst at
+ * most: the next one either finds the driver gone on (they are no longer in the open line) or
+ * finds only them (and takes them), and a driver that posts one packet at a time is never
+ * kept waiting. A scan that broke the queue (a lie further on) serves every sound chain
+ * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
+static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_vq *vq, uint16_t n)
+{
+	if (!vq->pscan_end || vq->broken)
+		return n;
+	uint32_t end = vq->avail_pos + vq->pscan_descs; /* both < size <= 32768 */
+
+	if (end >= vq->size)
+		end -= vq->size;
+	/* Descriptors are 16 bytes: how far into its line the first one not available sits. A
+	 * line that would start before position 0 (a ring not 64-byte aligned) is left alone. */
+	const uint32_t into = (uint32_t)(((uintptr_t)&vq->pdesc[end] & 63u) >> 4);
+
+	if (into == 0 || into > end)
+		return n;
+	const uint32_t line = end - into;
+	uint16_t k = n;
+
+	while (k > 0 && vq->pchains[k - 1].start >= line && vq->pchains[k - 1].start < end)
+		k--;
+	if (k == 0 || k == n)
+		return n;
+	vq->stats.tx_line_waits++;
+	return k;
+}
+
 /* True when every descriptor of the ring is available to the device. */
 static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_vq *vq)
 {

@@ -37,6 +37,18 @@ static VL_ALWAYS_INLINE uint16_t vl_ring_avail(struct vl_vq *vq, const enum vl_l
 	return vl_packed_avail(vq, want);
 }
 
+/* Chains a guest-to-host burst takes now: vl_ring_avail, less those a line wait leaves for
+ * the next burst (packed only). */
+static VL_ALWAYS_INLINE uint16_t vl_ring_avail_tx(struct vl_vq *vq, const enum vl_layout L,
+						  uint16_t want)
+{
+	const uint16_t n = vl_ring_avail(vq, L, want);
+
+	if (L == VL_LAYOUT_PACKED && vq->tx_line_wait)
+		return vl_packed_line_wait(vq, n);
+	return n;
+}
+
 /* Does the window hold every chain the ring can (the guest posted all it could)? */
 static VL_ALWAYS_INLINE bool vl_ring_full(struct vl_vq *vq, const enum vl_layout L)
 {

@@ -381,6 +381,13 @@ void vl_vq_set_tx_prefetch(struct vl_vq *vq, bool enable)
 
 bool vl_vq_tx_prefetch(const struct vl_vq *vq) { return !vq->tx_prefetch_off; }
 
+void vl_vq_set_tx_line_wait(struct vl_vq *vq, bool enable)
+{
+	vq->tx_line_wait = enable && vq->layout == VL_LAYOUT_PACKED;
+}
+
+bool vl_vq_tx_line_wait(const struct vl_vq *vq) { return vq->tx_line_wait; }
+
 void vl_vq_set_kicks(struct vl_vq *vq, bool want)
 {
 	vq->want_kicks = want;

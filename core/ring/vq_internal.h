@@ -127,6 +127,7 @@ struct vl_vq {
 	uint32_t pscanned;         /* chains scanned in this burst's window */
 	uint32_t pscan_descs;      /* descriptors those chains cover */
 	bool pscan_end;            /* the scan met a descriptor that is not available */
+	bool tx_line_wait;         /* vl_vq_set_tx_line_wait */
 
 	/* Used elements collected during a burst, published once at its end. */
 	struct vl_used_elem *shadow; /* [size] */
