@@ -35,9 +35,10 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want
 /* Line wait (vl_vq_set_tx_line_wait): of the n chains vl_packed_avail found, how many to take
  * now. Only when the scan stopped at a descriptor that is not available (so the driver may be
  * writing it) inside a 64-byte line: then the chains that start in that line stay for the next
- * burst, and this one takes the rest -- unless that is nothing. So chains wait one burst at
- * most: the next one either finds the driver gone on (they are no longer in the open line) or
- * finds only them (and takes them), and a driver that posts one packet at a time is never
+ * burst, and this one takes the rest -- unless that is nothing. So chains normally wait one
+ * burst: the next one either finds the driver gone on (they are no longer in the open line) or
+ * finds only them (and takes them); a burst cut short by something else (an allocation
+ * failure) may leave them once more. And a driver that posts one packet at a time is never
  * kept waiting. A scan that broke the queue (a lie further on) serves every sound chain
  * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
 static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_vq *vq, uint16_t n)
