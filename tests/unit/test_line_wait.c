@@ -4,8 +4,8 @@
  * the next burst, unless those are all it found (so the next burst, finding only them, takes
  * them). Pinned by what each burst returns (packets byte for byte, in order), the used
  * descriptors the guest sees, and the tx_line_waits counter. The fixture's packed ring is 256
- * descriptors, 64-byte aligned, its driver starting at position 0. Packed without and with VIRTIO_F_IN_ORDER;
- * dequeue, discard and touch; a split queue ignores the setting. */
+ * descriptors, 64-byte aligned, its driver starting at position 0. Packed without and with
+ * VIRTIO_F_IN_ORDER; dequeue, discard and touch; a split queue ignores the setting. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
