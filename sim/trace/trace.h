@@ -93,6 +93,7 @@ struct lab_trace_queue {
 	uint32_t zc_min;         /* zero-copy=MINLEN */
 	uint32_t zc_max;         /* 0 = not given (queue size) */
 	enum lab_trace_alloc alloc;
+	bool line_wait;          /* line-wait=on (vl_vq_set_tx_line_wait): tx queues only */
 };
 
 /* ---- statements ------------------------------------------------------------------------ */
@@ -120,7 +121,8 @@ enum lab_trace_kind {
 	LAB_T_KICKS,        /* queue, value (1: the device wants kicks, 0: it polls) */
 	LAB_T_SET,          /* queue; given LAB_TA_BATCH: count; LAB_TA_ALLOC: value;
 			     * LAB_TA_ZC: len = min length (LAB_TA_OFF: zero-copy off) and
-			     * index = zc-max (0: the queue size) */
+			     * index = zc-max (0: the queue size); LAB_TA_LINE_WAIT: flags
+			     * (1 on, 0 off) */
 	LAB_T_REMAP,        /* (none): a new memory table over the same regions */
 	/* expectations */
 	LAB_T_EXPECT_DEQUEUED,  /* queue, count */
@@ -160,6 +162,7 @@ enum {
 	LAB_TA_ALLOC = 1u << 11,
 	LAB_TA_ZC = 1u << 12,
 	LAB_TA_TOUCH = 1u << 13,
+	LAB_TA_LINE_WAIT = 1u << 14,
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */

@@ -13,6 +13,7 @@ static void queue_defaults(struct lab_trace_queue *q)
 	q->wrap = true;
 	q->batch = 256;
 	q->alloc = LAB_TRACE_ALLOC_AVAILABLE;
+	q->line_wait = false;
 }
 
 void lab_trace_init(struct lab_trace *t)
@@ -147,7 +148,7 @@ static bool queue_equal(const struct lab_trace_queue *a, const struct lab_trace_
 	       a->driver == b->driver && a->device == b->device && a->start == b->start &&
 	       (!packed || a->wrap == b->wrap) && a->batch == b->batch &&
 	       a->zero_copy == b->zero_copy && (!a->zero_copy || a->zc_min == b->zc_min) &&
-	       a->zc_max == b->zc_max && a->alloc == b->alloc;
+	       a->zc_max == b->zc_max && a->alloc == b->alloc && a->line_wait == b->line_wait;
 }
 
 /* The fields of struct lab_trace_op a statement uses (trace.h documents them per kind);
@@ -204,7 +205,8 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 	case LAB_T_SET:
 		return F_QUEUE | (g & LAB_TA_BATCH ? F_COUNT : 0) | (g & LAB_TA_ALLOC ? F_VALUE : 0) |
 		       (g & LAB_TA_ZC ? F_INDEX : 0) |
-		       ((g & LAB_TA_ZC) && !(g & LAB_TA_OFF) ? F_LEN : 0);
+		       ((g & LAB_TA_ZC) && !(g & LAB_TA_OFF) ? F_LEN : 0) |
+		       (g & LAB_TA_LINE_WAIT ? F_FLAGS : 0);
 	case LAB_T_REMAP:
 		return 0;
 	case LAB_T_ENQUEUE:

@@ -383,6 +383,14 @@ bool tl_word(struct tl *p, const struct tl_tok *tk, const char *const *words, un
 	return tl_error(p, tk, "expected %s", list);
 }
 
+bool tl_tx_word(struct tl *p, const struct tl_tok *tk, enum lab_trace_dir dir, const char *what,
+		const char *const *words, unsigned n, unsigned *idx)
+{
+	if (dir != LAB_TRACE_TX)
+		return tl_error(p, tk, "%s is a dequeue option: tx queues only", what);
+	return tl_word(p, tk, words, n, idx);
+}
+
 bool tl_find_queue(const struct tl *p, const struct tl_tok *tk, uint32_t *qi)
 {
 	for (uint32_t i = 0; i < p->t->nqueues; i++) {

@@ -105,6 +105,10 @@ bool tl_flags(struct tl *p, const struct tl_tok *tk, bool packed, uint16_t *v);
 /* One of n words; *idx its index (the message lists them). */
 bool tl_word(struct tl *p, const struct tl_tok *tk, const char *const *words, unsigned n,
 	     unsigned *idx);
+/* tl_word for a dequeue option (alloc=, line-wait=) of a queue of direction dir: on an rx
+ * queue the error "WHAT is a dequeue option: tx queues only". */
+bool tl_tx_word(struct tl *p, const struct tl_tok *tk, enum lab_trace_dir dir, const char *what,
+		const char *const *words, unsigned n, unsigned *idx);
 /* A declared queue by name; tl_find_queue only looks (no error). */
 bool tl_find_queue(const struct tl *p, const struct tl_tok *tk, uint32_t *qi);
 bool tl_queue(struct tl *p, const struct tl_tok *tk, uint32_t *qi);

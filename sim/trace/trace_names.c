@@ -39,6 +39,7 @@ const char *const lab_tn_statuses[3] = {
 	[LAB_TRACE_DELIVERED] = "delivered", [LAB_TRACE_TOO_BIG] = "too_big",
 	[LAB_TRACE_TOO_MANY_PIECES] = "too_many_pieces",
 };
+const char *const lab_tn_switch[2] = {"off", "on"};
 const char *const lab_tn_ol[LAB_TN_NOL] = {
 	"flags", "gso_type", "hdr_len", "gso_size", "csum_start", "csum_offset",
 };

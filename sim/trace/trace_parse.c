@@ -122,7 +122,7 @@ static bool st_region(struct tl *p)
 
 enum {
 	QK_SIZE, QK_AT, QK_DESC, QK_AVAIL, QK_USED, QK_DRIVER, QK_DEVICE, QK_START, QK_WRAP,
-	QK_BATCH, QK_ZC, QK_ZC_MAX, QK_ALLOC,
+	QK_BATCH, QK_ZC, QK_ZC_MAX, QK_ALLOC, QK_LINE_WAIT,
 };
 
 /* An explicit ring address: its area must not run past 2^64. */
@@ -165,10 +165,11 @@ static bool queue_rings(struct tl *p, struct lab_trace_queue *q, bool packed)
 	       ring_addr(p, QK_USED, 6 + 8 * n, &q->device);
 }
 
-/* Device options: start, wrap, batch, zero-copy, zc-max, alloc. */
+/* Device options: start, wrap, batch, zero-copy, zc-max, alloc, line-wait. */
 static bool queue_options(struct tl *p, struct lab_trace_queue *q, bool packed)
 {
 	uint64_t v;
+	unsigned k;
 
 	if (p->arg[QK_START]) {
 		if (!tl_range(p, p->arg[QK_START], 0, packed ? q->size - 1 : 0xffff, &v))
@@ -202,14 +203,17 @@ static bool queue_options(struct tl *p, struct lab_trace_queue *q, bool packed)
 		q->zc_max = (uint32_t)v;
 	}
 	if (p->arg[QK_ALLOC]) {
-		unsigned k;
-
-		if (q->dir != LAB_TRACE_TX)
-			return tl_error(p, p->arg[QK_ALLOC], "the allocation policy is a dequeue "
-					"option: tx queues only");
-		if (!tl_word(p, p->arg[QK_ALLOC], lab_tn_allocs, 2, &k))
+		if (!tl_tx_word(p, p->arg[QK_ALLOC], q->dir, "the allocation policy",
+				lab_tn_allocs, 2, &k))
 			return false;
 		q->alloc = (enum lab_trace_alloc)k;
+	}
+	/* On a split tx queue it is accepted and the core ignores it (a packed ring's option,
+	 * vl_vq_set_tx_line_wait); enqueue never looks at it, so on rx it could only mislead. */
+	if (p->arg[QK_LINE_WAIT]) {
+		if (!tl_tx_word(p, p->arg[QK_LINE_WAIT], q->dir, "line-wait", lab_tn_switch, 2, &k))
+			return false;
+		q->line_wait = k != 0;
 	}
 	return true;
 }
@@ -220,7 +224,8 @@ static bool st_queue(struct tl *p)
 		[QK_SIZE] = "size", [QK_AT] = "at", [QK_DESC] = "desc", [QK_AVAIL] = "avail",
 		[QK_USED] = "used", [QK_DRIVER] = "driver", [QK_DEVICE] = "device",
 		[QK_START] = "start", [QK_WRAP] = "wrap", [QK_BATCH] = "batch",
-		[QK_ZC] = "zero-copy", [QK_ZC_MAX] = "zc-max", [QK_ALLOC] = "alloc", NULL,
+		[QK_ZC] = "zero-copy", [QK_ZC_MAX] = "zc-max", [QK_ALLOC] = "alloc",
+		[QK_LINE_WAIT] = "line-wait", NULL,
 	};
 	struct lab_trace *t = p->t;
 	bool packed = lab_trace_packed(t);
@@ -237,10 +242,10 @@ static bool st_queue(struct tl *p)
 	if (!tl_stmt(p, 1, "queue", packed ?
 		     "queue NAME tx|rx size=N (at=GPA | desc=GPA driver=GPA device=GPA) "
 		     "[start=POS] [wrap=0|1] [batch=BYTES] [zero-copy=MINLEN] [zc-max=N] "
-		     "[alloc=available|burst]" :
+		     "[alloc=available|burst] [line-wait=on|off]" :
 		     "queue NAME tx|rx size=N (at=GPA | desc=GPA avail=GPA used=GPA) "
 		     "[start=IDX] [batch=BYTES] [zero-copy=MINLEN] [zc-max=N] "
-		     "[alloc=available|burst]", keys, 2, 2, false) ||
+		     "[alloc=available|burst] [line-wait=on|off]", keys, 2, 2, false) ||
 	    !tl_name(p, tl_pos(p, 0), q.name, sizeof(q.name)))
 		return false;
 	if (tl_find_queue(p, tl_pos(p, 0), &qi))

@@ -341,43 +341,41 @@ static bool st_complete(struct tl *p, struct lab_trace_op *op)
 static bool st_kicks(struct tl *p, struct lab_trace_op *op)
 {
 	static const char *const keys[] = {NULL};
-	static const char *const words[] = {"off", "on"};
 	unsigned k;
 
 	if (!tl_stmt(p, 1, "kicks", "kicks QUEUE on|off", keys, 2, 2, false) ||
-	    !tl_queue(p, tl_pos(p, 0), &op->queue) || !tl_word(p, tl_pos(p, 1), words, 2, &k))
+	    !tl_queue(p, tl_pos(p, 0), &op->queue) ||
+	    !tl_word(p, tl_pos(p, 1), lab_tn_switch, 2, &k))
 		return false;
 	op->value = k;
 	return true;
 }
 
 /* Device options changed between bursts: set QUEUE [batch=N] [alloc=available|burst]
- * [zero-copy=MINLEN|off] [zc-max=N]. */
+ * [zero-copy=MINLEN|off] [zc-max=N] [line-wait=on|off]. */
 static bool st_set(struct tl *p, struct lab_trace_op *op)
 {
-	static const char *const keys[] = {"batch", "alloc", "zero-copy", "zc-max", NULL};
+	static const char *const keys[] = {"batch", "alloc", "zero-copy", "zc-max", "line-wait",
+					   NULL};
 	const struct lab_trace_queue *q;
 	uint64_t v;
 	unsigned k;
 
 	if (!tl_stmt(p, 1, "set", "set QUEUE [batch=BYTES] [alloc=available|burst] "
-		     "[zero-copy=MINLEN|off] [zc-max=N]", keys, 1, 1, false) ||
+		     "[zero-copy=MINLEN|off] [zc-max=N] [line-wait=on|off]", keys, 1, 1, false) ||
 	    !tl_queue(p, tl_pos(p, 0), &op->queue))
 		return false;
 	q = &p->t->queues[op->queue];
-	if (!p->arg[0] && !p->arg[1] && !p->arg[2] && !p->arg[3])
+	if (!p->arg[0] && !p->arg[1] && !p->arg[2] && !p->arg[3] && !p->arg[4])
 		return tl_error(p, tl_pos(p, 0), "set changes nothing: give batch=, alloc=, "
-				"zero-copy= or zc-max=");
+				"zero-copy=, zc-max= or line-wait=");
 	if (p->arg[0]) {
 		if (!tl_range(p, p->arg[0], 0, UINT32_MAX, &op->count))
 			return false;
 		op->given |= LAB_TA_BATCH;
 	}
 	if (p->arg[1]) {
-		if (q->dir != LAB_TRACE_TX)
-			return tl_error(p, p->arg[1], "the allocation policy is a dequeue option: tx "
-					"queues only");
-		if (!tl_word(p, p->arg[1], lab_tn_allocs, 2, &k))
+		if (!tl_tx_word(p, p->arg[1], q->dir, "the allocation policy", lab_tn_allocs, 2, &k))
 			return false;
 		op->value = k;
 		op->given |= LAB_TA_ALLOC;
@@ -398,6 +396,13 @@ static bool st_set(struct tl *p, struct lab_trace_op *op)
 				return false;
 			op->index = v;
 		}
+	}
+	if (p->arg[4]) {
+		/* As on the queue line: accepted on a split tx queue (the core ignores it). */
+		if (!tl_tx_word(p, p->arg[4], q->dir, "line-wait", lab_tn_switch, 2, &k))
+			return false;
+		op->flags = (uint16_t)k;
+		op->given |= LAB_TA_LINE_WAIT;
 	}
 	return true;
 }

@@ -109,6 +109,9 @@ static bool setup_queue(struct rp *r, uint32_t i)
 		vl_vq_set_zero_copy(q->vq, true, tq->zc_min, tq->zc_max ? tq->zc_max : tq->size);
 	if (tq->alloc == LAB_TRACE_ALLOC_BURST)
 		vl_vq_set_alloc_policy(q->vq, VL_ALLOC_BURST);
+	/* The core keeps it off on a split queue (only packed rings have lines to wait on). */
+	if (tq->line_wait)
+		vl_vq_set_tx_line_wait(q->vq, true);
 	if (r->log)
 		vl_vq_set_dirty_log(q->vq, r->log, r->log_bytes);
 	return true;
@@ -294,6 +297,8 @@ static bool op_set(struct rp *r, const struct lab_trace_op *op, struct rp_queue 
 	if (op->given & LAB_TA_ZC)
 		vl_vq_set_zero_copy(q->vq, !(op->given & LAB_TA_OFF), (uint32_t)op->len,
 				    op->index ? (uint32_t)op->index : q->size);
+	if (op->given & LAB_TA_LINE_WAIT)
+		vl_vq_set_tx_line_wait(q->vq, op->flags != 0);
 	return true;
 }
 

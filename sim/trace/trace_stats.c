@@ -16,7 +16,7 @@ static const struct {
 	STAT(alloc_unused), STAT(zc_packets), STAT(zc_returned), STAT(zc_stalls),
 	STAT(rx_no_room), STAT(copies_batched), STAT(copies_direct), STAT(rx_hdrs_kept),
 	STAT(calls_needed), STAT(calls_suppressed), STAT(rx_bufs_wasted), STAT(log_pages),
-	STAT(log_out_of_range), STAT(tx_write_ignored),
+	STAT(log_out_of_range), STAT(tx_write_ignored), STAT(tx_line_waits),
 };
 #undef STAT
 #define NFIELDS ((uint32_t)(sizeof(stat_fields) / sizeof(stat_fields[0])))

@@ -277,6 +277,8 @@ static void put_set(struct out *o, const struct lab_trace_op *op)
 		putf(o, " zero-copy=%" PRIu64, op->len);
 	if ((op->given & LAB_TA_ZC) && op->index)
 		putf(o, " zc-max=%" PRIu64, op->index);
+	if (op->given & LAB_TA_LINE_WAIT)
+		putf(o, " line-wait=%s", word(lab_tn_switch, 2, op->flags));
 }
 
 static void put_host_op(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
@@ -294,7 +296,7 @@ static void put_host_op(struct out *o, const struct lab_trace *t, const struct l
 	case LAB_T_COMPLETE:
 		break;
 	case LAB_T_KICKS:
-		putf(o, " %s", op->value ? "on" : "off");
+		putf(o, " %s", lab_tn_switch[op->value != 0]);
 		break;
 	case LAB_T_SET:
 		put_set(o, op);
@@ -410,6 +412,8 @@ static void put_queue(struct out *o, const struct lab_trace_queue *q, bool packe
 		putf(o, " zc-max=%" PRIu32, q->zc_max);
 	if (q->alloc != LAB_TRACE_ALLOC_AVAILABLE)
 		putf(o, " alloc=%s", word(lab_tn_allocs, 2, q->alloc));
+	if (q->line_wait)
+		puts_(o, " line-wait=on");
 	puts_(o, "\n");
 }
 

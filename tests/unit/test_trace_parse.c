@@ -231,6 +231,7 @@ static void test_setup_defaults(void **state)
 	assert_int_equal(T.queues[0].batch, 256);
 	assert_true(T.queues[0].wrap);
 	assert_int_equal(T.queues[0].alloc, LAB_TRACE_ALLOC_AVAILABLE);
+	assert_false(T.queues[0].line_wait);
 }
 
 static void test_setup_split(void **state)
@@ -245,7 +246,7 @@ static void test_setup_split(void **state)
 		 "queue a tx size=8 at=0x0\n"
 		 "queue b-2 rx size=256 at=0x4000 start=65535 batch=0\n"
 		 "queue c tx size=4 desc=0x8000 avail=0x8100 used=0x8200 zero-copy=512 zc-max=3 "
-		 "alloc=burst\n"
+		 "alloc=burst line-wait=on\n"
 		 "pool bufs=16 size=65536\n"
 		 "dirty-log pages=48\n"
 		 "seed 0xfffffffffffffffe\n");
@@ -270,6 +271,7 @@ static void test_setup_split(void **state)
 	assert_false(q->zero_copy);
 	assert_int_equal(q->zc_max, 0);
 	assert_int_equal(q->alloc, LAB_TRACE_ALLOC_AVAILABLE);
+	assert_false(q->line_wait);
 
 	q = &T.queues[1];
 	assert_string_equal(q->name, "b-2");
@@ -287,6 +289,8 @@ static void test_setup_split(void **state)
 	assert_int_equal(q->zc_min, 512);
 	assert_int_equal(q->zc_max, 3);
 	assert_int_equal(q->alloc, LAB_TRACE_ALLOC_BURST);
+	/* Accepted on a split tx queue: the core ignores it there (vl_vq_set_tx_line_wait). */
+	assert_true(q->line_wait);
 
 	assert_int_equal(T.pool_bufs, 16);
 	assert_int_equal(T.pool_size, 65536);
@@ -301,7 +305,8 @@ static void test_setup_packed(void **state)
 	(void)state;
 	parse_ok(HDR "features 0x500000000\n"
 		 "region 0x0 0x10000\n"
-		 "queue p tx size=5 at=0x100 start=4 wrap=0\n"
+		 "queue p tx size=5 at=0x100 start=4 wrap=0 line-wait=on\n"
+		 "queue q tx size=8 at=0x200 line-wait=off\n"
 		 "queue r rx size=32768 desc=0x2000 driver=0x3000 device=0x3004\n");
 	assert_true(T.features == ((1ull << 32) | (1ull << 34)));
 	q = &T.queues[0];
@@ -310,7 +315,10 @@ static void test_setup_packed(void **state)
 	assert_true(q->desc == 0x100 && q->driver == 0x150 && q->device == 0x154);
 	assert_int_equal(q->start, 4);
 	assert_false(q->wrap);
-	q = &T.queues[1];
+	assert_true(q->line_wait);
+	assert_false(T.queues[1].line_wait);
+	q = &T.queues[2];
+	assert_false(q->line_wait);
 	assert_int_equal(q->size, 32768);
 	assert_false(q->at_given);
 	assert_true(q->desc == 0x2000 && q->driver == 0x3000 && q->device == 0x3004);
@@ -481,7 +489,18 @@ static void test_host_actions(void **state)
 		 "gso_size=65535,csum_start=34,csum_offset=16 len=0,data=zero,csum_offset=1\n"
 		 "enqueue rx\n"
 		 "discard tx 0\n"
-		 "discard tx 4096 touch\n");
+		 "discard tx 4096 touch\n"
+		 "set tx line-wait=on\n"
+		 "set tx batch=0 line-wait=off\n"
+		 "set tx alloc=burst\n");
+	op = &T.ops[9];
+	assert_int_equal(op->kind, LAB_T_SET);
+	assert_true(op->queue == 0 && op->given == LAB_TA_LINE_WAIT && op->flags == 1);
+	op = &T.ops[10];
+	assert_true(op->given == (LAB_TA_BATCH | LAB_TA_LINE_WAIT) && op->flags == 0);
+	assert_true(op->count == 0);
+	op = &T.ops[11];
+	assert_true(op->given == LAB_TA_ALLOC && op->value == LAB_TRACE_ALLOC_BURST);
 	op = &T.ops[6];
 	assert_true(op->kind == LAB_T_ENQUEUE && op->nitems == 0 && op->pkts == NULL);
 	op = &T.ops[7];
@@ -645,7 +664,7 @@ static const char rich_split[] =
 	"queue tx tx size=8 at=0x0\n"
 	"queue rx rx size=16 desc=0x1000 avail=0x1100 used=0x1200 start=9 batch=0\n"
 	"queue zc tx size=256 at=0x4000 start=65535 batch=65536 zero-copy=0 zc-max=256 "
-	"alloc=burst\n"
+	"alloc=burst line-wait=on\n"
 	"pool bufs=64 size=4096\n"
 	"dirty-log pages=300\n"
 	"seed 18446744073709551615\n"
@@ -684,8 +703,8 @@ static const char rich_split[] =
 	"complete zc\n"
 	"kicks zc on\n"
 	"kicks rx off\n"
-	"set zc batch=0 alloc=burst zero-copy=512 zc-max=4\n"
-	"set zc zero-copy=off zc-max=8\n"
+	"set zc batch=0 alloc=burst zero-copy=512 zc-max=4 line-wait=on\n"
+	"set zc zero-copy=off zc-max=8 line-wait=off\n"
 	"set rx batch=64\n"
 	"remap\n"
 	"dequeue tx 0\n"
@@ -722,7 +741,7 @@ static const char rich_packed[] =
 	"vhostlab-trace 1\n"
 	"features version_1 ring_packed\n"
 	"region 0x0 0x10000\n"
-	"queue tx tx size=5 at=0x0 start=4 wrap=0\n"
+	"queue tx tx size=5 at=0x0 start=4 wrap=0 line-wait=on\n"
 	"queue rx rx size=32768 desc=0x8000 driver=0x100 device=0x104\n"
 	"pdesc tx 4 addr=0x1000 len=100 id=0 flags=avail\n"
 	"pdesc tx 0 addr=0x1000 len=100 id=65535 flags=next|write|indirect|avail|used\n"
@@ -731,7 +750,8 @@ static const char rich_packed[] =
 	"idesc 0x2000 7 addr=0x3000 len=8 flags=write|used\n"
 	"kick tx\n"
 	"post tx 0x1000+100\n"
-	"post rx indirect=0x2000 0x3000+100:w\n";
+	"post rx indirect=0x2000 0x3000+100:w\n"
+	"set tx line-wait=off\n";
 
 /* text parses, formats back to exactly itself, and the second parse is equal. */
 static void round_trip_canonical(const char *text)
@@ -913,6 +933,15 @@ static void test_equal(void **state)
 	u.regions[1].pieces = 0;
 	assert_false(lab_trace_equal(&T, &u));
 	u.regions[1].pieces = 4096;
+	u.queues[2].line_wait = false;     /* queue zc ... line-wait=on */
+	assert_false(lab_trace_equal(&T, &u));
+	u.queues[2].line_wait = true;
+	u.ops[35].flags = 0;               /* set zc ... line-wait=on */
+	assert_true(u.ops[35].kind == LAB_T_SET && (u.ops[35].given & LAB_TA_LINE_WAIT));
+	assert_false(lab_trace_equal(&T, &u));
+	u.ops[35].flags = 1;
+	assert_true(lab_trace_equal(&T, &u));
+	u.ops[37].flags = 7;               /* set rx batch=64: no line-wait, flags unused */
 	assert_true(lab_trace_equal(&T, &u));
 	/* A field the statement does not use does not count. */
 	u.ops[1].next = 99;   /* fill */
@@ -1072,6 +1101,12 @@ static void test_errors_lexical(void **state)
 		  "must be 0 to 65535");
 	parse_err(SPLIT_SETUP "dequeue tx 4097\n", 7, 12, "must be 0 to 4096");
 	parse_err(SPLIT_SETUP "set tx\n", 7, 5, "changes nothing");
+	parse_err(SPLIT_SETUP "set tx\n", 7, 5, "or line-wait=");
+	parse_err(SPLIT_SETUP "set rx line-wait=on\n", 7, 8, "line-wait is a dequeue option: tx "
+		  "queues only");
+	parse_err(PACKED_SETUP "set rx batch=0 line-wait=off\n", 7, 16, "tx queues only");
+	parse_err(PACKED_SETUP "set tx line-wait=yes\n", 7, 8, "expected off or on");
+	parse_err(PACKED_SETUP "set tx line-wait=on line-wait=on\n", 7, 21, "given twice");
 	parse_err(SPLIT_SETUP "set rx alloc=burst\n", 7, 8, "tx queues only");
 	parse_err(SPLIT_SETUP "set tx zc-max=3\n", 7, 8, "needs zero-copy");
 	parse_err(SPLIT_SETUP "set tx zero-copy=1 zc-max=9\n", 7, 20, "must be 1 to 8");
@@ -1219,6 +1254,12 @@ static void test_errors_setup(void **state)
 		  "tx queues only");
 	parse_err(HDR "features version_1\nqueue q tx size=4 at=0 alloc=lazy\n", 3, 24,
 		  "expected available or burst");
+	parse_err(HDR "features ring_packed\nqueue q rx size=4 at=0 line-wait=on\n", 3, 24,
+		  "line-wait is a dequeue option: tx queues only");
+	parse_err(HDR "features ring_packed\nqueue q rx size=4 at=0 line-wait=off\n", 3, 24,
+		  "tx queues only");
+	parse_err(HDR "features ring_packed\nqueue q tx size=4 at=0 line-wait=1\n", 3, 24,
+		  "expected off or on");
 	parse_err(HDR "queue q tx size=4 at=0\n", 2, 1, "needs 'features' before it");
 	parse_err(HDR "features version_1\nqueue q tx size=4 at=0\nfeatures version_1\n", 4, 1,
 		  "given twice (first on line 2)");
