@@ -55,6 +55,7 @@ FLOWS = [
     "dirty-log",
     "pool-fault",
     "discard",
+    "line-wait",
 ]
 
 SETUP_WORDS = {"vhostlab-trace", "features", "region", "queue", "pool", "dirty-log", "seed"}
@@ -275,6 +276,47 @@ def test_changed_expectation_diverges(vhostlab, tmp_path, name, old, new, signat
     # --quiet still prints the failure.
     quiet = vhostlab("replay", "--quiet", str(bad))
     assert quiet.returncode == 1 and f"FAIL {bad}:{line}:" in quiet.stdout, quiet.describe()
+
+
+def test_line_wait_is_what_cuts_the_packed_bursts(vhostlab, tmp_path):
+    """packed-line-wait.trace passes because the option reaches the core: with the queue
+    line's `line-wait=on` dropped, its first burst takes all six chains where the trace
+    expects four; with only the `set ... line-wait=on` before the discards made a no-op
+    (`off`), the discard takes the chain the trace expects to wait, and tx_line_waits stays
+    2 where the trace expects 3."""
+    src = (TRACE_DIR / "packed-line-wait.trace").read_text()
+    queue = "queue tx tx size=16 at=0x0 line-wait=on"
+    assert src.count(queue + "\n") == 1
+    text = src.replace(queue + "\n", "queue tx tx size=16 at=0x0\n")
+    bad = tmp_path / "no-line-wait.trace"
+    bad.write_text(text)
+    res, doc = replay_json(vhostlab, bad, want_rc=1)
+    t = doc["traces"][0]
+    assert t["status"] == "diverged" and t["signature"] == "expect dequeued", res.describe()
+    assert t["line"] == line_of(text, "expect dequeued tx 4"), res.describe()
+    assert t["observed"] == "6", res.describe()
+    text, at = replace_statement(src, "set tx line-wait=on", "set tx line-wait=off")
+    bad.write_text(text)
+    res, doc = replay_json(vhostlab, bad, want_rc=1)
+    t = doc["traces"][0]
+    # The third chain (id 2) comes back with the other two.
+    none = next(n for n, x in op_lines(text) if n > at and x == "expect used tx none")
+    assert t["status"] == "diverged" and t["line"] == none, res.describe()
+    assert t["signature"].startswith("expect used"), res.describe()
+
+
+def test_line_wait_on_an_rx_queue_is_a_parse_error(vhostlab, tmp_path):
+    """line-wait= is a dequeue option: on an rx queue (queue line or set) the trace does not
+    parse, and the message names the option."""
+    base = "vhostlab-trace 1\nfeatures version_1 ring_packed\nregion 0x0 0x10000\n"
+    for body, line, col in (("queue r rx size=8 at=0x0 line-wait=on\n", 4, 26),
+                            ("queue r rx size=8 at=0x0\nset r line-wait=off\n", 5, 7)):
+        bad = tmp_path / "rx.trace"
+        bad.write_text(base + body)
+        res = vhostlab("replay", str(bad))
+        assert res.returncode == 2, res.describe()
+        assert f"{bad}:{line}:{col}: " in res.stderr, res.describe()
+        assert "line-wait" in res.stderr and "tx queues only" in res.stderr, res.describe()
 
 
 def test_one_failure_among_passes(vhostlab, tmp_path):
