@@ -622,6 +622,7 @@ struct dp {
 	uint8_t *log;
 	uint64_t log_bytes;
 	uint32_t bursts, posts;
+	bool line_wait;                    /* POLICY bit 2 as last given (off at the start) */
 	/* recording (fz_sink only): the trace's queue, and whether a statement was recorded
 	 * (the setup is final from then on) */
 	int rq;
@@ -792,10 +793,13 @@ static void check_tx_pkt(struct dp *d, const struct vl_pkt *p)
 /* What a burst (or vl_vq_complete) published. rx_sum: bytes every delivered packet put in
  * the guest (header + payload), which the used lengths must add up to. */
 struct burst_mark {
-	uint16_t last_used;
+	uint16_t last_used, last_avail;
 	uint64_t used_entries;
 	bool pdiff;               /* packed TX: descriptors snapshot taken */
 	uint64_t evicted, copies; /* lines_evicted, copies_batched + copies_direct */
+	uint64_t chains, line_waits, alloc_failures, zc_stalls;
+	uint32_t held;            /* chains zero-copy leases held before the call */
+	bool broken;
 };
 
 static uint64_t copies_made(const struct vl_vq_stats *st)
@@ -805,10 +809,19 @@ static uint64_t copies_made(const struct vl_vq_stats *st)
 
 static void mark_before(struct dp *d, struct burst_mark *m)
 {
+	const struct vl_vq_stats *st = vl_vq_stats(d->vq);
+
 	m->last_used = vl_vq_last_used(d->vq);
-	m->used_entries = vl_vq_stats(d->vq)->used_entries;
-	m->evicted = vl_vq_stats(d->vq)->lines_evicted;
-	m->copies = copies_made(vl_vq_stats(d->vq));
+	m->last_avail = vl_vq_last_avail(d->vq);
+	m->used_entries = st->used_entries;
+	m->evicted = st->lines_evicted;
+	m->copies = copies_made(st);
+	m->chains = st->chains;
+	m->line_waits = st->tx_line_waits;
+	m->alloc_failures = st->alloc_failures;
+	m->zc_stalls = st->zc_stalls;
+	m->held = vl_vq_zero_copy_held(d->vq);
+	m->broken = vl_vq_broken(d->vq);
 	m->pdiff = d->L == VL_LAYOUT_PACKED && !d->rx;
 	if (m->pdiff)
 		memcpy(fz_psnap, d->pdesc, (size_t)d->size * sizeof(*fz_psnap));
@@ -936,6 +949,194 @@ static void check_after_flush(struct dp *d, const struct burst_mark *m, uint64_t
 	}
 }
 
+/* ---- how many chains a TX burst takes -------------------------------------------------- */
+
+/* A packed TX burst's window as the harness reads it from the descriptors the burst found
+ * (fz_psnap: a TX burst writes nothing into the ring before its flush), by spec 2.8: from the
+ * device's position on, a descriptor is available when AVAIL equals the driver's wrap
+ * counter there and USED does not, a chain runs on while NEXT is set, and its buffer id is in
+ * its last descriptor. What the burst must take follows from this and line wait's rule
+ * (docs/architecture.md, "Line wait"), not from the core's state. */
+struct tx_window {
+	uint32_t n;             /* chains found, at most the burst's count */
+	bool end;               /* found fewer than asked for: the scan stopped there */
+	bool whole_ring;        /* ... because the n chains hold every descriptor of the ring */
+	bool lie;               /* ... at a head whose tail is not available: the queue breaks */
+	uint32_t bad_id;        /* the first chain whose id is >= size (the walk stops there), n
+				 * when none is */
+	uint32_t take;          /* what the burst takes: n, or fewer by line wait */
+	bool waits;             /* line wait left chains (take < n): one tx_line_waits */
+	uint16_t at[UINT8_MAX + 2]; /* chain i's first position, wrap counter in bit 15; at[n]
+				     * where the window ends (a burst's count is a u8) */
+};
+
+static bool pdesc_avail(uint16_t flags, bool wrap)
+{
+	return (flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) == pavail_bits(wrap);
+}
+
+static void packed_window(const struct dp *d, uint16_t from, uint32_t want, struct tx_window *w)
+{
+	uint16_t pos = from & 0x7fffu;
+	bool wrap = (from & VL_PACKED_WRAP_BIT) != 0;
+	uint32_t descs = 0;
+	bool bad = false;
+
+	memset(w, 0, sizeof(*w));
+	while (w->n < want) {
+		w->at[w->n] = (uint16_t)(pos | (wrap ? VL_PACKED_WRAP_BIT : 0));
+		if (descs == d->size) {
+			w->end = w->whole_ring = true;
+			break;
+		}
+		uint16_t flags = fz_psnap[pos].flags, last = pos;
+		uint32_t len = 1;
+
+		if (!pdesc_avail(flags, wrap)) {
+			w->end = true;
+			break;
+		}
+		pstep(&pos, &wrap, 1, d->size);
+		while (flags & VL_DESC_F_NEXT) {
+			/* A chain longer than what is left of the ring, or a tail not available:
+			 * a driver makes a chain's head available last (spec 2.8.6). */
+			if (descs + len >= d->size || !pdesc_avail(fz_psnap[pos].flags, wrap)) {
+				w->end = w->lie = true;
+				goto out;
+			}
+			flags = fz_psnap[pos].flags;
+			last = pos;
+			len++;
+			pstep(&pos, &wrap, 1, d->size);
+		}
+		if (!bad && fz_psnap[last].id >= d->size) {
+			bad = true;
+			w->bad_id = w->n;
+		}
+		descs += len;
+		w->n++;
+	}
+	w->at[w->n] = (uint16_t)(pos | (wrap ? VL_PACKED_WRAP_BIT : 0));
+out:
+	if (!bad)
+		w->bad_id = w->n;
+}
+
+/* Line wait's rule on the window: when the scan stopped inside a 64-byte line of descriptors,
+ * the chains that start in that line wait for the next burst, unless they are all it found.
+ * The lines are the guest addresses' (guest memory is mapped a page at a time, so the core's
+ * host view puts every descriptor at the same place in its line). The rule as documented
+ * applies to a scan that stopped at a descriptor that is not available; the core applies it
+ * as well to a window holding the whole ring (every descriptor available, none the driver
+ * could be writing), and whole_ring follows the core there so this check stays exact. */
+static void line_wait_rule(const struct dp *d, struct tx_window *w)
+{
+	w->take = w->n;
+	w->waits = false;
+	if (!d->line_wait || !w->end || w->lie)
+		return;
+	const uint32_t end = w->at[w->n] & 0x7fffu;
+	const uint32_t into = (uint32_t)((d->ring_gpa + 16u * end) & 63u) >> 4;
+
+	if (into == 0 || into > end)
+		return; /* no line open, or one that would start before position 0 */
+	uint32_t k = w->n;
+
+	while (k > 0 && (w->at[k - 1] & 0x7fffu) >= end - into && (w->at[k - 1] & 0x7fffu) < end)
+		k--;
+	if (k > 0 && k < w->n) {
+		w->take = k;
+		w->waits = true;
+	}
+}
+
+/* The window a TX burst of `count` will find (packed; nothing to predict on split). */
+static void tx_window_before(const struct dp *d, const struct burst_mark *m, uint16_t count,
+			     struct tx_window *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (d->L != VL_LAYOUT_PACKED || m->broken)
+		return;
+	packed_window(d, m->last_avail, count, w);
+	line_wait_rule(d, w);
+}
+
+/* Enqueue ignores line wait, and vl_vq_complete scans nothing. */
+static void check_no_line_waits(struct dp *d, const struct burst_mark *m, const char *what)
+{
+	const uint64_t waits = vl_vq_stats(d->vq)->tx_line_waits - m->line_waits;
+
+	if (waits)
+		fz_fail("%s: tx_line_waits moved by %llu", what, (unsigned long long)waits);
+}
+
+/* A TX burst took exactly what the window and line wait's rule give, stopping sooner only
+ * where it must: at the chain whose id is out of range (the queue breaks), or -- counted --
+ * at an allocation failure or a zero-copy stall. Checked: the chains consumed, where the
+ * device position ends, tx_line_waits, and a queue broken by a lie or a bad id. The one thing
+ * the harness cannot know: a burst is bounded by count less the used entries of freed
+ * zero-copy packets it returns first (vl_tx_burst_start), at most the chains held before it.
+ * That bound reaches into the window only when count + held > size and the window holds
+ * size - held chains or more -- a guest re-posting descriptors a lease holds -- and then the
+ * burst either found the window whole (and took what the rule says) or took one chain per
+ * bound, between size - held and the window, waiting for nothing. Split rings and a queue
+ * broken before: line wait does nothing. */
+static void check_tx_take(struct dp *d, const struct burst_mark *m, const struct tx_window *w,
+			  uint16_t count, const char *what)
+{
+	const struct vl_vq_stats *st = vl_vq_stats(d->vq);
+	const uint64_t waits = st->tx_line_waits - m->line_waits;
+	const uint64_t took = st->chains - m->chains;
+	const bool stopped = st->alloc_failures != m->alloc_failures ||
+			     st->zc_stalls != m->zc_stalls;
+	const bool bounded = (uint32_t)count + m->held > d->size && w->n + m->held >= d->size;
+	/* Taken whole: the window and the rule; else the bound cut the window itself. */
+	const bool whole = !bounded || waits != 0;
+	const uint64_t lo = whole ? w->take : d->size - m->held, hi = whole ? w->take : w->n;
+	const uint64_t lim_lo = lo < w->bad_id ? lo : w->bad_id;
+	const uint64_t lim_hi = hi < w->bad_id ? hi : w->bad_id;
+
+	if (vl_vq_tx_line_wait(d->vq) != (d->line_wait && d->L == VL_LAYOUT_PACKED))
+		fz_fail("line wait reads %s, set %s on a %s ring",
+			vl_vq_tx_line_wait(d->vq) ? "on" : "off", d->line_wait ? "on" : "off",
+			d->L == VL_LAYOUT_PACKED ? "packed" : "split");
+	if (d->L != VL_LAYOUT_PACKED || m->broken) {
+		if (waits)
+			fz_fail("%s: tx_line_waits moved by %llu on a %s", what,
+				(unsigned long long)waits,
+				m->broken ? "broken queue" : "split ring");
+		return;
+	}
+	if (waits > 1 || (waits && !w->waits) || (!waits && w->waits && !bounded))
+		fz_fail("%s of %u: tx_line_waits moved by %llu; line wait %s, the window %u "
+			"chains, %u in the open line", what, count, (unsigned long long)waits,
+			d->line_wait ? "on" : "off", w->n, w->n - w->take);
+	if (stopped ? took >= lim_hi : took < lim_lo || took > lim_hi)
+		fz_fail("%s of %u: %llu chains taken; the window %u chains, line wait leaves "
+			"%u, id out of range at %u, %s; expected %s%llu..%llu", what, count,
+			(unsigned long long)took, w->n, w->n - w->take, w->bad_id,
+			stopped ? "stopped by the pool or a stall" : "not stopped",
+			stopped ? "fewer than " : "", (unsigned long long)lim_lo,
+			(unsigned long long)lim_hi);
+	if (vl_vq_last_avail(d->vq) != w->at[took])
+		fz_fail("%s: %llu chains taken, the device position is 0x%04x, not 0x%04x", what,
+			(unsigned long long)took, vl_vq_last_avail(d->vq), w->at[took]);
+	/* What breaks the queue: the lie, found by the scan; else the bad id, when the walk got
+	 * to it. A window the bound cut is scanned short of the lie, and the bad id is reached
+	 * or not by where the bound fell. */
+	const enum vl_drop why = vl_vq_broken_reason(d->vq);
+	const enum vl_drop want = w->lie ? VL_DROP_CHAIN_INCOMPLETE
+				  : w->bad_id < w->take && !stopped ? VL_DROP_ID_OUT_OF_RANGE
+								     : VL_DROP_NONE;
+	const bool cut = !whole && (why == VL_DROP_NONE || (why == VL_DROP_ID_OUT_OF_RANGE &&
+							    took == w->bad_id && !stopped));
+
+	if (why != want && !cut)
+		fz_fail("%s: the queue is %s after taking %llu chains, expected %s", what,
+			vl_vq_broken(d->vq) ? vl_drop_name(why) : "working",
+			(unsigned long long)took, vl_drop_name(want));
+}
+
 /* ---- recording (fz_sink: vhostlab trace from-fuzz) ------------------------------------- */
 
 /* The engine reports what it does to the sink in trace terms: the setup once, then before
@@ -1023,18 +1224,23 @@ static void rec_batch(struct dp *d, uint32_t threshold)
 						  .given = LAB_TA_BATCH, .count = threshold});
 }
 
-static void rec_policy(struct dp *d, bool burst)
+/* POLICY's allocation policy and line wait (bits 0 and 2), one `set` for both. Nothing on
+ * RX, where the format refuses them: enqueue ignores both, and the harness checks it does. */
+static void rec_policy(struct dp *d, bool burst, bool line_wait)
 {
 	struct lab_trace_queue *q = rec_queue(d);
 	enum lab_trace_alloc a = burst ? LAB_TRACE_ALLOC_BURST : LAB_TRACE_ALLOC_AVAILABLE;
 
 	if (d->rx)
 		return;
-	if (!d->rec_started)
+	if (!d->rec_started) {
 		q->alloc = a;
-	else
+		q->line_wait = line_wait;
+	} else {
 		rec_set(d, &(struct lab_trace_op){.kind = LAB_T_SET, .queue = (uint32_t)d->rq,
-						  .given = LAB_TA_ALLOC, .value = a});
+						  .given = LAB_TA_ALLOC | LAB_TA_LINE_WAIT,
+						  .value = a, .flags = line_wait});
+	}
 }
 
 static void rec_zc(struct dp *d, bool on, uint32_t min, uint32_t max)
@@ -1212,10 +1418,12 @@ static void do_dequeue(struct dp *d, uint16_t count)
 	uint64_t freed[256];
 	uint32_t nfreed = 0;
 	struct burst_mark m;
+	struct tx_window w;
 	uint64_t packets = vl_vq_stats(d->vq)->packets;
 	bool was_broken = vl_vq_broken(d->vq);
 
 	mark_before(d, &m);
+	tx_window_before(d, &m, count, &w);
 	if (fz_sink)
 		rec_dequeue(d, count);
 	uint16_t n = vl_net_dequeue(d->vq, d->pool, pkts, count);
@@ -1231,6 +1439,7 @@ static void do_dequeue(struct dp *d, uint16_t count)
 		fz_fail("dequeue returned %u packets, stats counted %llu", n,
 			(unsigned long long)(vl_vq_stats(d->vq)->packets - packets));
 	check_after_flush(d, &m, 0);
+	check_tx_take(d, &m, &w, count, "dequeue");
 	check_evictions(d, &m, copies_made(vl_vq_stats(d->vq)) - m.copies);
 	for (uint16_t i = 0; i < n; i++) {
 		check_tx_pkt(d, pkts[i]);
@@ -1260,8 +1469,10 @@ static void do_discard(struct dp *d, uint16_t count, bool touch)
 	const bool was_broken = vl_vq_broken(d->vq);
 	uint64_t bytes = 0, firsts = 0;
 	struct burst_mark m;
+	struct tx_window w;
 
 	mark_before(d, &m);
+	tx_window_before(d, &m, count, &w);
 	if (fz_sink)
 		rec_stmt(d, &(struct lab_trace_op){.kind = LAB_T_DISCARD, .queue = (uint32_t)d->rq,
 						   .count = count,
@@ -1289,6 +1500,7 @@ static void do_discard(struct dp *d, uint16_t count, bool touch)
 		fz_fail("%s: first bytes add up to %llu over %u chains", what,
 			(unsigned long long)firsts, n);
 	check_after_flush(d, &m, 0);
+	check_tx_take(d, &m, &w, count, what);
 	check_evictions(d, &m, touch ? n : 0);
 	d->discarded += n;
 }
@@ -1399,6 +1611,7 @@ static void do_enqueue(struct dp *d, struct fz_in *in)
 			(unsigned long long)(stats->bytes - bytes));
 	check_after_flush(d, &m, rx_sum);
 	check_evictions(d, &m, 0);
+	check_no_line_waits(d, &m, "enqueue");
 	for (uint32_t i = 0; i < built; i++)
 		vl_pkt_free(pkts[i]);
 }
@@ -1421,6 +1634,7 @@ static void do_complete(struct dp *d)
 		fz_sink->absorb(fz_sink->ctx);
 	check_after_flush(d, &m, 0);
 	check_evictions(d, &m, 0);
+	check_no_line_waits(d, &m, "vl_vq_complete");
 }
 
 /* ---- driver actions ------------------------------------------------------------------ */
@@ -1798,13 +2012,17 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 		const uint8_t p = fz_u8(in);
 		bool burst = p & 1;
 
+		d->line_wait = (p & 4) != 0;
 		if (fz_sink)
-			rec_policy(d, burst);
+			rec_policy(d, burst, d->line_wait);
 		vl_vq_set_alloc_policy(d->vq, burst ? VL_ALLOC_BURST : VL_ALLOC_AVAILABLE);
 		/* Bit 1: evict-after-read, on any queue (RX must ignore it). Not recorded: it
 		 * changes no byte and no counter a trace checks, and a trace replays on any CPU.
 		 * Where CLFLUSHOPT is missing it stays off (check_evictions expects none). */
 		(void)vl_vq_set_evict_reads(d->vq, (p & 2) != 0);
+		/* Bit 2: line wait, on any queue: a split ring keeps it off and enqueue ignores it
+		 * (check_tx_take, check_no_line_waits). Recorded on TX (rec_policy). */
+		vl_vq_set_tx_line_wait(d->vq, d->line_wait);
 		break;
 	}
 	case FZ_OP_ZC: {

@@ -189,7 +189,8 @@ uint32_t fz_zc_min_len(uint8_t code);
  *   POOLFAIL after u8 (255: never fail again) for the dequeue pool
  *   KICKS    want u8 (bit 0)
  *   BATCH    code u8 (fz_batch_threshold)
- *   POLICY   bit 0: VL_ALLOC_BURST; bit 1: evict-after-read (vl_vq_set_evict_reads)
+ *   POLICY   bit 0: VL_ALLOC_BURST; bit 1: evict-after-read (vl_vq_set_evict_reads);
+ *            bit 2: line wait (vl_vq_set_tx_line_wait)
  *   ZC       u8 as fz_dp_setup.zc
  *   SETMEM   a new memory table over the same regions (vl_vq_set_mem)
  *

@@ -1071,6 +1071,14 @@ static void var_setup(struct df *d, struct df_var *v, unsigned k, uint64_t gran,
 		vl_vq_set_zero_copy(v->txq, true, d->zc_min, d->size);
 	if (v->burst_policy)
 		vl_vq_set_alloc_policy(v->txq, VL_ALLOC_BURST);
+	/* Line wait (vl_vq_set_tx_line_wait) stays off here, on every participant. It is not an
+	 * internal technique like the three above: it decides which burst takes a chain, so
+	 * the per-round dequeue counts, packets, used entries and ring bytes compared with the
+	 * reference model -- a spec-driven device that takes every chain it finds -- would
+	 * differ by design on a packed ring whose round ends inside a line of descriptors.
+	 * Turning it on everywhere would need the model to copy the core's rule, and so stop
+	 * being an independent witness. fuzz_packed_dequeue checks it instead, exactly: what
+	 * each burst takes against the harness's reading of the ring and the rule. */
 	/* Pools are kept across inputs (each is full again at the end of one). The ceilings
 	 * make no packets and have none. */
 	if (v->tx_mode == DF_TX_DEQUEUE) {

@@ -247,6 +247,35 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	burst(&sd);
 	save_dp(target, "evict-after-read", &sd);
 
+	/* Line wait on (POLICY bit 2) over the packed ring's lines of four descriptors, from
+	 * position 0: chains at 0, 1, 2, one of two descriptors at 3-4 and one at 5 end the
+	 * window two into the second line, so the first burst takes four chains and leaves the
+	 * one at 5 (the chain at 3-4 starts before the line), the next burst takes it; four more
+	 * (6-9) leave 8 and 9 again; with the allocation policy switched as well, two more end
+	 * the window on a line boundary (12): all four go; off, the last two go at once. Split
+	 * rings keep it off and enqueue ignores it: the same input on those targets checks so. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 4);
+	for (uint16_t i = 0; i < 5; i++)
+		good_post(&sd, i == 3 ? 0x01 : 0, 60, (uint16_t)(i * 0x400));
+	burst(&sd);
+	burst(&sd);
+	for (uint16_t i = 5; i < 9; i++)
+		good_post(&sd, 0, 60, (uint16_t)(i * 0x400));
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 4 | 1);
+	for (uint16_t i = 9; i < 11; i++)
+		good_post(&sd, 0, 60, (uint16_t)(i * 0x400));
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 0);
+	for (uint16_t i = 11; i < 13; i++)
+		good_post(&sd, 0, 60, (uint16_t)(i * 0x400));
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_FREE, 0);
+	fz_enc_op0(&sd.o, FZ_OP_COMPLETE);
+	save_dp(target, "line-wait", &sd);
+
 	/* Notification wishes of the guest. */
 	s = base_setup(packed, rx);
 	s.features |= FZ_DPF_EVENT_IDX;

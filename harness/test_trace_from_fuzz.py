@@ -9,8 +9,9 @@ replayed core did exactly what the harness's core did. The same numbers are chec
 an independent witness: the target's own replay program (fuzz/replay_main.c, built without
 the recorder) prints the run's statistics with FZ_VERBOSE=1.
 
-Run-time switches of queue options (`set`), a new memory table (`remap`) and a dequeue of 0
-packets are statements of the format and convert exactly. What still cannot be expressed
+Run-time switches of queue options (`set`: batching, allocation policy, zero-copy, line
+wait), a new memory table (`remap`) and a dequeue of 0 packets are statements of the format
+and convert exactly. What still cannot be expressed
 (the persistent double-fetch adversary, VL_LAB_DOUBLE_FETCH=adversarial-persist) must be
 refused without --lossy, naming it, and with --lossy still give a trace that replays.
 
@@ -218,11 +219,49 @@ def test_runtime_switches_become_statements(vhostlab, seeds, tmp_path):
     res = _convert(vhostlab, "fuzz_split_dequeue", inp, out, "--observed")
     assert res.returncode == 0, res.describe()
     text = out.read_text()
-    for pattern in (r"^set tx batch=\d+$", r"^set tx alloc=(burst|available)$",
+    for pattern in (r"^set tx batch=\d+$", r"^set tx alloc=(burst|available) line-wait=off$",
                     r"^set tx zero-copy=(\d+|off) zc-max=\d+$", r"^remap$"):
         assert re.search(pattern, text, re.M), f"{pattern} missing\n{text[:3000]}"
     rep = _replay(vhostlab, out)
     assert rep.returncode == 0, rep.describe()
+
+
+def _observed_trace(vhostlab, seeds, tmp_path, target: str, seed: str) -> tuple[Path, str]:
+    """The seed converted with its observed end state: the trace's path and text."""
+    out = tmp_path / f"{target}-{seed}.trace"
+    res = _convert(vhostlab, target, seeds / target / seed, out, "--observed")
+    assert res.returncode == 0, res.describe()
+    return out, out.read_text()
+
+
+def test_line_wait_becomes_the_queue_option_and_set(vhostlab, seeds, tmp_path):
+    """POLICY bit 2 is line wait: before the first statement the queue line's
+    `line-wait=on`, later `set tx alloc=... line-wait=on|off`. gen_corpus's line-wait seed
+    leaves chains twice on the packed ring (its comment says which): the trace expects
+    tx_line_waits 2 and 13 chains and replays, and without the queue line's option the
+    replay takes them in fewer bursts and fails. A split tx queue carries the option and
+    the core ignores it (0 waits); an rx queue has none (the format refuses it there)."""
+    out, text = _observed_trace(vhostlab, seeds, tmp_path, "fuzz_packed_dequeue", "line-wait")
+    for pattern in (r"^queue tx tx .* line-wait=on$", r"^set tx alloc=burst line-wait=on$",
+                    r"^set tx alloc=available line-wait=off$",
+                    r"^expect stat tx tx_line_waits 2$", r"^expect stat tx chains 13$"):
+        assert re.search(pattern, text, re.M), f"{pattern} missing\n{text[:3000]}"
+    rep = _replay(vhostlab, out)
+    assert rep.returncode == 0 and rep.stdout.startswith("PASS"), rep.describe()
+    out.write_text(re.sub(r"^(queue tx tx .*) line-wait=on$", r"\1", text, count=1, flags=re.M))
+    rep = _replay(vhostlab, out)
+    assert rep.returncode == 1 and "expect stat tx" in rep.stdout, rep.describe()
+    # (target, what the trace must say, a pattern it must not hold)
+    for target, want, never in (
+            ("fuzz_split_dequeue", [r"^queue tx tx .* line-wait=on$",
+                                    r"^expect stat tx tx_line_waits 0$"], None),
+            ("fuzz_packed_enqueue", [r"^expect stat rx tx_line_waits 0$"], r"line-wait=")):
+        out, text = _observed_trace(vhostlab, seeds, tmp_path, target, "line-wait")
+        for pattern in want:
+            assert re.search(pattern, text, re.M), f"{target}: {pattern}\n{text[:3000]}"
+        assert never is None or not re.search(never, text), f"{target}\n{text[:3000]}"
+        rep = _replay(vhostlab, out)
+        assert rep.returncode == 0, rep.describe()
 
 
 def test_lossy_input_is_refused_and_named(vhostlab, seeds, tmp_path):
