@@ -98,9 +98,11 @@ static void stats_text(FILE *out, const char *q, const struct vl_vq_stats *st)
 			st->zc_fallbacks[k]);
 	fprintf(out, "\n     copies batched %" PRIu64 " direct %" PRIu64 "; calls needed %" PRIu64
 		" suppressed %" PRIu64 "; log pages %" PRIu64 " out of range %" PRIu64
-		"; lines evicted %" PRIu64 "; payloads prefetched %" PRIu64 "\n",
+		"; lines evicted %" PRIu64 "; payloads prefetched %" PRIu64 ", copies %" PRIu64
+		"\n",
 		st->copies_batched, st->copies_direct, st->calls_needed, st->calls_suppressed,
-		st->log_pages, st->log_out_of_range, st->lines_evicted, st->payload_prefetches);
+		st->log_pages, st->log_out_of_range, st->lines_evicted, st->payload_prefetches,
+		st->copy_prefetches);
 }
 
 void run_print_stats(FILE *out, const struct config_result *r, uint32_t n)
@@ -140,9 +142,11 @@ static void stats_json(FILE *out, const struct vl_vq_stats *st)
 	fprintf(out, "}, \"copies_batched\": %" PRIu64 ", \"copies_direct\": %" PRIu64
 		", \"calls_needed\": %" PRIu64 ", \"calls_suppressed\": %" PRIu64
 		", \"log_pages\": %" PRIu64 ", \"log_out_of_range\": %" PRIu64
-		", \"lines_evicted\": %" PRIu64 ", \"payload_prefetches\": %" PRIu64 "}",
+		", \"lines_evicted\": %" PRIu64 ", \"payload_prefetches\": %" PRIu64
+		", \"copy_prefetches\": %" PRIu64 "}",
 		st->copies_batched, st->copies_direct, st->calls_needed, st->calls_suppressed,
-		st->log_pages, st->log_out_of_range, st->lines_evicted, st->payload_prefetches);
+		st->log_pages, st->log_out_of_range, st->lines_evicted, st->payload_prefetches,
+		st->copy_prefetches);
 }
 
 void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uint32_t n, bool ok,

@@ -262,6 +262,9 @@ struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, boo
 /* serve_stats.c */
 /* Chains the core dropped on vq so far (every reason). */
 uint64_t serve_stats_core_drops(const struct vl_vq *vq);
+/* Payload lines the core asked for ahead on vq so far: payload_prefetches (a few chains
+ * ahead) and copy_prefetches (as a deferred copy was queued), one or the other a packet. */
+uint64_t serve_stats_core_prefetches(const struct vl_vq *vq);
 /* Count the core's TX-ring drops and zero-copy packets of (p, pair) not counted yet. */
 void serve_stats_fold(struct serve_port *p, uint32_t pair);
 /* Fold the burst counters of one ring of (p, pair) into its serve_qstats (the RX ring: and

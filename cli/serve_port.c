@@ -87,7 +87,7 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		memcpy(sp->folded_zcf, vl_vq_stats(vq)->zc_fallbacks, sizeof(sp->folded_zcf));
 		sp->folded_wr = vl_vq_stats(vq)->tx_write_ignored;
 		sp->folded_evicted = vl_vq_stats(vq)->lines_evicted;
-		sp->folded_prefetched = vl_vq_stats(vq)->payload_prefetches;
+		sp->folded_prefetched = serve_stats_core_prefetches(vq);
 		sp->folded_line_waits = vl_vq_stats(vq)->tx_line_waits;
 		if (s->o.zero_copy)
 			vl_vq_set_zero_copy(vq, true, SERVE_ZC_MIN_LEN, vl_vq_size(vq));

@@ -118,6 +118,13 @@ uint64_t serve_stats_core_drops(const struct vl_vq *vq)
 	return sum;
 }
 
+uint64_t serve_stats_core_prefetches(const struct vl_vq *vq)
+{
+	const struct vl_vq_stats *st = vl_vq_stats(vq);
+
+	return st->payload_prefetches + st->copy_prefetches;
+}
+
 void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring)
 {
 	struct serve_pair *sp = &p->pairs[pair];
@@ -164,7 +171,7 @@ void serve_stats_fold(struct serve_port *p, uint32_t pair)
 	now = vl_vq_stats(vq)->lines_evicted;
 	sp->st.lines_evicted += now - sp->folded_evicted;
 	sp->folded_evicted = now;
-	now = vl_vq_stats(vq)->payload_prefetches;
+	now = serve_stats_core_prefetches(vq);
 	sp->st.payload_prefetches += now - sp->folded_prefetched;
 	sp->folded_prefetched = now;
 	now = vl_vq_stats(vq)->tx_line_waits;

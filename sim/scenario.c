@@ -854,6 +854,13 @@ static int final_checks(struct run *r)
 		return run_fail(r, "evict-after-read %s: %" PRIu64 " TX lines evicted for %" PRIu64
 				" copies, %" PRIu64 " RX lines", r->cfg->evict ? "on" : "off",
 				ts->lines_evicted, tx_copies, rs->lines_evicted);
+	/* Payload prefetch is on (the core's default): every copy dequeue deferred asked for
+	 * its source's first line as it was queued; enqueue's copies (guest destinations)
+	 * never do. */
+	if (ts->copy_prefetches != ts->copies_batched || rs->copy_prefetches != 0)
+		return run_fail(r, "copy prefetch: %" PRIu64 " TX copies prefetched of %" PRIu64
+				" batched, %" PRIu64 " RX", ts->copy_prefetches,
+				ts->copies_batched, rs->copy_prefetches);
 	r->res->tx_stats = *ts;
 	r->res->rx_stats = *rs;
 	return 0;

@@ -5,7 +5,7 @@
  * used index is published. A tight loop of independent small copies lets the CPU overlap
  * them; interleaved with descriptor parsing they serialise. Larger copies, and copies once
  * the array is full, happen at once. The counter stays in the queue and is updated in place.
- * Both functions are forced inline (compiler.h): vl_copy runs once per piece of payload and
+ * Everything here is forced inline (compiler.h): a copy runs once per piece of payload and
  * its threshold test must sit in the caller's loop; vl_copy_flush once per burst, where gcc
  * otherwise reports it past its inlining budget. */
 #ifndef VL_NET_COPY_H
@@ -17,11 +17,13 @@
 #include "net/evict.h"
 #include "ring/vq_internal.h"
 
-/* log_gpa: the guest address dst stands for (its pages go to the dirty log once written),
- * or VL_NO_LOG when dst is host memory -- a dequeue copy, whose src is the guest's, and whose
- * first source line evict-after-read evicts once it is copied (vl_vq_set_evict_reads). */
-static VL_ALWAYS_INLINE void vl_copy(struct vl_vq *vq, void *dst, const void *src, uint32_t len,
-				     uint64_t log_gpa)
+/* One body for both directions; from_guest is a constant in each wrapper below, so the
+ * direction's tests fold away. log_gpa: the guest address dst stands for (its pages go to
+ * the dirty log once written) when copying to the guest; VL_NO_LOG when dst is host memory
+ * -- a dequeue copy, whose src is the guest's, and whose first source line evict-after-read
+ * evicts once it is copied (vl_vq_set_evict_reads). */
+static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const void *src,
+					  uint32_t len, uint64_t log_gpa, const bool from_guest)
 {
 	if (len <= vq->batch_threshold && vq->batch_count < vq->size) {
 		struct vl_copy *c = &vq->batch[vq->batch_count++];
@@ -31,16 +33,39 @@ static VL_ALWAYS_INLINE void vl_copy(struct vl_vq *vq, void *dst, const void *sr
 		c->len = len;
 		c->log_gpa = log_gpa;
 		vq->stats.copies_batched++;
+		/* A dequeue copy asks for its source's first line now: the flush copies it only
+		 * after the rest of the burst's walk, which the miss then overlaps. With the
+		 * driver's CPU far away the line comes from its cache, hundreds of ns off, and
+		 * a flush loop of small copies overlaps only a few such misses
+		 * (docs/architecture.md has the A/B). Payload prefetch's switch governs it. */
+		if (from_guest && !vq->tx_prefetch_off) {
+			VL_PREFETCH_R(src);
+			vq->stats.copy_prefetches++;
+		}
 		return;
 	}
 	memcpy(dst, src, len);
-	if (log_gpa != VL_NO_LOG) {
+	if (!from_guest) {
 		vl_log_write(&vq->log, log_gpa, len);
 	} else if (vq->evict_reads) {
 		vl_evict_line(src);
 		vq->stats.lines_evicted++;
 	}
 	vq->stats.copies_direct++;
+}
+
+/* Enqueue: len bytes of host memory into the guest's, at guest address gpa (dirty-logged). */
+static VL_ALWAYS_INLINE void vl_copy_to_guest(struct vl_vq *vq, void *dst, const void *src,
+					      uint32_t len, uint64_t gpa)
+{
+	vl_copy_body(vq, dst, src, len, gpa, false);
+}
+
+/* Dequeue: len bytes of the guest's memory into a host packet. */
+static VL_ALWAYS_INLINE void vl_copy_from_guest(struct vl_vq *vq, void *dst, const void *src,
+						uint32_t len)
+{
+	vl_copy_body(vq, dst, src, len, VL_NO_LOG, true);
 }
 
 /* Perform every queued copy. Must run before the burst's used entries are published. */

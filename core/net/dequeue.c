@@ -54,7 +54,7 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 	/* The usual case on its own: one piece holds header and payload, one segment the
 	 * packet (sized to the chain, so the lengths agree). */
 	if (np == 1 && !pkt->next) {
-		vl_copy(vq, pkt->data, vq->pieces[0].host + skip, pkt->data_len, VL_NO_LOG);
+		vl_copy_from_guest(vq, pkt->data, vq->pieces[0].host + skip, pkt->data_len);
 		return;
 	}
 	/* Several pieces into one segment (a Linux guest's headers and data apart): the pieces
@@ -70,7 +70,7 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 				continue;
 			}
 			left -= skip;
-			vl_copy(vq, dst, vq->pieces[i].host + skip, left, VL_NO_LOG);
+			vl_copy_from_guest(vq, dst, vq->pieces[i].host + skip, left);
 			dst += left;
 			skip = 0;
 		}
@@ -97,7 +97,7 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 
 			if (n > left)
 				n = left;
-			vl_copy(vq, seg->data + seg_off, src, n, VL_NO_LOG);
+			vl_copy_from_guest(vq, seg->data + seg_off, src, n);
 			seg_off += n;
 			src += n;
 			left -= n;

@@ -265,7 +265,7 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 			slot->gpa = pc[0].gpa;
 			vq->stats.copies_batched++; /* a small copy done at the flush, like one */
 		} else {
-			vl_copy(vq, pc[0].host, hdr, vq->hdr_len, pc[0].gpa);
+			vl_copy_to_guest(vq, pc[0].host, hdr, vq->hdr_len, pc[0].gpa);
 		}
 		done = piece_off = vq->hdr_len;
 		if (piece_off == pc[0].len) {
@@ -278,7 +278,8 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 		if (n > vq->hdr_len - done)
 			n = vq->hdr_len - done;
-		vl_copy(vq, pc[piece].host + piece_off, hdr + done, n, pc[piece].gpa + piece_off);
+		vl_copy_to_guest(vq, pc[piece].host + piece_off, hdr + done, n,
+				 pc[piece].gpa + piece_off);
 		done += n;
 		piece_off += n;
 		if (piece_off == pc[piece].len) {
@@ -297,7 +298,8 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 
 			if (n > left)
 				n = left;
-			vl_copy(vq, pc[piece].host + piece_off, src, n, pc[piece].gpa + piece_off);
+			vl_copy_to_guest(vq, pc[piece].host + piece_off, src, n,
+					 pc[piece].gpa + piece_off);
 			src += n;
 			left -= n;
 			piece_off += n;
@@ -370,10 +372,11 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 		vq->stats.copies_batched++; /* the header: a small copy done at the flush */
 	} else {
 		slot->dst = NULL; /* no batching: stored now, as every copy is */
-		vl_copy(vq, pc->host, slot->bytes, hdr_len, pc->gpa);
+		vl_copy_to_guest(vq, pc->host, slot->bytes, hdr_len, pc->gpa);
 	}
 	if (pkt->data_len > 0)
-		vl_copy(vq, pc->host + hdr_len, pkt->data, pkt->data_len, pc->gpa + hdr_len);
+		vl_copy_to_guest(vq, pc->host + hdr_len, pkt->data, pkt->data_len,
+				 pc->gpa + hdr_len);
 	vl_ring_push_used(vq, L, &f->c, need);
 }
 

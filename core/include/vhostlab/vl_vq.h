@@ -160,6 +160,10 @@ struct vl_vq_stats {
 	uint64_t tx_line_waits;       /* packed guest-to-host bursts that left the chains of a
 				       * descriptor line the driver was still filling for the
 				       * next burst (vl_vq_set_tx_line_wait) */
+	uint64_t copy_prefetches;     /* dequeue copies the batch deferred (copies_batched on a
+				       * guest-to-host queue) whose source's first line was asked
+				       * for as they were queued: every one while payload
+				       * prefetch is on (vl_vq_set_tx_prefetch) */
 };
 
 struct vl_vq;
@@ -246,9 +250,10 @@ bool vl_vq_evict_supported(void);
 
 /* Payload prefetch (docs/architecture.md), on by default: a guest-to-host burst (dequeue,
  * vl_net_discard_touch) asks for each packet's first line about a dozen chains before it
- * reads it (counted in payload_prefetches). It pays when the driver's CPU is far from the
- * device's (the line comes from the driver's cache, hundreds of ns away) and costs a few
- * instructions a packet when they are close: an embedder that can measure may tune it as it
+ * reads it (counted in payload_prefetches), and a dequeue copy the batch defers asks for its
+ * source's first line as it is queued (copy_prefetches). It pays when the driver's CPU is
+ * far from the device's (the line comes from the driver's cache, hundreds of ns away) and
+ * costs a few instructions a packet when they are close: an embedder that can measure may tune it as it
  * tunes evict-after-read (vl_evict_tuner; vhostlab serve --prefetch auto). A hint: what the
  * packets hold is unchanged. */
 void vl_vq_set_tx_prefetch(struct vl_vq *vq, bool enable);
