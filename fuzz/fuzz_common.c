@@ -1025,15 +1025,14 @@ out:
 /* Line wait's rule on the window: when the scan stopped inside a 64-byte line of descriptors,
  * the chains that start in that line wait for the next burst, unless they are all it found.
  * The lines are the guest addresses' (guest memory is mapped a page at a time, so the core's
- * host view puts every descriptor at the same place in its line). The rule as documented
- * applies to a scan that stopped at a descriptor that is not available; the core applies it
- * as well to a window holding the whole ring (every descriptor available, none the driver
- * could be writing), and whole_ring follows the core there so this check stays exact. */
+ * host view puts every descriptor at the same place in its line). Only a scan that stopped
+ * at a descriptor that is not available: a window holding the whole ring (every descriptor
+ * available, none the driver could be writing) is taken whole. */
 static void line_wait_rule(const struct dp *d, struct tx_window *w)
 {
 	w->take = w->n;
 	w->waits = false;
-	if (!d->line_wait || !w->end || w->lie)
+	if (!d->line_wait || !w->end || w->whole_ring || w->lie)
 		return;
 	const uint32_t end = w->at[w->n] & 0x7fffu;
 	const uint32_t into = (uint32_t)((d->ring_gpa + 16u * end) & 63u) >> 4;

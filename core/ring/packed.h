@@ -43,7 +43,9 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want
  * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
 static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_vq *vq, uint16_t n)
 {
-	if (!vq->pscan_end || vq->broken)
+	/* pscan_end also marks a window holding the whole ring (room ran out): every
+	 * descriptor is available then, none is the driver's to write. */
+	if (!vq->pscan_end || vq->broken || vq->pscan_descs == vq->size)
 		return n;
 	uint32_t end = vq->avail_pos + vq->pscan_descs; /* both < size <= 32768 */
 

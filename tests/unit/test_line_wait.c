@@ -115,6 +115,25 @@ static void scn_a_chain_into_the_line_goes(struct rf *f)
 	take(f, g + 4, 1);
 }
 
+/* A window holding the whole ring ends where it began, here two into the first line, with a
+ * chain starting at position 0; but every descriptor is available, none is the driver's to
+ * write: the burst takes all 128 two-descriptor chains (it asks for more, so the scan stops
+ * for want of room, not at a full count). */
+static void scn_not_on_a_full_ring(struct rf *f)
+{
+	enum { N = 128 };
+	struct rf_good g[N];
+
+	line_wait_on(f);
+	post(f, g, 2, 1);
+	take(f, g, 2); /* positions 0-1; the driver now starts at 2 */
+	for (uint32_t i = 0; i < N; i++)
+		g[i] = rf_post_good_n(f, &f->tx, LEN, (uint8_t)i, 2);
+	assert_int_equal(f->tx.pr.next_avail, 2); /* wrapped round to where it began */
+	take(f, g, N);
+	assert_int_equal(waits(f), 0);
+}
+
 /* A lie behind five good chains (a chain of two at 5-6 whose second descriptor is not
  * available) breaks the queue: the five are all served, the one in the open line too. */
 static void scn_a_lie_ends_the_queue(struct rf *f)
@@ -235,6 +254,7 @@ PACKED2(leaves_the_open_line)
 PACKED2(waits_again_when_the_driver_moved)
 PACKED2(takes_what_it_cannot_split)
 PACKED2(a_chain_into_the_line_goes)
+PACKED2(not_on_a_full_ring)
 PACKED2(a_lie_ends_the_queue)
 PACKED2(across_the_ring_end)
 PACKED2(off_and_the_discards)
@@ -246,6 +266,7 @@ int main(void)
 		PACKED2_TESTS(waits_again_when_the_driver_moved),
 		PACKED2_TESTS(takes_what_it_cannot_split),
 		PACKED2_TESTS(a_chain_into_the_line_goes),
+		PACKED2_TESTS(not_on_a_full_ring),
 		PACKED2_TESTS(a_lie_ends_the_queue),
 		PACKED2_TESTS(across_the_ring_end),
 		PACKED2_TESTS(off_and_the_discards),
