@@ -797,6 +797,7 @@ struct burst_mark {
 	uint64_t used_entries;
 	bool pdiff;               /* packed TX: descriptors snapshot taken */
 	uint64_t evicted, copies; /* lines_evicted, copies_batched + copies_direct */
+	uint64_t batched, copy_pf; /* copies_batched, copy_prefetches */
 	uint64_t chains, line_waits, alloc_failures, zc_stalls;
 	uint32_t held;            /* chains zero-copy leases held before the call */
 	bool broken;
@@ -816,6 +817,8 @@ static void mark_before(struct dp *d, struct burst_mark *m)
 	m->used_entries = st->used_entries;
 	m->evicted = st->lines_evicted;
 	m->copies = copies_made(st);
+	m->batched = st->copies_batched;
+	m->copy_pf = st->copy_prefetches;
 	m->chains = st->chains;
 	m->line_waits = st->tx_line_waits;
 	m->alloc_failures = st->alloc_failures;
@@ -840,6 +843,22 @@ static void check_evictions(struct dp *d, const struct burst_mark *m, uint64_t w
 	if (got != want)
 		fz_fail("evict-after-read %s: %llu lines evicted, %llu expected",
 			vl_vq_evict_reads(d->vq) ? "on" : "off", (unsigned long long)got,
+			(unsigned long long)want);
+}
+
+/* A copy dequeue's batch deferred asks for its source's first line as it is queued, while
+ * payload prefetch is on (FZ_OP_POLICY bit 3 turns it off): exactly one per batched copy of
+ * a dequeue call, none in any other call (enqueue's copies go to the guest). */
+static void check_copy_prefetches(struct dp *d, const struct burst_mark *m, bool dequeue)
+{
+	const struct vl_vq_stats *st = vl_vq_stats(d->vq);
+	const uint64_t got = st->copy_prefetches - m->copy_pf;
+	const uint64_t want =
+		dequeue && vl_vq_tx_prefetch(d->vq) ? st->copies_batched - m->batched : 0;
+
+	if (got != want)
+		fz_fail("copy prefetch %s: %llu source lines asked for, %llu expected",
+			vl_vq_tx_prefetch(d->vq) ? "on" : "off", (unsigned long long)got,
 			(unsigned long long)want);
 }
 
@@ -1440,6 +1459,7 @@ static void do_dequeue(struct dp *d, uint16_t count)
 	check_after_flush(d, &m, 0);
 	check_tx_take(d, &m, &w, count, "dequeue");
 	check_evictions(d, &m, copies_made(vl_vq_stats(d->vq)) - m.copies);
+	check_copy_prefetches(d, &m, true);
 	for (uint16_t i = 0; i < n; i++) {
 		check_tx_pkt(d, pkts[i]);
 		if (hold_this(d)) {
@@ -1501,6 +1521,7 @@ static void do_discard(struct dp *d, uint16_t count, bool touch)
 	check_after_flush(d, &m, 0);
 	check_tx_take(d, &m, &w, count, what);
 	check_evictions(d, &m, touch ? n : 0);
+	check_copy_prefetches(d, &m, false);
 	d->discarded += n;
 }
 
@@ -1610,6 +1631,7 @@ static void do_enqueue(struct dp *d, struct fz_in *in)
 			(unsigned long long)(stats->bytes - bytes));
 	check_after_flush(d, &m, rx_sum);
 	check_evictions(d, &m, 0);
+	check_copy_prefetches(d, &m, false);
 	check_no_line_waits(d, &m, "enqueue");
 	for (uint32_t i = 0; i < built; i++)
 		vl_pkt_free(pkts[i]);
@@ -1633,6 +1655,7 @@ static void do_complete(struct dp *d)
 		fz_sink->absorb(fz_sink->ctx);
 	check_after_flush(d, &m, 0);
 	check_evictions(d, &m, 0);
+	check_copy_prefetches(d, &m, false);
 	check_no_line_waits(d, &m, "vl_vq_complete");
 }
 
@@ -2022,6 +2045,10 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 		/* Bit 2: line wait, on any queue: a split ring keeps it off and enqueue ignores it
 		 * (check_tx_take, check_no_line_waits). Recorded on TX (rec_policy). */
 		vl_vq_set_tx_line_wait(d->vq, d->line_wait);
+		/* Bit 3: payload prefetch off (the core's default is on), on any queue. Not
+		 * recorded: a hint, it changes no byte and no counter a trace checks
+		 * (check_copy_prefetches holds its count). */
+		vl_vq_set_tx_prefetch(d->vq, (p & 8) == 0);
 		break;
 	}
 	case FZ_OP_ZC: {

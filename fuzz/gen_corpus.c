@@ -247,6 +247,19 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	burst(&sd);
 	save_dp(target, "evict-after-read", &sd);
 
+	/* Payload prefetch off (POLICY bit 3) over batched and direct copies, then on again. */
+	s = base_setup(packed, rx);
+	seed_begin(&sd, packed, rx, &s);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 8);
+	good_post(&sd, 0, 60, 0x0000);
+	good_post(&sd, 0, 3000, 0x2000);
+	burst(&sd);
+	fz_enc_op1(&sd.o, FZ_OP_POLICY, 0);
+	good_post(&sd, 0, 60, 0x4000);
+	good_post(&sd, 0, 3000, 0x6000);
+	burst(&sd);
+	save_dp(target, "prefetch-off", &sd);
+
 	/* Line wait on (POLICY bit 2) over the packed ring's lines of four descriptors, from
 	 * position 0: chains at 0, 1, 2, one of two descriptors at 3-4 and one at 5 end the
 	 * window two into the second line, so the first burst takes four chains and leaves the
