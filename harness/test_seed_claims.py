@@ -85,6 +85,25 @@ def test_verdict_rules(expect, ratio, want, why):
     assert f"{(ratio.median - 1) * 100:+.1f} %" in reason
 
 
+# A published figure: beyond the noise is not enough, half of its effect must be measured.
+@pytest.mark.parametrize("expect,ratio,published,want,why", [
+    (GAIN, Ratio(1.04, 1.02, 1.06), 1.21, NOT_REPRODUCED, "the direction, not the size"),
+    (GAIN, Ratio(1.10, 1.05, 1.15), 1.21, NOT_REPRODUCED, "published +21 % (under 50 %"),
+    (GAIN, Ratio(1.11, 1.05, 1.15), 1.21, REPRODUCED, ""),       # just over half of +21 %
+    (GAIN, Ratio(2.60, 2.40, 2.70), 1.50, REPRODUCED, ""),       # more than published
+    (LOSS, Ratio(0.95, 0.90, 0.98), 0.85, NOT_REPRODUCED, "published -15 %"),
+    (LOSS, Ratio(0.92, 0.90, 0.95), 0.85, REPRODUCED, ""),       # -8 % of -15 %
+    (LOSS, Ratio(0.80, 0.70, 0.90), 0.70, REPRODUCED, ""),
+    (GAIN, Ratio(1.04, 0.95, 1.10), 1.21, NOT_REPRODUCED, "ranges overlap"),  # noise first
+    (NONE, Ratio(1.03, 0.90, 1.10), 1.00, REPRODUCED, "within"),
+])
+def test_verdict_published_size(expect, ratio, published, want, why):
+    v, reason = verdict(expect, ratio, published)
+    assert v == want, reason
+    assert why in reason
+    assert f"{(ratio.median - 1) * 100:+.1f} %" in reason
+
+
 def _cell(**kw):
     c = {"direction": "both", "layout": "split", "size": 64, "mergeable": False,
          "in_order": False, "batch": 0, "zero_copy": False, "alloc": "available",
@@ -110,6 +129,17 @@ def test_claim_rows_pair_cells_and_explain():
     assert rows["packed"]["verdict"] == NOT_REPRODUCED
     assert "the opposite" in rows["packed"]["reason"]
     assert "Likely why" in rows["packed"]["reason"]  # the claim's hint is quoted
+
+
+def test_claim_rows_judge_against_the_published_figure():
+    # 1a publishes +21 %: a clear +3.9 % (the ranges apart) shows the direction only.
+    claim = next(c for c in C.CLAIMS if c.id == "1a")
+    cells = [_cell(batch=0, ns=40.0), _cell(batch=256, ns=38.5)]
+    (row,) = evaluate.claim_rows(claim, cells)
+    assert row["ratio"]["lo"] > 1.0
+    assert row["verdict"] == NOT_REPRODUCED
+    assert "the direction, not the size" in row["reason"] and "+21 %" in row["reason"]
+    assert "Likely why" in row["reason"]
 
 
 def test_claim_rows_missing_cells():

@@ -54,7 +54,7 @@ def _row(claim: Claim, label: str, a: Optional[dict], b: Optional[dict],
         return {"id": claim.id, "technique": claim.technique, "title": claim.title,
                 "published": claim.published, "label": label, "metric": claim.metric,
                 "ratio": None, "verdict": NOT_TESTED, "reason": "cells not measured"}
-    v, why = verdict(claim.expect, r)
+    v, why = verdict(claim.expect, r, claim.published_ratio)
     if v == NOT_REPRODUCED and claim.hint:
         why += f". Likely why: {claim.hint}"
     note = ""

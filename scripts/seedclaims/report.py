@@ -87,7 +87,9 @@ def markdown(data: dict) -> str:
           f"{V.MIN_EFFECT:.0%} and beyond the noise: the min/max ranges of A and B do not "
           f"overlap, or B was faster in every pair of the same round (at least "
           f"{V.MIN_PAIRS} pairs: a sign test, chance 2^-n); else **not reproduced**, saying "
-          f"whether it went the other way or stayed in the noise.",
+          f"whether it went the other way or stayed in the noise. Where the claim "
+          f"publishes a figure, the measured gain must also be at least "
+          f"{V.SIZE_SHARE:.0%} of it (else: the direction, not the size).",
           "- loss expected: the mirror image.",
           f"- no change expected: **reproduced** when the median ratio is within "
           f"+-{V.NO_CHANGE_BAND:.0%}.",

@@ -18,7 +18,10 @@ Rules (also printed in the report):
                   is beyond the noise: the range lies above 1 (no overlap), or every paired
                   ratio (at least MIN_PAIRS of them) is above 1 -- a sign test, chance
                   probability 2^-n; not reproduced otherwise, saying whether the ratio went
-                  the other way or stayed within the noise.
+                  the other way or stayed within the noise. Where the claim publishes a
+                  figure, the measured gain must also reach SIZE_SHARE of the published
+                  one: +4 % beyond the noise against a published +21 % shows the direction,
+                  not the claim, and is not reproduced ("the direction, not the size").
   loss expected   the mirror image (range below 1, median at most 1 - MIN_EFFECT).
   no change       reproduced when the median ratio lies within 1 +- NO_CHANGE_BAND (a
                   difference that small is not the effect the claim is about, even if it
@@ -37,6 +40,7 @@ from typing import Optional, Sequence
 MIN_EFFECT = 0.02      # a gain or loss smaller than 2 % is not counted as one
 MIN_PAIRS = 5          # the paired sign test needs this many repetitions (2^-5 = 3 %)
 NO_CHANGE_BAND = 0.05  # "no change" claims: within +-5 %
+SIZE_SHARE = 0.5       # a published gain or loss: at least half of it must be measured
 
 GAIN, LOSS, NONE, REPORT = "gain", "loss", "none", "report"
 
@@ -108,8 +112,9 @@ def geomean_ratio(ratios: Sequence[Ratio]) -> Ratio:
                  gm(instr) if all(i is not None for i in instr) else None, paired)
 
 
-def verdict(expect: str, r: Ratio) -> tuple[str, str]:
-    """(verdict, reason) for a measured ratio under the expectation of a claim."""
+def verdict(expect: str, r: Ratio, published: Optional[float] = None) -> tuple[str, str]:
+    """(verdict, reason) for a measured ratio under the expectation of a claim; published:
+    the claim's own figure as a speed ratio, where it gives one."""
     pct = (r.median - 1.0) * 100.0
     measured = f"measured {pct:+.1f} % (x{r.median:.3f}, range {r.lo:.3f}-{r.hi:.3f}"
     if r.paired:
@@ -133,6 +138,14 @@ def verdict(expect: str, r: Ratio) -> tuple[str, str]:
     on_side = r.paired_above() if want_up else n - r.paired_above()
     separated = (r.lo > 1.0 if want_up else r.hi < 1.0) or (n >= MIN_PAIRS and on_side == n)
     big = r.median >= 1.0 + MIN_EFFECT if want_up else r.median <= 1.0 - MIN_EFFECT
+    if separated and big and published is not None and (published > 1.0) == want_up:
+        # The effect as a fraction (+0.21 for x1.21, +0.15 for x0.85), ours against theirs.
+        ours = r.median - 1.0 if want_up else 1.0 - r.median
+        theirs = published - 1.0 if want_up else 1.0 - published
+        if ours < SIZE_SHARE * theirs:
+            return NOT_REPRODUCED, (f"the direction, not the size: {measured} against the "
+                                    f"published {(published - 1) * 100:+.0f} % (under "
+                                    f"{SIZE_SHARE * 100:.0f} % of it){instr}")
     if separated and big:
         return REPRODUCED, f"{measured}{instr}"
     wrong_way = r.median < 1.0 if want_up else r.median > 1.0
