@@ -36,6 +36,10 @@ def ab(vhostlab, *args, timeout=300):
     (["--cells", "split-mrg1-ord1-64-g2h", "a=serve", "a=dpdk"], "must differ"),
     (["--cells", "split-mrg1-ord1-64-g2h", "--reps", "0", "dpdk", "serve"], "--reps 0"),
     (["--cells", "split-mrg1-ord1-64-g2h", "--seconds", "0.1", "dpdk", "serve"], "--seconds"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--sizes", "9000", "dpdk", "serve"], "'9000'"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--sizes", "63", "dpdk", "serve"], "64..1518"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--sizes", "big", "dpdk", "serve"], "'big'"),
+    (["--cells", "split-mrg1-ord1-64-g2h", "--sizes", "256", "dpdk", "serve"], "names no cell"),
 ])
 def test_usage_errors_name_the_value(vhostlab, args, word):
     res = ab(vhostlab, *args, timeout=60)
@@ -47,7 +51,8 @@ def test_help():
     res = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True,
                          text=True, check=False)
     assert res.returncode == 0, res.stderr
-    for word in ("--cells", "--reps", "--wait", "--json", "dpdk", "touch", "PROGRAM"):
+    for word in ("--cells", "--sizes", "--reps", "--wait", "--json", "dpdk", "touch",
+                 "PROGRAM"):
         assert word in res.stdout, word
 
 
@@ -61,6 +66,19 @@ def test_variant_specs(vhostlab):
     assert v.args == ["--poll", "--idle-pause", "0"]  # --poll not added twice
     assert m.parse_variant("touch", vhostlab.path).kind == "touch"
     assert m.parse_variant("ref=dpdk", vhostlab.path).kind == "dpdk"
+
+
+def test_sizes_name_the_cells(vhostlab):
+    # --sizes widens the patterns' range beyond vs_dpdk's 64 and 1518 bytes.
+    m = import_script("serve_ab")
+    a = m.parse_args(["--vhostlab", str(vhostlab.path), "--sizes", "256,128",
+                      "--cells", "packed-mrg0-*-g2h,split-mrg1-ord1-128-h2g", "dpdk", "serve"])
+    assert sorted(c.id for c in a.cell_list) == sorted([
+        "packed-mrg0-ord1-128-g2h", "packed-mrg0-ord1-256-g2h", "packed-mrg0-ord0-128-g2h",
+        "packed-mrg0-ord0-256-g2h", "split-mrg1-ord1-128-h2g"])
+    assert {c.size for c in a.cell_list} == {128, 256}
+    a = m.parse_args(["--vhostlab", str(vhostlab.path), "--cells", "split-*", "dpdk", "serve"])
+    assert {c.size for c in a.cell_list} == {64, 1518}  # the default: vs_dpdk's
 
 
 def test_summary_arithmetic():

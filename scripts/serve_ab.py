@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import itertools
 import json
 import os
 import shlex
@@ -34,6 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vs_dpdk as V  # noqa: E402  (the front end, the runs and the probe: one implementation)
+
+# --sizes: frames the front end's 2048-byte mbufs hold in one segment each way (testpmd
+# txonly's headers need 42 bytes; serve's txonly takes 60 and up).
+MIN_SIZE, MAX_SIZE = 64, 1518
 
 BACKENDS = ("dpdk", "null", "touch")
 
@@ -84,6 +89,11 @@ def parse_args(argv):
         "Cells as in scripts/vs_dpdk.py (RING-mrgM-ordO-SIZE-DIR, patterns allowed).")
     p.add_argument("variants", nargs="*", metavar="VARIANT")
     p.add_argument("--cells", required=True, help="comma-separated cell names or patterns")
+    p.add_argument("--sizes", default=",".join(str(x) for x in V.SIZES),
+                   help="frame sizes the cell patterns range over, bytes, comma-separated "
+                        f"({MIN_SIZE}..{MAX_SIZE}; default "
+                        f"{','.join(str(x) for x in V.SIZES)}, vs_dpdk's): e.g. --sizes 256 "
+                        "--cells 'packed-*-256-g2h'")
     p.add_argument("--reps", type=int, default=5, help="repetitions (default 5)")
     p.add_argument("--seconds", type=float, default=2.0,
                    help="measuring window per run (default 2)")
@@ -115,7 +125,16 @@ def parse_args(argv):
     if len(set(names)) != len(names):
         p.error(f"variant names must differ: {names}")
     pats = [s.strip() for s in a.cells.split(",") if s.strip()]
-    a.cell_list = [c for c in V.ALL_CELLS if any(fnmatch.fnmatchcase(c.id, q) for q in pats)]
+    try:
+        sizes = sorted({int(x) for x in a.sizes.split(",") if x.strip()})
+    except ValueError:
+        p.error(f"--sizes {a.sizes!r}: give whole numbers of bytes, e.g. 64,256")
+    bad = [x for x in sizes if not MIN_SIZE <= x <= MAX_SIZE]
+    if not sizes or bad:
+        p.error(f"--sizes {a.sizes!r}: each must be {MIN_SIZE}..{MAX_SIZE} bytes")
+    cells = [V.Cell(r, m, o, z, d) for r, m, o, z, d in
+             itertools.product(V.RINGS, V.ONOFF, V.ONOFF, sizes, V.DIRS)]
+    a.cell_list = [c for c in cells if any(fnmatch.fnmatchcase(c.id, q) for q in pats)]
     if not a.cell_list:
         p.error(f"--cells {a.cells!r} names no cell (e.g. split-mrg1-ord1-64-g2h)")
     for v in a.variant_list:
