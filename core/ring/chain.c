@@ -66,3 +66,23 @@ int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
 {
 	return vl_mem_find(mem, addr);
 }
+
+uint8_t *vl_chain_xlate_miss(struct vl_vq *vq, uint64_t addr, uint32_t len)
+{
+	const struct vl_mem *mem = vq->mem;
+	int64_t i = vl_mem_find(mem, addr);
+
+	if (i < 0)
+		return NULL;
+	const struct vl_mem_range *r = &mem->ranges[i];
+
+	vq->mem_hint = (uint32_t)i;
+	vq->xl_gpa = r->gpa;
+	/* A range's bytes: last - gpa + 1 overflows only for a range of all 2^64 bytes, which
+	 * a region's 64-bit size cannot express; the sum of the ranges' could, so saturate. */
+	vq->xl_size = r->last - r->gpa < UINT64_MAX ? r->last - r->gpa + 1 : UINT64_MAX;
+	vq->xl_host = r->host;
+	const uint64_t off = addr - r->gpa;
+
+	return len <= vq->xl_size - off ? r->host + off : NULL;
+}

@@ -120,6 +120,8 @@ static int map_packed(struct vl_vq *vq, const struct vl_mem *mem)
 
 static int map_rings(struct vl_vq *vq, const struct vl_mem *mem)
 {
+	/* The cached translation range belongs to the table it came from. */
+	vq->xl_size = 0;
 	return vq->layout == VL_LAYOUT_PACKED ? map_packed(vq, mem) : map_split(vq, mem);
 }
 

@@ -103,6 +103,11 @@ struct vl_vq {
 	bool want_kicks;           /* the device asks the guest for available notifications */
 	const struct vl_mem *mem;
 	uint32_t mem_hint;         /* range of mem the last descriptor's buffer was found in */
+	/* That range as a copy (vl_chain_add_desc's one-compare hit): its first address, its
+	 * bytes (0: nothing cached) and host address. Cleared whenever mem changes. */
+	uint64_t xl_gpa;
+	uint64_t xl_size;
+	uint8_t *xl_host;
 	struct vl_vq_config cfg;
 
 	/* Split ring areas (host pointers, validated contiguous at setup). */
@@ -217,6 +222,11 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
 				uint32_t *total);
 
+/* The buffer [addr, addr + len) when one range of vq->mem holds it whole, else NULL; the range
+ * it was found in becomes the cached one (vq->xl_*) and vq->mem_hint. Out of line: the cache
+ * misses only when a guest's buffers move to another region. */
+uint8_t *vl_chain_xlate_miss(struct vl_vq *vq, uint64_t addr, uint32_t len);
+
 /* One buffer descriptor of a chain, either layout: its direction must match the chain's (TX
  * buffers device-readable, RX buffers device-writable), then its bytes become pieces
  * (zero-length descriptors add nothing). Forced inline into both walks: it runs per
@@ -234,10 +244,16 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 	 * (a straddle, an unmapped byte, a full piece array, a total past 32 bits) takes
 	 * vl_chain_add_range, which starts over and names the failure. */
 	if (*np < VL_CHAIN_MAX_PIECES && len <= UINT32_MAX - *total) {
-		uint64_t chunk = len;
-		uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &chunk, &vq->mem_hint);
+		/* The whole buffer in the cached range: an address below it wraps high, and
+		 * off < xl_size makes xl_size - off safe. */
+		const uint64_t off = addr - vq->xl_gpa;
+		uint8_t *host = NULL;
 
-		if (host != NULL && chunk == len) {
+		if (off < vq->xl_size && len <= vq->xl_size - off)
+			host = vq->xl_host + off;
+		else
+			host = vl_chain_xlate_miss(vq, addr, len);
+		if (host != NULL) {
 			struct vl_piece *pc = &vq->pieces[(*np)++];
 
 			pc->host = host;
