@@ -195,6 +195,79 @@ static void scn_loop_direct(struct rf *f, struct rf_q *s)
 }
 WRAP_SIDES_GRANS(loop_direct)
 
+/* The loop check marks each descriptor a walk visits with the walk's stamp; the stamps are
+ * 16 bits, so every 65535 walks they start over at 1 and every old mark is cleared. A chain
+ * walked once and left alone for exactly that many walks gets its old stamp back: only the
+ * clearing tells the new walk from the old one. Chain a -> b is walked, then 65534 chains of
+ * one indirect descriptor (a walk of its one-entry table each, which marks entry 0 and no
+ * ring descriptor), then a -> b again: a packet both times, not a loop. A loop met right
+ * after is still caught. */
+static void scn_stamp_wrap(struct rf *f, struct rf_q *s)
+{
+	enum { FILLER = 65534, PER_BURST = 128 };
+	/* Descriptor 0 is also the tables' entry 0: a and b must not be 0. */
+	uint16_t got[3] = { rf_desc(s), rf_desc(s), rf_desc(s) };
+	uint16_t ab[2];
+	uint32_t nab = 0;
+
+	for (int i = 0; i < 3; i++) {
+		if (got[i] != 0 && nab < 2)
+			ab[nab++] = got[i];
+		else
+			lab_vring_desc_put(&s->vr, got[i]);
+	}
+	assert_int_equal(nab, 2);
+
+	for (int round = 0; round < 2; round++) {
+		struct rf_good g = rf_good_buf(f, s, 100, (uint8_t)(0x60 + round));
+		const uint32_t first = f->hdr_len + 30;
+
+		rf_set_desc(s, ab[0], g.gpa, first, VL_DESC_F_NEXT, ab[1]);
+		rf_set_desc(s, ab[1], g.gpa + first, f->hdr_len + g.len - first, 0, 0);
+		/* a and b stay the test's until the last round: nothing else writes them. */
+		rf_post_head(s, ab[0], ab, round == 1 ? 2 : 0);
+		g.head = ab[0];
+		rf_burst_expect_good(f, s, &g);
+		rf_expect_used(s, ab[0], 0);
+		rf_expect_no_used(s);
+		rf_free_good(f, &g);
+		if (round == 1)
+			break;
+
+		struct rf_good t = rf_good_buf(f, s, 40, 0x5A);
+		const struct rf_desc entry = { t.gpa, f->hdr_len + t.len, 0 };
+		const uint64_t table = rf_alloc(f, sizeof(struct vl_split_desc));
+
+		rf_write_table(f, table, &entry, 1);
+		for (uint32_t left = FILLER; left > 0;) {
+			const uint32_t n = left < PER_BURST ? left : PER_BURST;
+			struct vl_pkt *pkts[PER_BURST];
+			uint32_t id, len;
+
+			for (uint32_t i = 0; i < n; i++)
+				rf_post_indirect(s, table, sizeof(struct vl_split_desc));
+			assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, PER_BURST), n);
+			for (uint32_t i = 0; i < n; i++)
+				rf_assert_pkt_pattern(pkts[i], t.len, t.seed);
+			vl_pkt_free_bulk(pkts, n);
+			for (uint32_t i = 0; i < n; i++)
+				assert_true(rf_pop_used(s, &id, &len));
+			left -= n;
+		}
+		rf_free_good(f, &t);
+	}
+	assert_int_equal(vl_vq_stats(s->q)->packets, FILLER + 2);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+
+	uint16_t c = rf_desc(s);
+	uint64_t buf = rf_alloc(f, 64);
+
+	rf_set_desc(s, c, buf, 16, VL_DESC_F_NEXT, c);
+	rf_post_head(s, c, &c, 1);
+	expect_bad_then_good(f, s, &c, 1, VL_DROP_CHAIN_LOOP);
+}
+WRAP_TX_GRANS(stamp_wrap)
+
 /* Loops inside an indirect table: e0 -> e1 -> e2 -> e1, and a one-entry table e0 -> e0, each
  * stopped at the entry visited twice (table entries are an index space of their own). */
 static void scn_loop_indirect(struct rf *f, struct rf_q *s)
@@ -1256,6 +1329,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		TESTS_SIDES_GRANS(loop_direct),
+		TESTS_TX_GRANS(stamp_wrap),
 		TESTS_SIDES_GRANS(loop_indirect),
 		TESTS_SIDES_GRANS(longest_direct_chain),
 		TESTS_SIDES_GRANS(next_out_of_range),
