@@ -1287,6 +1287,64 @@ static void test_create_sizes(void **state)
 	flat_fini(&m);
 }
 
+/* What the embedder passes wrong is refused with a code, never a crash: no memory table or
+ * configuration (VL_ERR_INVALID_ARG), a layout that does not exist (VL_ERR_LAYOUT), a
+ * descriptor area off its 16-byte alignment (VL_ERR_RING_MISALIGNED); a NULL err is allowed.
+ * vl_vq_set_mem refuses NULL the same way and leaves the queue working. */
+static void test_create_bad_args(void **state)
+{
+	static const enum vl_layout layouts[] = { VL_LAYOUT_SPLIT, VL_LAYOUT_PACKED };
+	struct flat m;
+	struct vl_vq_config qc;
+
+	(void)state;
+	flat_init(&m);
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		int err = -1;
+
+		flat_cfg(&qc, layouts[i], 256);
+		assert_null(vl_vq_create(NULL, &qc, &err));
+		assert_int_equal(err, VL_ERR_INVALID_ARG);
+		err = -1;
+		assert_null(vl_vq_create(m.mem, NULL, &err));
+		assert_int_equal(err, VL_ERR_INVALID_ARG);
+		assert_null(vl_vq_create(NULL, &qc, NULL));
+		qc.desc_gpa += 8;
+		expect_create(&m, &qc, VL_ERR_RING_MISALIGNED);
+		qc.desc_gpa -= 8;
+
+		struct vl_vq *q = vl_vq_create(m.mem, &qc, NULL);
+
+		assert_non_null(q);
+		assert_int_equal(vl_vq_set_mem(q, NULL), VL_ERR_INVALID_ARG);
+		assert_int_equal(vl_vq_set_mem(NULL, m.mem), VL_ERR_INVALID_ARG);
+		assert_int_equal(vl_vq_set_mem(q, m.mem), VL_OK);
+		assert_false(vl_vq_broken(q));
+		vl_vq_destroy(q);
+	}
+	flat_cfg(&qc, VL_LAYOUT_SPLIT, 256);
+	qc.layout = (enum vl_layout)7;
+	expect_create(&m, &qc, VL_ERR_LAYOUT);
+	flat_fini(&m);
+}
+
+/* Every drop reason has a name of its own (the statistics and --json print them), and a value
+ * outside the enum is "unknown". */
+static void test_drop_names(void **state)
+{
+	(void)state;
+	for (int i = 0; i < VL_DROP__COUNT; i++) {
+		const char *name = vl_drop_name((enum vl_drop)i);
+
+		assert_non_null(name);
+		assert_string_not_equal(name, "unknown");
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(name, vl_drop_name((enum vl_drop)j));
+	}
+	assert_string_equal(vl_drop_name(VL_DROP__COUNT), "unknown");
+	assert_string_equal(vl_drop_name((enum vl_drop)-1), "unknown");
+}
+
 /* Packed resume positions (vhost-user SET_VRING_BASE encoding: position | wrap << 15) must
  * lie inside the ring, for the avail and the used side alike; both wrap values are fine.
  * Split takes any 16-bit index. */
@@ -1685,6 +1743,8 @@ int main(void)
 		cmocka_unit_test(test_indirect_not_negotiated_tx),
 		cmocka_unit_test(test_indirect_not_negotiated_rx),
 		cmocka_unit_test(test_create_sizes),
+		cmocka_unit_test(test_create_bad_args),
+		cmocka_unit_test(test_drop_names),
 		cmocka_unit_test(test_create_ring_base),
 		TESTS_SIDES(resume_250_wrap0),
 		TESTS_SIDES(resume_999_wrap1),
