@@ -416,6 +416,66 @@ static void test_alloc_len_segments(void **state)
 	assert_int_equal(vl_pool_destroy(pool), 0);
 }
 
+/* Past 256 segments (a 64 KiB packet in 256-byte buffers) a packet is refused and counted
+ * as an allocation failure, with buffers to spare in the pool. */
+static void test_alloc_len_segment_limit(void **state)
+{
+	(void)state;
+	struct vl_pool *pool = pool_ok(300, 256);
+
+	assert_null(vl_pkt_alloc_len(pool, 65537));
+	assert_int_equal(vl_pool_free_count(pool), 300);
+	assert_int_equal(vl_pool_alloc_failures(pool), 1);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+}
+
+/* ---- vl_pkt_extend ------------------------------------------------------------------------- */
+
+/* Grow a fresh packet: segments chained as vl_pkt_alloc_len would lay them out; refused with
+ * the packet untouched and one failure counted when the pool is short or the packet would need
+ * more than 256 segments. */
+static void test_extend(void **state)
+{
+	(void)state;
+	static const uint32_t lens[] = { 0, 1, 255, 256, 257, 1000, 65536 };
+	struct vl_pool *pool = pool_ok(300, 256);
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct vl_pkt *p = NULL;
+
+		assert_int_equal(vl_pool_alloc_bulk(pool, &p, 1), 0);
+		assert_int_equal(vl_pkt_extend(p, lens[i]), 0);
+		check_layout(p, pool, lens[i]);
+		assert_int_equal(vl_pool_free_count(pool), 300 - p->nb_segs);
+		vl_pkt_free(p);
+		assert_int_equal(vl_pool_free_count(pool), 300);
+	}
+	assert_int_equal(vl_pool_alloc_failures(pool), 0);
+
+	struct vl_pkt *p = NULL;
+
+	assert_int_equal(vl_pool_alloc_bulk(pool, &p, 1), 0);
+	assert_int_equal(vl_pkt_extend(p, 65537), -1);
+	check_fresh(p, pool);
+	assert_int_equal(vl_pool_free_count(pool), 299);
+	assert_int_equal(vl_pool_alloc_failures(pool), 1);
+	vl_pkt_free(p);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+
+	/* Four buffers: the head and three more. 401 bytes need four more, 400 three. */
+	pool = pool_ok(4, 100);
+	assert_int_equal(vl_pool_alloc_bulk(pool, &p, 1), 0);
+	assert_int_equal(vl_pkt_extend(p, 401), -1);
+	check_fresh(p, pool);
+	assert_int_equal(vl_pool_free_count(pool), 3);
+	assert_int_equal(vl_pool_alloc_failures(pool), 1);
+	assert_int_equal(vl_pkt_extend(p, 400), 0);
+	check_layout(p, pool, 400);
+	assert_int_equal(vl_pool_free_count(pool), 0);
+	vl_pkt_free(p);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+}
+
 /* ---- vl_pkt_read / vl_pkt_write ------------------------------------------------------------ */
 
 static void test_read_write_across_segments(void **state)
@@ -887,6 +947,8 @@ int main(void)
 		cmocka_unit_test(test_free_count_bookkeeping),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_alloc_len_segments),
+		cmocka_unit_test(test_alloc_len_segment_limit),
+		cmocka_unit_test(test_extend),
 		cmocka_unit_test(test_read_write_across_segments),
 		cmocka_unit_test(test_read_write_data_offsets),
 		cmocka_unit_test(test_chain),
