@@ -23,7 +23,7 @@ case "${1:-}" in
 --update) update=1 ;;
 "") ;;
 -h | --help)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 *)

@@ -1580,7 +1580,7 @@ def parse_args(argv):
         "`vhostlab serve` in turn over the cell matrix; write vs-dpdk.md/.png/.json.",
         epilog="Cells are named RING-mrgM-ordO-SIZE-DIR, e.g. split-mrg1-ord1-64-g2h "
         "(DIR: g2h guest->host, h2g host->guest). The full matrix (32 cells, 3 reps: 96 DPDK "
-        "runs, 192 serve runs with the null and touch ceilings) takes about 14 minutes on 2 CPUs; "
+        "runs, 192 serve runs with the null and touch ceilings) takes about 16 minutes on 2 CPUs; "
         "run "
         "it on a quiet machine.")
     p.add_argument("--quick", action="store_true",
