@@ -35,12 +35,13 @@ static void trace_usage(FILE *out)
 		"                      dirty pages and a digest of all guest memory (checks the\n"
 		"                      conversion is exact)\n"
 		"\n"
-		"exit status: 0 success, 1 the output could not be written, the input cannot\n"
-		"become an exact trace (from-fuzz without --lossy), the target ran nothing or\n"
-		"the trace would exceed 256 MiB, 2 usage error, an unknown or unsupported\n"
-		"target, --observed with fuzz_scenario, an unreadable input or one of 64 MiB\n"
-		"or more, or a trace that does not parse (the message names file, line and\n"
-		"column).\n");
+		"exit status: 0 success; 1 the output could not be written, or (from-fuzz)\n"
+		"the input cannot become an exact trace without --lossy, the target ran\n"
+		"nothing, the trace would exceed 256 MiB or the recorded trace does not parse\n"
+		"(an internal error); 2 usage error, or (fmt) a trace FILE that does not parse\n"
+		"(the message names file, line and column), or (from-fuzz) an unknown or\n"
+		"unsupported target, --observed with fuzz_scenario, or an unreadable input or\n"
+		"one of 64 MiB or more.\n");
 }
 
 static int trace_fmt(int argc, char **argv)

@@ -1477,8 +1477,10 @@ static void do_dequeue(struct dp *d, uint16_t count)
 /* A TX burst through the ceilings of `vhostlab serve --mode null|touch`: every chain goes
  * back with used length 0 (check_after_flush), no packet is made and no buffer taken, the
  * byte count is that of at least one byte and at most VL_PKT_MAX_LEN per good chain, and
- * touch's first bytes one byte each. Out of bounds reads are the sanitizers' and the guard
- * pages' to catch. Recorded as `discard Q MAX [touch]`. */
+ * touch's first bytes one byte each. Only bounds here: this guest's chains may be hostile and
+ * the harness keeps no model of which are good; fuzz_differential, whose chains are all well
+ * formed, checks both totals exactly against what its guest posted. Out of bounds reads are
+ * the sanitizers' and the guard pages' to catch. Recorded as `discard Q MAX [touch]`. */
 static void do_discard(struct dp *d, uint16_t count, bool touch)
 {
 	const char *what = touch ? "vl_net_discard_touch" : "vl_net_discard";
