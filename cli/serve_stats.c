@@ -267,6 +267,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       ", \"tx_write_ignored\": %" PRIu64 ", \"lines_evicted\": %" PRIu64
 			       ", \"evict_trials\": %" PRIu64 ", \"evict_trials_on\": %" PRIu64
 			       ", \"evict_trials_idle\": %" PRIu64 ", \"evict_shifts\": %" PRIu64
+			       ", \"evict_retries\": %" PRIu64
 			       ", \"payload_prefetches\": %" PRIu64 ", \"line_waits\": %" PRIu64
 			       ", \"drops_by_reason\": {",
 			       q ? "," : "", q, st->rx_packets, st->rx_bytes, st->tx_packets,
@@ -276,7 +277,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			       st->hdrs_kept, st->write_flag_read, st->lines_evicted,
 			       p->pairs[q].evict.trials, p->pairs[q].evict.trials_on,
 			       p->pairs[q].evict.trials_idle, p->pairs[q].evict.shifts,
-			       st->payload_prefetches, st->line_waits);
+			       p->pairs[q].evict.retries, st->payload_prefetches, st->line_waits);
 			for (unsigned d = 0; d < SERVE_DROP__COUNT; d++) {
 				printf("%s\"%s\": %" PRIu64, d ? ", " : "", drop_names[d],
 				       st->drops[d]);

@@ -514,8 +514,13 @@ def check_tuner(q: dict, running: bool):
         assert q["evict_trials_on"] <= q["evict_trials"], q
         # A shift starts a trial at once: all but the last completed (or never did).
         assert q["evict_shifts"] <= q["evict_trials"], q
+        # A retry follows a completed trial that turned nothing on (the JSON statistics
+        # carry the count, the text summary does not).
+        if "evict_retries" in q:
+            assert q["evict_retries"] <= q["evict_trials"] - q["evict_trials_on"], q
     else:
         assert q["evict_trials"] == q["evict_trials_idle"] == q["evict_shifts"] == 0, q
+        assert q.get("evict_retries", 0) == 0, q
 
 
 EVICT_CELLS = ([{"ring": ring, "mrg": 1, "ord": 1, "mode": "rxonly", "evict": e}

@@ -528,8 +528,9 @@ class Bench:
                         "zero_copied": sum(qq.get("zero_copied", 0) for port in final["ports"]
                                            for qq in port["queues"])}
         # Evict-after-read (serve --evict, auto by default): lines evicted, and the tuner's
-        # trials and how many turned it on, over serve's whole life.
-        for k in ("lines_evicted", "evict_trials", "evict_trials_on"):
+        # trials, how many turned it on and how many were split verdicts tried again, over
+        # serve's whole life.
+        for k in ("lines_evicted", "evict_trials", "evict_trials_on", "evict_retries"):
             res["serve"][k] = sum(qq.get(k, 0) for port in final["ports"]
                                   for qq in port["queues"])
         idle = window_idle(serve.events("stats"), res.pop("t_start") - serve.t0,

@@ -45,6 +45,7 @@ void vl_evict_tuner_restart(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t 
 	t->trials_on = was.trials_on;
 	t->trials_idle = was.trials_idle;
 	t->shifts = was.shifts;
+	t->retries = was.retries;
 	t->last_gain = was.last_gain;
 }
 
@@ -62,8 +63,9 @@ static double median3(double a, double b, double c)
 	return c > a ? c : a;
 }
 
-/* The trial is complete: on wins if every pair gained and the median gain is enough. */
-static void decide(struct vl_evict_tuner *t)
+/* The trial is complete: on wins if every pair gained and the median gain is enough. Returns
+ * whether the verdict was split: the median gain enough, but a pair the other way. */
+static bool decide(struct vl_evict_tuner *t)
 {
 	double g[3];
 	bool all = true;
@@ -88,6 +90,7 @@ static void decide(struct vl_evict_tuner *t)
 	t->hold_rate = median3(r[0], r[1], r[2]);
 	t->trials++;
 	t->trials_on += t->on;
+	return !all && t->last_gain >= VL_EVICT_MIN_GAIN;
 }
 
 static void start_hold(struct vl_evict_tuner *t)
@@ -143,7 +146,17 @@ bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t pac
 		t->on = trial_mode[t->epoch];
 		return t->on;
 	}
-	decide(t);
+	/* A split verdict is noise as often as a cost, so look again before holding off for
+	 * VL_EVICT_HOLD_EPOCHS. The all-pairs rule stays: a steady drift in the rate gives a
+	 * split verdict every time, and after VL_EVICT_RETRIES of them off is held. */
+	if (decide(t) && t->retry_run < VL_EVICT_RETRIES) {
+		t->retry_run++;
+		t->retries++;
+		t->epoch = 0;
+		t->on = trial_mode[0];
+		return t->on;
+	}
+	t->retry_run = 0;
 	start_hold(t);
 	return t->on;
 }

@@ -153,7 +153,8 @@ static bool epoch(struct script *s, double mpps)
 }
 
 /* A trial whose off epochs run at off_mpps[i] and on epochs at on_mpps[i] (the i-th pair):
- * checks that the modes come in the order off on | on off | off on; returns the verdict. */
+ * checks that the modes come in the order off on | on off | off on, and that the trial ends
+ * in a hold unless its verdict was split and tried again; returns the verdict. */
 static bool trial(struct script *s, const double off_mpps[3], const double on_mpps[3])
 {
 	static const bool order[6] = {false, true, true, false, false, true};
@@ -164,7 +165,7 @@ static bool trial(struct script *s, const double off_mpps[3], const double on_mp
 		assert_int_equal(s->t.on, order[e]);
 		on = epoch(s, order[e] ? on_mpps[e / 2] : off_mpps[e / 2]);
 	}
-	assert_false(s->t.in_trial);
+	assert_int_equal(s->t.in_trial, s->t.retry_run > 0);
 	return on;
 }
 
@@ -223,10 +224,11 @@ static void test_tuner_keeps_off_without_a_clear_gain(void **state)
 	script_init(&s);
 	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){10.3, 10.3, 10.3}));
 	assert_true(s.t.last_gain > 1.02 && s.t.last_gain < 1.04);
-	/* A median gain of 1.5, but one pair lost. */
+	/* One pair lost and the median gain under VL_EVICT_MIN_GAIN: held off, no new trial. */
 	script_init(&s);
-	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){15, 9, 16}));
-	assert_true(s.t.last_gain > 1.49 && s.t.last_gain < 1.51);
+	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){10.3, 9.8, 10.4}));
+	assert_false(s.t.in_trial);
+	assert_int_equal(s.t.retries, 0);
 	/* Slower with it: off. */
 	script_init(&s);
 	assert_false(trial(&s, (double[]){16, 16, 16}, (double[]){13, 13, 13}));
@@ -241,20 +243,60 @@ static void test_tuner_keeps_off_without_a_clear_gain(void **state)
 	assert_int_equal(s.t.shifts, 0);
 }
 
+/* A split verdict (a median gain of 1.5, one pair lost, as one noisy epoch far apart gives)
+ * is not held for a second: a new trial starts at once, and a clean one turns it on. */
+static void test_tuner_tries_a_split_verdict_again(void **state)
+{
+	(void)state;
+	struct script s;
+
+	script_init(&s);
+	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){15, 9, 16}));
+	assert_true(s.t.last_gain > 1.49 && s.t.last_gain < 1.51);
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.retries, 1);
+	assert_int_equal(s.t.trials, 1);
+	assert_true(trial(&s, (double[]){10, 10, 10}, (double[]){15, 14, 16}));
+	assert_false(s.t.in_trial);
+	assert_int_equal(s.t.retries, 1);
+	assert_int_equal(s.t.trials, 2);
+	assert_int_equal(s.t.trials_on, 1);
+	/* The run of retries starts over after a clean verdict: the next split one is tried
+	 * again too. */
+	for (uint32_t e = 0; e + 1 < VL_EVICT_HOLD_EPOCHS; e++)
+		assert_true(epoch(&s, 15));
+	assert_false(epoch(&s, 15)); /* the hold is over: a trial, off first */
+	assert_true(s.t.in_trial);
+	assert_false(trial(&s, (double[]){10, 10, 10}, (double[]){15, 9, 16}));
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.retries, 2);
+}
+
 /* A rate that climbs 10 % an epoch, whatever the mode: with off first in every pair each
- * pair would show a gain; the middle pair's reversed order shows a loss, so it stays off. */
+ * pair would show a gain; the middle pair's reversed order shows a loss, so the verdict is
+ * split every time. After VL_EVICT_RETRIES tries again off is held. */
 static void test_tuner_ignores_a_steady_drift(void **state)
 {
 	(void)state;
 	struct script s;
-	double r[6];
+	double r[6 * (VL_EVICT_RETRIES + 1)];
 
 	r[0] = 5;
-	for (int i = 1; i < 6; i++)
+	for (uint32_t i = 1; i < 6 * (VL_EVICT_RETRIES + 1); i++)
 		r[i] = r[i - 1] * 1.1;
 	script_init(&s);
-	/* Epochs: off r0, on r1, on r2, off r3, off r4, on r5. */
-	assert_false(trial(&s, (double[]){r[0], r[3], r[4]}, (double[]){r[1], r[2], r[5]}));
+	for (uint32_t k = 0; k <= VL_EVICT_RETRIES; k++) {
+		const double *q = r + 6 * k;
+
+		/* Epochs: off q0, on q1, on q2, off q3, off q4, on q5. */
+		assert_false(trial(&s, (double[]){q[0], q[3], q[4]}, (double[]){q[1], q[2], q[5]}));
+		assert_int_equal(s.t.in_trial, k < VL_EVICT_RETRIES);
+	}
+	assert_int_equal(s.t.retries, VL_EVICT_RETRIES);
+	assert_int_equal(s.t.trials, VL_EVICT_RETRIES + 1);
+	assert_int_equal(s.t.trials_on, 0);
+	assert_false(s.t.on); /* held off (trial() checked the hold) */
+	assert_int_equal(s.t.retry_run, 0);
 }
 
 /* An epoch under VL_EVICT_MIN_PACKETS starts the trial over, off (counted when it had
@@ -304,8 +346,9 @@ static void test_tuner_restart_keeps_the_counters(void **state)
 	assert_int_equal(was.trials_on, 1);
 	assert_int_equal(was.shifts, 1);
 	assert_int_equal(was.trials_idle, 1);
-	/* An on decision held, then the restart: off, in a trial, at epoch 0, measured from
-	 * the count it is given (a new queue counts from 0). */
+	/* A split verdict tried again, an on decision held, then the restart: off, in a trial,
+	 * at epoch 0, measured from the count it is given (a new queue counts from 0). */
+	assert_false(trial(&s, (double[]){5, 5, 5}, (double[]){10, 4, 10}));
 	assert_true(trial(&s, (double[]){5, 5, 5}, (double[]){10, 10, 10}));
 	s.now += 12345;
 	s.packets = 0;
@@ -315,14 +358,16 @@ static void test_tuner_restart_keeps_the_counters(void **state)
 	assert_int_equal(s.t.epoch, 0);
 	assert_int_equal(s.t.epoch_start_ns, s.now);
 	assert_int_equal(s.t.epoch_start_packets, 0);
-	assert_int_equal(s.t.trials, 2);
+	assert_int_equal(s.t.trials, 3);
 	assert_int_equal(s.t.trials_on, 2);
 	assert_int_equal(s.t.shifts, 1);
 	assert_int_equal(s.t.trials_idle, 1);
+	assert_int_equal(s.t.retries, 1);
+	assert_int_equal(s.t.retry_run, 0);
 	assert_true(s.t.last_gain > 1.9 && s.t.last_gain < 2.1);
 	/* And it runs a whole trial from there. */
 	assert_false(trial(&s, (double[]){7, 7, 7}, (double[]){7, 7, 7}));
-	assert_int_equal(s.t.trials, 3);
+	assert_int_equal(s.t.trials, 4);
 	assert_int_equal(s.t.trials_on, 2);
 }
 
@@ -374,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_turns_on_when_it_pays),
 		cmocka_unit_test(test_tuner_keeps_off_without_a_clear_gain),
 		cmocka_unit_test(test_tuner_retries_when_the_rate_moves),
+		cmocka_unit_test(test_tuner_tries_a_split_verdict_again),
 		cmocka_unit_test(test_tuner_ignores_a_steady_drift),
 		cmocka_unit_test(test_tuner_idle_starts_the_trial_over),
 		cmocka_unit_test(test_tuner_epochs_follow_the_clock),

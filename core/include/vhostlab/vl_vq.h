@@ -279,7 +279,10 @@ bool vl_vq_tx_line_wait(const struct vl_vq *vq);
  * winner for VL_EVICT_HOLD_EPOCHS epochs, or until an epoch's rate moves more than
  * VL_EVICT_SHIFT times away from the winner's in the trial, and tries again. On wins only if
  * each of the trial's three off/on pairs ran faster with it on and their median ratio reaches
- * VL_EVICT_MIN_GAIN: it costs the device time, so a tie keeps it off. An epoch of a trial
+ * VL_EVICT_MIN_GAIN: it costs the device time, so a tie keeps it off. A split verdict (the
+ * median gain reached, one pair the other way: far apart, one 20 ms epoch's rate can swing by
+ * more than the gain) is tried again at once, up to VL_EVICT_RETRIES times in a row, before
+ * off is held. An epoch of a trial
  * with fewer than VL_EVICT_MIN_PACKETS packets (the driver is idle or slow: nothing to
  * measure) starts the trial over, off, so the first epochs with traffic decide. Feed it from
  * the poll loop; it only reads the clock you pass. */
@@ -287,6 +290,7 @@ bool vl_vq_tx_line_wait(const struct vl_vq *vq);
 #define VL_EVICT_TRIAL_EPOCHS 6u
 #define VL_EVICT_HOLD_EPOCHS 50u      /* about a second between trials */
 #define VL_EVICT_MIN_GAIN 1.05
+#define VL_EVICT_RETRIES 2u           /* split verdicts tried again in a row */
 #define VL_EVICT_SHIFT 1.3            /* far apart, rates are about half of close */
 #define VL_EVICT_MIN_PACKETS 2000u    /* per epoch: 100 000 packets/s */
 
@@ -304,13 +308,15 @@ struct vl_evict_tuner {
 	uint64_t trials_idle;   /* trials started over by an idle epoch after a measured one */
 	double last_gain;       /* median on/off ratio of the last completed trial (0: none) */
 	uint64_t shifts;        /* holds cut short by a rate that moved */
+	uint64_t retries;       /* trials started at once after a split verdict */
+	uint32_t retry_run;     /* split verdicts in a row, retried so far */
 };
 
 /* Start with eviction off and a trial at the first step. */
 void vl_evict_tuner_init(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
 /* The same, for a queue that starts over (a front end reconnected): a new trial, off, with
- * the counters of what it did so far (trials, trials_on, trials_idle, shifts, last_gain)
- * kept. */
+ * the counters of what it did so far (trials, trials_on, trials_idle, shifts, retries,
+ * last_gain) kept. */
 void vl_evict_tuner_restart(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t packets);
 /* Account the packets the queue has moved so far (a running total, such as
  * vl_vq_stats()->chains, which vl_net_discard_touch counts too) at time now_ns; returns
