@@ -146,9 +146,10 @@ bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t pac
 		t->on = trial_mode[t->epoch];
 		return t->on;
 	}
-	/* A split verdict is noise as often as a cost, so look again before holding off for
-	 * VL_EVICT_HOLD_EPOCHS. The all-pairs rule stays: a steady drift in the rate gives a
-	 * split verdict every time, and after VL_EVICT_RETRIES of them off is held. */
+	/* A split verdict may be one noisy epoch (far apart, a trial log showed such verdicts
+	 * where eviction paid), so look again before holding off for VL_EVICT_HOLD_EPOCHS. The
+	 * all-pairs rule stays: a steady drift in the rate gives a split verdict every time,
+	 * and after VL_EVICT_RETRIES of them off is held. */
 	if (decide(t) && t->retry_run < VL_EVICT_RETRIES) {
 		t->retry_run++;
 		t->retries++;
