@@ -106,6 +106,55 @@ def test_summary_arithmetic():
     assert "mixed" not in rows
 
 
+class FakeBench:
+    """Bench's configuration calls, recorded; every run at 1 Mpps with the procs it got."""
+
+    def __init__(self, _args):
+        self.events: list[tuple] = []
+        self.started = 0
+        FakeBench.last = self
+
+    def start_config(self, cfg):
+        self.started += 1
+        self.events.append(("start", cfg, self.started))
+        return {"n": self.started}
+
+    def stop_config(self, procs):
+        self.events.append(("stop", procs.get("n")))
+
+    def run_dpdk(self, procs, _cell):
+        return {"mpps": 1.0, "procs": procs["n"]}
+
+    def cleanup(self):
+        self.events.append(("cleanup",))
+
+
+@pytest.mark.parametrize("max_age,starts", [(1e9, 1), (-1.0, 4)])
+def test_old_processes_start_again(monkeypatch, max_age, starts):
+    # Waits for a placement can outlast timeout(1)'s limit on the DPDK pair: a configuration
+    # older than CONFIG_MAX_AGE at a repetition's start is started again (with a negative
+    # age: before every repetition, the first included).
+    m = import_script("serve_ab")
+    monkeypatch.setattr(m.V, "Bench", FakeBench)
+    monkeypatch.setattr(m.V, "CONFIG_MAX_AGE", max_age)
+    monkeypatch.setattr(m.V, "classify_run", lambda rec: rec.setdefault("placement", "close"))
+    cell = m.V.Cell("packed", 1, 1, 64, "g2h")
+    a = m.argparse.Namespace(vhostlab=Path("/nonexistent"), warmup=0.1, seconds=0.1, reps=3,
+                             wait=None, cell_list=[cell],
+                             variant_list=[m.Variant("a", "dpdk"), m.Variant("b", "dpdk")])
+    runs = m.run(a)
+    ev = FakeBench.last.events
+    assert [e for e in ev if e[0] == "start"] == [
+        ("start", ("packed", 1, 1), k) for k in range(1, starts + 1)]
+    # Each started configuration is stopped once, the last by the cell's end.
+    assert sorted(e[1] for e in ev if e[0] == "stop") == list(range(1, starts + 1))
+    assert ev[-1] == ("cleanup",)
+    # Every repetition ran on processes started for it (or the cell's only ones).
+    assert [r["procs"] for r in runs] == (
+        [1] * 6 if starts == 1 else [2, 2, 3, 3, 4, 4])
+    assert all("error" not in r for r in runs)
+
+
 def test_short_run(vhostlab):
     if shutil.which("dpdk-testpmd") is None:
         pytest.fail("dpdk-testpmd not found: apt-get install --no-install-recommends dpdk-dev "

@@ -184,10 +184,20 @@ def run(a) -> list[dict]:
     try:
         for cell in a.cell_list:
             procs = bench.start_config(cell.config)
+            since = time.monotonic()
             try:
                 for rep in range(a.reps):
                     if a.wait:
                         wait_for(a, a.wait)
+                    # Waits for a placement can outlast the processes' limit (timeout(1)
+                    # kills them at PROC_LIMIT): start them again while they still live.
+                    if time.monotonic() - since > V.CONFIG_MAX_AGE:
+                        V.log(f"  starting the front ends and DPDK's back end for {cell.id} "
+                              "again (they are old)")
+                        bench.stop_config(procs)
+                        procs = {}  # nothing to stop if the start fails
+                        procs = bench.start_config(cell.config)
+                        since = time.monotonic()
                     order = a.variant_list if rep % 2 == 0 else a.variant_list[::-1]
                     for v in order:
                         rec = {"cell": cell.id, "rep": rep, "variant": v.name}
