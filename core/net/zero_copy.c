@@ -55,23 +55,17 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 		  struct vl_pkt *head)
 {
 	struct vl_pkt *segs[VL_ZC_MAX_SEGS - 1];
-	uint32_t skip = vq->hdr_len, first = 0, first_off = 0, nseg = 0;
+	uint32_t skip = vq->hdr_len, first = 0;
 
-	/* Count the pieces the payload touches: empty ones carry nothing and get no segment. */
-	for (uint32_t i = 0; i < np; i++) {
-		const uint32_t len = vq->pieces[i].len;
-
-		if (skip >= len) {
-			skip -= len;
-			continue;
-		}
-		if (nseg == 0) {
-			first = i;
-			first_off = skip;
-		}
-		skip = 0;
-		nseg++;
+	/* The payload starts in the first piece the header does not fill whole; from there on
+	 * every piece is a segment (none is empty: a walk adds no piece for a zero-length
+	 * descriptor, and each piece of a range split over regions holds at least a byte). */
+	while (first < np && skip >= vq->pieces[first].len) {
+		skip -= vq->pieces[first].len;
+		first++;
 	}
+	const uint32_t first_off = skip, nseg = np - first;
+
 	/* The caller tried the one-piece case first, so nseg >= 2; checked anyway, as the
 	 * allocation below takes nseg - 1. */
 	if (nseg < 2 || nseg > VL_ZC_MAX_SEGS)
@@ -82,15 +76,11 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 	vq->stats.alloc_bufs += nseg - 1;
 
 	struct vl_pkt *prev = NULL;
-	uint32_t k = 0;
 
 	for (uint32_t i = first; i < np; i++) {
 		const struct vl_piece *p = &vq->pieces[i];
 		const uint32_t off = i == first ? first_off : 0;
-
-		if (p->len == off)
-			continue;
-		struct vl_pkt *seg = k == 0 ? head : segs[k - 1];
+		struct vl_pkt *seg = i == first ? head : segs[i - first - 1];
 
 		/* Guest memory, read-only for the application (vl_pkt.h). */
 		seg->data = (uint8_t *)(uintptr_t)(p->host + off);
@@ -98,7 +88,6 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 		if (prev)
 			prev->next = seg;
 		prev = seg;
-		k++;
 	}
 	head->pkt_len = pkt_len;
 	head->nb_segs = (uint16_t)nseg;

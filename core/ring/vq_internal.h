@@ -247,7 +247,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 		/* The whole buffer in the cached range: an address below it wraps high, and
 		 * off < xl_size makes xl_size - off safe. */
 		const uint64_t off = addr - vq->xl_gpa;
-		uint8_t *host = NULL;
+		uint8_t *host;
 
 		if (off < vq->xl_size && len <= vq->xl_size - off)
 			host = vq->xl_host + off;
