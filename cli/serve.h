@@ -71,7 +71,9 @@ struct serve_opts {
 	 * spinning before the next one polls. testpmd txonly on virtio-user into serve rxonly,
 	 * packed 64 B, the two on different CPUs: 1500 ns against 0 gave 36.18 -> 38.98 Mpps
 	 * with the CPUs close (paired 1.078); a spin of 60 pause instructions (about 1450 ns)
-	 * gave 16.68 -> 16.95 with them far apart (8 pairs); host->guest did not move. */
+	 * gave 16.68 -> 16.95 with them far apart (8 pairs); host->guest did not move. 3000 ns
+	 * against 1500 gained 1.5-3.5 % close together on 1-3 pairs a cell and spread 0.89-1.08
+	 * paired far apart: not a measured gain (reports/README.md). */
 	uint32_t idle_pause_ns;
 	double stats_interval;    /* seconds, 0 = no live lines */
 	double duration;          /* seconds, 0 = until SIGINT/SIGTERM */
