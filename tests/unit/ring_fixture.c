@@ -393,6 +393,30 @@ void rf_write_ptable(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32
 	}
 }
 
+void rf_write_qtable(struct rf *f, const struct rf_q *s, uint64_t gpa, const struct rf_desc *d,
+		     uint32_t n)
+{
+	if (s->layout == VL_LAYOUT_PACKED)
+		rf_write_ptable(f, gpa, d, n);
+	else
+		rf_write_table(f, gpa, d, n);
+}
+
+uint64_t rf_valid_table(struct rf *f, const struct rf_q *s)
+{
+	uint64_t buf = rf_alloc(f, f->hdr_len + 40);
+	uint64_t t = rf_alloc(f, 32);
+
+	rf_fill(f, buf, 0, f->hdr_len + 40);
+	struct rf_desc e[2] = {
+		{ buf, f->hdr_len, rf_dirf(s) },
+		{ buf + f->hdr_len, 40, rf_dirf(s) },
+	};
+
+	rf_write_qtable(f, s, t, e, 2);
+	return t;
+}
+
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len)
 {
 	struct rf_desc d = { table_gpa, table_len, VL_DESC_F_INDIRECT };
@@ -442,6 +466,32 @@ struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_
 struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed)
 {
 	return rf_post_good_n(f, s, len, seed, 1);
+}
+
+struct rf_good rf_good_slices(struct rf *f, const struct rf_q *s, struct rf_desc *d,
+			      uint32_t n, uint8_t seed)
+{
+	struct rf_good g = { .seed = seed };
+
+	assert_true(n >= 1);
+	if (s->rx) {
+		g.len = 8 * n - f->hdr_len;
+		g.gpa = rf_alloc(f, 8ull * n);
+		rf_fill(f, g.gpa, 0xA5, 8ull * n);
+		for (uint32_t i = 0; i < n; i++)
+			d[i] = (struct rf_desc){ g.gpa + 8ull * i, 8, VL_DESC_F_WRITE };
+		return g;
+	}
+	g.len = 4 * (n - 1);
+	g.gpa = rf_alloc(f, f->hdr_len + g.len);
+	uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
+
+	memset(p, 0, f->hdr_len);
+	rf_pattern(p + f->hdr_len, g.len, seed);
+	d[0] = (struct rf_desc){ g.gpa, f->hdr_len, 0 };
+	for (uint32_t i = 1; i < n; i++)
+		d[i] = (struct rf_desc){ g.gpa + f->hdr_len + 4ull * (i - 1), 4, 0 };
+	return g;
 }
 
 void rf_free_good(struct rf *f, const struct rf_good *g)
@@ -612,4 +662,49 @@ uint64_t rf_drops_other(const struct rf_q *s, enum vl_drop except)
 		if (i != (int)except)
 			sum += vl_vq_stats(s->q)->drops[i];
 	return sum;
+}
+
+uint16_t rf_dirf(const struct rf_q *s)
+{
+	return s->rx ? VL_DESC_F_WRITE : 0;
+}
+
+void rf_expect_still_works(struct rf *f, struct rf_q *s)
+{
+	const bool packed = s->layout == VL_LAYOUT_PACKED;
+	struct vl_vq_stats before = *vl_vq_stats(s->q);
+	struct rf_good g = rf_post_good_n(f, s, 300, 0x51, packed ? 2 : 1);
+
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_memory_equal(before.drops, vl_vq_stats(s->q)->drops, sizeof(before.drops));
+	assert_false(vl_vq_broken(s->q));
+	if (packed) {
+		assert_int_equal(vl_vq_last_avail(s->q), rf_pavail_enc(s));
+		assert_int_equal(vl_vq_last_used(s->q), rf_pavail_enc(s));
+	}
+}
+
+void rf_expect_bad_then_good(struct rf *f, struct rf_q *s, const uint16_t *bad, uint32_t nbad,
+			     enum vl_drop why)
+{
+	const struct vl_vq_stats *st = vl_vq_stats(s->q);
+	const uint64_t chains = st->chains, used = st->used_entries;
+	struct rf_good g = rf_post_good(f, s, 100, 0x3C);
+
+	rf_burst_expect_good(f, s, &g);
+	assert_int_equal(rf_drops(s, why), nbad);
+	assert_int_equal(rf_drops_other(s, why), 0);
+	assert_false(vl_vq_broken(s->q));
+	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_NONE);
+	assert_int_equal(st->chains, chains + nbad + 1);
+	assert_int_equal(st->used_entries, used + nbad + 1);
+	if (s->layout == VL_LAYOUT_SPLIT)
+		assert_int_equal(lab_vring_used_pending(&s->vr), nbad + 1);
+	for (uint32_t i = 0; i < nbad; i++)
+		rf_expect_used(s, bad[i], 0);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	rf_expect_still_works(f, s);
 }

@@ -171,6 +171,14 @@ void rf_write_table(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_
  * entries are consecutive, nothing is added) and buffer id 0xFFFF in each (reserved in a
  * table and ignored by the device, spec 2.8.8: an out-of-range value shows it is). */
 void rf_write_ptable(struct rf *f, uint64_t gpa, const struct rf_desc *d, uint32_t n);
+/* The table of the n entries in d in the format of s's layout: rf_write_table (split) or
+ * rf_write_ptable (packed). */
+void rf_write_qtable(struct rf *f, const struct rf_q *s, uint64_t gpa, const struct rf_desc *d,
+		     uint32_t n);
+/* A valid two-entry indirect table in s's format (TX: a zero header and 40 data bytes; RX:
+ * room for a header and 40 bytes), for cases where the table is fine and something around
+ * it is not. */
+uint64_t rf_valid_table(struct rf *f, const struct rf_q *s);
 /* Post a chain made of one INDIRECT descriptor naming [gpa, gpa + len). */
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len);
 
@@ -182,6 +190,11 @@ struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t 
 /* The same buffer described by ndescs (1..8) descriptors over adjacent slices of it. */
 struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,
 			      uint32_t ndescs);
+/* A well-formed buffer cut into n (>= 1) slices, listed in d[0..n) for the caller to post
+ * as a chain or write as a table: TX a zero header entry, then n - 1 four-byte slices of
+ * pattern(seed); RX n eight-byte slices of room, poisoned. head is left 0. */
+struct rf_good rf_good_slices(struct rf *f, const struct rf_q *s, struct rf_desc *d,
+			      uint32_t n, uint8_t seed);
 /* Give a posted good chain's buffer back to the guest allocator (after it was used). */
 void rf_free_good(struct rf *f, const struct rf_good *g);
 /* One burst that must move exactly the packet of g: TX dequeues (up to 512) and gets exactly
@@ -214,6 +227,20 @@ bool rf_pop_used(struct rf_q *s, uint32_t *id, uint32_t *len);
 struct vl_pkt *rf_make_pkt(struct rf *f, uint32_t len, uint8_t seed);
 /* Does pkt hold exactly len pattern(seed) bytes? */
 void rf_assert_pkt_pattern(const struct vl_pkt *pkt, uint32_t len, uint8_t seed);
+
+/* The flag a well-formed descriptor on side s carries: WRITE on RX, none on TX. */
+uint16_t rf_dirf(const struct rf_q *s);
+
+/* A fresh well-formed chain (split: one descriptor, packed: two) moves and comes back, no
+ * drop counter changes and the queue is not broken; packed: the device's avail and used
+ * positions are the driver's next one. */
+void rf_expect_still_works(struct rf *f, struct rf_q *s);
+/* The chains `bad` (heads, packed: buffer ids) were posted in this order and each must be
+ * dropped for `why`: post a good chain behind them, run one burst, and check that the packet
+ * moved, each bad chain came back with length 0 before it, exactly nbad drops for `why` and
+ * nothing else, one used entry each, and the queue keeps working (rf_expect_still_works). */
+void rf_expect_bad_then_good(struct rf *f, struct rf_q *s, const uint16_t *bad, uint32_t nbad,
+			     enum vl_drop why);
 
 /* A drop counter of a queue. */
 uint64_t rf_drops(const struct rf_q *s, enum vl_drop why);
