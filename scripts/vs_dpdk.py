@@ -529,8 +529,11 @@ class Bench:
                                            for qq in port["queues"])}
         # Evict-after-read (serve --evict, auto by default): lines evicted, and the tuner's
         # trials, how many turned it on and how many were split verdicts tried again, over
-        # serve's whole life.
-        for k in ("lines_evicted", "evict_trials", "evict_trials_on", "evict_retries"):
+        # serve's whole life. And its polls of the guest's TX rings, and how many found
+        # nothing: rx_packets / (rx_polls - rx_idle_polls) is the mean burst serve took,
+        # under the burst size when it keeps up with the front end.
+        for k in ("lines_evicted", "evict_trials", "evict_trials_on", "evict_retries",
+                  "rx_polls", "rx_idle_polls"):
             res["serve"][k] = sum(qq.get(k, 0) for port in final["ports"]
                                   for qq in port["queues"])
         idle = window_idle(serve.events("stats"), res.pop("t_start") - serve.t0,
