@@ -25,37 +25,21 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f);
-
-static void run(scn_fn fn, enum vl_layout layout, uint64_t gran)
-{
-	struct rf_cfg cfg;
-	struct rf f;
-
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, gran, 256);
-	else
-		rf_cfg_init(&cfg, gran);
-	rf_setup(&f, &cfg);
-	fn(&f);
-	rf_teardown(&f);
-}
-
 #define WRAP(name)                                                                           \
 	static void test_##name##_split(void **state)                                        \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE);                                 \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                           \
 	}                                                                                    \
 	static void test_##name##_split_4k(void **state)                                     \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_SPLIT, RF_4K);                                     \
+		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_4K, 0);                               \
 	}                                                                                    \
 	static void test_##name##_packed(void **state)                                       \
 	{                                                                                    \
 		(void)state;                                                                 \
-		run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE);                                \
+		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                          \
 	}
 #define TESTS(name)                                                                          \
 	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_split_4k),     \
