@@ -7,19 +7,31 @@
 /* Most segments vl_pkt_alloc_len gathers in one call (a 64 KiB packet in 256-byte buffers). */
 #define VL_PKT_MAX_SEGS_PER_ALLOC 256u
 
-struct vl_pkt *vl_pkt_alloc_len(struct vl_pool *pool, uint32_t pkt_len)
+/* Segments a packet of pkt_len bytes takes in pool's buffers (at least one), or 0 when that
+ * is more than one call gathers (counted as an allocation failure). */
+static uint32_t segs_for(struct vl_pool *pool, uint32_t pkt_len)
 {
-	uint32_t bs = pool->buf_size;
+	const uint32_t bs = pool->buf_size;
 	/* Written to avoid pkt_len + bs - 1 overflowing. */
 	uint32_t nseg = pkt_len / bs + (pkt_len % bs != 0);
-	struct vl_pkt *segs[VL_PKT_MAX_SEGS_PER_ALLOC];
 
 	if (nseg == 0)
 		nseg = 1;
 	if (nseg > VL_PKT_MAX_SEGS_PER_ALLOC) {
 		pool->alloc_failures++;
-		return NULL;
+		return 0;
 	}
+	return nseg;
+}
+
+struct vl_pkt *vl_pkt_alloc_len(struct vl_pool *pool, uint32_t pkt_len)
+{
+	uint32_t bs = pool->buf_size;
+	uint32_t nseg = segs_for(pool, pkt_len);
+	struct vl_pkt *segs[VL_PKT_MAX_SEGS_PER_ALLOC];
+
+	if (nseg == 0)
+		return NULL;
 	if (vl_pool_alloc_bulk(pool, segs, nseg) != 0)
 		return NULL;
 
@@ -39,15 +51,11 @@ int vl_pkt_extend(struct vl_pkt *head, uint32_t pkt_len)
 {
 	struct vl_pool *pool = head->pool;
 	uint32_t bs = pool->buf_size;
-	uint32_t nseg = pkt_len / bs + (pkt_len % bs != 0);
+	uint32_t nseg = segs_for(pool, pkt_len);
 	struct vl_pkt *segs[VL_PKT_MAX_SEGS_PER_ALLOC];
 
 	if (nseg == 0)
-		nseg = 1;
-	if (nseg > VL_PKT_MAX_SEGS_PER_ALLOC) {
-		pool->alloc_failures++;
 		return -1;
-	}
 	if (nseg > 1 && vl_pool_alloc_bulk(pool, segs, nseg - 1) != 0)
 		return -1;
 
