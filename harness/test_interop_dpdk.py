@@ -41,6 +41,8 @@ from pathlib import Path
 
 import pytest
 
+from script_import import import_script
+
 QUEUE_SIZE = 256  # virtio-user's default queue_size
 TESTPMD_MBUFS = 16384  # testpmd's packet buffer pool (--total-num-mbufs)
 TRAFFIC_SECONDS = 1.0
@@ -111,17 +113,10 @@ def tail(path: Path, n: int = 6000) -> str:
 # process as its only child: the group is exactly what this file started.
 def child_pid(proc: subprocess.Popen) -> int:
     """The process timeout(1) runs (for /proc/PID and signals meant for it alone)."""
-    path = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            kids = path.read_text().split()
-        except OSError:
-            kids = []
-        if kids:
-            return int(kids[0])
-        time.sleep(0.01)
-    pytest.fail(f"no child under timeout(1) pid {proc.pid}")
+    pid = import_script("vs_dpdk").timeout_child(proc.pid)
+    if pid is None:
+        pytest.fail(f"no child under timeout(1) pid {proc.pid}")
+    return pid
 
 
 def kill_group(proc: subprocess.Popen):

@@ -146,6 +146,25 @@ def tail(path: Path, n: int = 3000) -> str:
         return "(no file)"
 
 
+def timeout_child(pid: int, wait: float = 5.0) -> int | None:
+    """The one child of timeout(1) running as PID, or None if none shows up within WAIT s.
+
+    timeout(1) forks the command it runs: signals and /proc reads meant for the command
+    (testpmd, serve) must go to that child, which may not exist yet just after the start.
+    """
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            kids = path.read_text().split()
+        except OSError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    return None
+
+
 class Proc:
     """A process of ours, in a session of its own under timeout(1): killing the group kills
     exactly what we started."""
@@ -165,17 +184,10 @@ class Proc:
 
     def child_pid(self) -> int:
         """The process timeout(1) runs (taskset and stdbuf exec it, keeping the pid)."""
-        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                kids = path.read_text().split()
-            except OSError:
-                kids = []
-            if kids:
-                return int(kids[0])
-            time.sleep(0.01)
-        raise RunError(f"no child under timeout(1) pid {self.proc.pid}")
+        pid = timeout_child(self.proc.pid)
+        if pid is None:
+            raise RunError(f"no child under timeout(1) pid {self.proc.pid}")
+        return pid
 
     def kill(self):
         if self.proc.poll() is None:
