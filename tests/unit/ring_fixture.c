@@ -169,20 +169,64 @@ void rf_setup_gran(struct rf *f, uint64_t granularity)
 	rf_setup(f, &cfg);
 }
 
-void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
-	    uint64_t extra_features)
+void rf_case_run(const struct rf_case *c)
 {
+	const uint32_t qsize = c->qsize ? c->qsize : 256;
 	struct rf_cfg cfg;
 	struct rf f;
 
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, granularity, 256);
+	if (c->layout == VL_LAYOUT_PACKED)
+		rf_cfg_init_packed(&cfg, c->granularity, qsize);
 	else
-		rf_cfg_init(&cfg, granularity);
-	cfg.features |= extra_features;
+		rf_cfg_init(&cfg, c->granularity);
+	cfg.qsize = qsize;
+	cfg.start_idx = c->start_idx;
+	cfg.features |= c->features;
+	if (c->no_batch)
+		cfg.batch_threshold = 0;
 	rf_setup(&f, &cfg);
-	fn(&f);
+	c->fn(&f);
 	rf_teardown(&f);
+}
+
+void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
+	    uint64_t extra_features)
+{
+	const struct rf_case c = {
+		.fn = fn, .layout = layout, .granularity = granularity, .features = extra_features,
+	};
+
+	rf_case_run(&c);
+}
+
+static void case_test(void **state)
+{
+	rf_case_run(*state);
+}
+
+int rf_run_cases(const char *group, const struct rf_case *cases, size_t n,
+		 const struct CMUnitTest *more, size_t n_more)
+{
+	struct CMUnitTest *tests = calloc(n + n_more, sizeof(*tests));
+
+	if (!tests) {
+		print_error("rf_run_cases: no memory for %zu tests\n", n + n_more);
+		return (int)(n + n_more);
+	}
+	for (size_t i = 0; i < n; i++)
+		tests[i] = (struct CMUnitTest){
+			.name = cases[i].name,
+			.test_func = case_test,
+			/* cmocka passes the state on as void *; case_test only reads it. */
+			.initial_state = (void *)&cases[i],
+		};
+	for (size_t i = 0; i < n_more; i++)
+		tests[n + i] = more[i];
+
+	int failed = _cmocka_run_group_tests(group, tests, n + n_more, NULL, NULL);
+
+	free(tests);
+	return failed;
 }
 
 static void q_teardown(struct rf_q *s)

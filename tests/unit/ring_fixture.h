@@ -12,6 +12,7 @@
 #define VL_TEST_RING_FIXTURE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "guest_mem.h"
@@ -101,34 +102,44 @@ void rf_setup_gran(struct rf *f, uint64_t granularity);
 void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
 	    uint64_t extra_features);
 
-/* The usual four runs of a scenario scn_NAME(struct rf *): split and packed, without and with
- * VIRTIO_F_IN_ORDER, coarse RAM. RF_WRAP4(NAME) defines the cmocka tests, RF_TESTS4(NAME)
- * lists them. (Macros: a cmocka test is a function of its own.) */
-#define RF_WRAP4(name)                                                                       \
-	static void test_##name##_split(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                           \
-	}                                                                                    \
-	static void test_##name##_packed(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                          \
-	}                                                                                    \
-	static void test_##name##_split_in_order(void **state)                               \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, VL_FEATURE(VL_F_IN_ORDER));    \
-	}                                                                                    \
-	static void test_##name##_packed_in_order(void **state)                              \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, VL_FEATURE(VL_F_IN_ORDER));   \
-	}
-#define RF_TESTS4(name)                                                                      \
-	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed),       \
-		cmocka_unit_test(test_##name##_split_in_order),                              \
-		cmocka_unit_test(test_##name##_packed_in_order)
+/* One run of a scenario as a row of a table: cmocka's name for it and the fixture it runs
+ * on. Fields left 0 keep rf_cfg_init's defaults (packed: 256 entries). */
+struct rf_case {
+	const char *name;
+	void (*fn)(struct rf *f);
+	enum vl_layout layout;
+	uint64_t granularity;     /* RF_COARSE or RF_4K */
+	uint64_t features;        /* added to the defaults */
+	uint32_t qsize;           /* 0: 256 */
+	uint16_t start_idx;
+	bool no_batch;            /* batch_threshold 0: every copy made at once */
+};
+/* A fresh fixture for c, c->fn on it, teardown. */
+void rf_case_run(const struct rf_case *c);
+struct CMUnitTest;
+/* Runs one cmocka group, named group: a test per row of cases (each under the row's name),
+ * then the n_more ordinary tests of more (a scenario whose fixture is worked out at run
+ * time). Returns the number that failed, as cmocka_run_group_tests does. */
+int rf_run_cases(const char *group, const struct rf_case *cases, size_t n,
+		 const struct CMUnitTest *more, size_t n_more);
+
+#define RF_IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
+/* A row running scn_NAME, named NAME followed by suffix, with defaults for the rest. */
+#define RF_CASE(name, suffix, layout, granularity, features)                                 \
+	{ #name suffix, scn_##name, layout, granularity, features, 0, 0, false }
+/* The usual four rows of scn_NAME: split and packed, without and with VIRTIO_F_IN_ORDER,
+ * coarse RAM. */
+#define RF_CASES4(name)                                                                      \
+	RF_CASE(name, "_split", VL_LAYOUT_SPLIT, RF_COARSE, 0),                              \
+		RF_CASE(name, "_packed", VL_LAYOUT_PACKED, RF_COARSE, 0),                    \
+		RF_CASE(name, "_split_in_order", VL_LAYOUT_SPLIT, RF_COARSE, RF_IN_ORDER),   \
+		RF_CASE(name, "_packed_in_order", VL_LAYOUT_PACKED, RF_COARSE, RF_IN_ORDER)
+/* Two rows of scn_NAME, split and packed, coarse RAM, with features added. */
+#define RF_CASES2(name, features)                                                            \
+	RF_CASE(name, "_split", VL_LAYOUT_SPLIT, RF_COARSE, features),                       \
+		RF_CASE(name, "_packed", VL_LAYOUT_PACKED, RF_COARSE, features)
+/* An array and its length, for rf_run_cases. */
+#define RF_LIST(a) (a), sizeof(a) / sizeof((a)[0])
 
 struct rf_q *rf_side(struct rf *f, bool rx);
 /* The queue configuration the fixture created s->q with (addresses, features, the start

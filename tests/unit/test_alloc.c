@@ -25,26 +25,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-#define WRAP(name)                                                                           \
-	static void test_##name##_split(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                           \
-	}                                                                                    \
-	static void test_##name##_split_4k(void **state)                                     \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_4K, 0);                               \
-	}                                                                                    \
-	static void test_##name##_packed(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                          \
-	}
-#define TESTS(name)                                                                          \
-	cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_split_4k),     \
-		cmocka_unit_test(test_##name##_packed)
-
 static const struct vl_vq_stats *st(const struct rf *f)
 {
 	return vl_vq_stats(f->tx.q);
@@ -135,7 +115,6 @@ static void scn_empty(struct rf *f)
 	rf_expect_no_used(&f->tx);
 	vl_pool_set_fault_hook(f->pool, NULL, NULL);
 }
-WRAP(empty)
 
 /* One chain, count 32: one head. With exactly one buffer free, a request for more would have
  * been refused (pool failure); there is none. */
@@ -164,7 +143,6 @@ static void scn_one_of_32(struct rf *f)
 	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
 	expect_used_seq(f, &g2.head, 1);
 }
-WRAP(one_of_32)
 
 /* A full ring (256 chains): count 32 takes 32 heads, then count 512 the 224 left -- each
  * time with exactly that many buffers free and no pool failure. */
@@ -197,7 +175,6 @@ static void scn_full_ring(struct rf *f)
 	assert_int_equal(st(f)->chains, 256);
 	expect_used_seq(f, ids, 256);
 }
-WRAP(full_ring)
 
 /* A dropped chain needs no head: the one allocated for it is returned unused. */
 static void scn_drop_unused(struct rf *f)
@@ -219,7 +196,6 @@ static void scn_drop_unused(struct rf *f)
 	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
 	expect_used_seq(f, ids, 2);
 }
-WRAP(drop_unused)
 
 /* VL_ALLOC_BURST: `count` heads every burst (at most queue size), the unused freed and
  * counted -- even on an empty ring. A pool short of `count` gives what it has. Back to
@@ -263,7 +239,6 @@ static void scn_burst_policy(struct rf *f)
 	assert_int_equal(deq(f, pkts, 32), 0);
 	assert_alloc(f, 4, 330, 326, 0);
 }
-WRAP(burst_policy)
 
 /* Fewer buffers than chains (AVAILABLE): the request for all fails, the pool's buffers are
  * taken, the burst stops at the first chain without one, which the next burst serves. */
@@ -292,7 +267,6 @@ static void scn_pool_short(struct rf *f)
 	assert_alloc(f, 2, 5, 0, 1);
 	expect_used_seq(f, &ids[3], 2);
 }
-WRAP(pool_short)
 
 /* ---- injected failures ------------------------------------------------------------------ */
 
@@ -326,7 +300,6 @@ static void scn_fail_after_zero(struct rf *f)
 	expect_used_seq(f, ids, 2);
 	assert_int_equal(st(f)->packets, 2);
 }
-WRAP(fail_after_zero)
 
 /* A fault hook failing every second allocation call. Each burst with single-buffer packets
  * makes one call (the heads): bursts alternate between serving every chain and serving none;
@@ -379,7 +352,6 @@ static void scn_fault_hook(struct rf *f)
 	assert_int_equal(h.calls, 10);
 	assert_int_equal(st(f)->packets, 5);
 }
-WRAP(fault_hook)
 
 /* A 9000-byte packet needs five 2048-byte buffers. With exactly one buffer per chain free,
  * the chain before it is delivered, the burst stops before it (its head and the next one's
@@ -435,7 +407,6 @@ static void scn_multiseg(struct rf *f)
 	assert_int_equal(st(f)->used_entries, 5);
 	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
 }
-WRAP(multiseg)
 
 /* Heads for six chains and nothing else free: the 9000-byte packet (second) cannot get its
  * four segments, so the four heads not yet used go back to the pool and become them. The
@@ -467,7 +438,6 @@ static void scn_multiseg_spare_heads(struct rf *f)
 	assert_alloc(f, 2, 10, 4, 1);
 	expect_used_seq(f, &ids[2], 4);
 }
-WRAP(multiseg_spare_heads)
 
 /* The multi-segment packet first: nothing is delivered (the chain after it waits behind it),
  * both heads go back unused. */
@@ -492,7 +462,6 @@ static void scn_multiseg_first(struct rf *f)
 	vl_pkt_free_bulk(pkts, 2);
 	expect_used_seq(f, ids, 2);
 }
-WRAP(multiseg_first)
 
 /* ---- enqueue ------------------------------------------------------------------------ */
 
@@ -532,24 +501,31 @@ static void scn_enqueue_no_alloc(struct rf *f)
 	vl_pool_set_fault_hook(f->pool, NULL, NULL);
 	vl_pkt_free_bulk(pkts, 3);
 }
-WRAP(enqueue_no_alloc)
+
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+/* Split over coarse and 4 KiB RAM regions, packed over coarse ones. */
+#define CASES3(name)                                                                         \
+	RF_CASE(name, "_split", VL_LAYOUT_SPLIT, RF_COARSE, 0),                              \
+		RF_CASE(name, "_split_4k", VL_LAYOUT_SPLIT, RF_4K, 0),                       \
+		RF_CASE(name, "_packed", VL_LAYOUT_PACKED, RF_COARSE, 0)
+
+static const struct rf_case cases[] = {
+	CASES3(empty),
+	CASES3(one_of_32),
+	CASES3(full_ring),
+	CASES3(drop_unused),
+	CASES3(burst_policy),
+	CASES3(pool_short),
+	CASES3(fail_after_zero),
+	CASES3(fault_hook),
+	CASES3(multiseg),
+	CASES3(multiseg_spare_heads),
+	CASES3(multiseg_first),
+	CASES3(enqueue_no_alloc),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		TESTS(empty),
-		TESTS(one_of_32),
-		TESTS(full_ring),
-		TESTS(drop_unused),
-		TESTS(burst_policy),
-		TESTS(pool_short),
-		TESTS(fail_after_zero),
-		TESTS(fault_hook),
-		TESTS(multiseg),
-		TESTS(multiseg_spare_heads),
-		TESTS(multiseg_first),
-		TESTS(enqueue_no_alloc),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("alloc", RF_LIST(cases), NULL, 0);
 }

@@ -32,30 +32,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f);
-
-static void run(scn_fn fn, enum vl_layout layout, uint64_t gran, uint32_t qsize,
-		uint16_t start, uint64_t extra, uint32_t batch_threshold)
-{
-	struct rf_cfg cfg;
-	struct rf f;
-
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, gran, qsize);
-	else
-		rf_cfg_init(&cfg, gran);
-	cfg.qsize = qsize;
-	cfg.start_idx = start;
-	cfg.features |= extra;
-	cfg.batch_threshold = batch_threshold;
-	rf_setup(&f, &cfg);
-	fn(&f);
-	rf_teardown(&f);
-}
-
-#define BATCH VL_BATCH_THRESHOLD_DEFAULT
-#define NOBATCH 0u
-
 /* Bitmap bytes covering all guest-physical memory. */
 static uint64_t full_bytes(const struct rf *f)
 {
@@ -279,59 +255,6 @@ static void scn_rx_enqueue(struct rf *f)
 	free(exp);
 }
 
-/* Split, 1024 entries: from index 600 the used entries sit on the used ring's second page,
- * used->idx and flags on its first; from 1023 the first entry straddles the second and third
- * pages and the next one wraps to the first, and avail_event (event idx) is on the third. */
-static void test_rx_split_mid_batch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_SPLIT, RF_COARSE, 1024, 600, 0, BATCH);
-}
-
-static void test_rx_split_mid_nobatch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_SPLIT, RF_COARSE, 1024, 600, 0, NOBATCH);
-}
-
-static void test_rx_split_wrap_event_idx_batch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_SPLIT, RF_COARSE, 1024, 1023, EVENT_IDX, BATCH);
-}
-
-static void test_rx_split_wrap_event_idx_nobatch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_SPLIT, RF_4K, 1024, 1023, EVENT_IDX, NOBATCH);
-}
-
-static void test_rx_split_256(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_SPLIT, RF_4K, 256, 0, 0, BATCH);
-}
-
-/* Packed, 1024 entries (four pages of descriptors) from position 255: the used descriptors
- * at 255 and 256 are on the ring's first and second pages, the third burst's at 257. */
-static void test_rx_packed_writeback_batch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_PACKED, RF_COARSE, 1024, 255, 0, BATCH);
-}
-
-static void test_rx_packed_writeback_event_idx_nobatch(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_PACKED, RF_4K, 1024, 255, EVENT_IDX, NOBATCH);
-}
-
-static void test_rx_packed_wrap(void **state)
-{
-	(void)state;
-	run(scn_rx_enqueue, VL_LAYOUT_PACKED, RF_COARSE, 256, 255, 0, BATCH);
-}
-
 /* A header the buffer already holds is not stored again (rx_hdrs_kept, with batching on) but
  * is logged all the same: as far as a migration is concerned the device wrote it. The header
  * sits alone at the end of a page, the payload on the next, so only that log entry can mark
@@ -371,18 +294,6 @@ static void scn_rx_kept_header_logged(struct rf *f)
 	vl_vq_set_dirty_log(s->q, NULL, 0);
 	free(bm);
 	free(exp);
-}
-
-static void test_rx_kept_header_logged_split(void **state)
-{
-	(void)state;
-	run(scn_rx_kept_header_logged, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
-}
-
-static void test_rx_kept_header_logged_packed(void **state)
-{
-	(void)state;
-	run(scn_rx_kept_header_logged, VL_LAYOUT_PACKED, RF_4K, 256, 0, EVENT_IDX, BATCH);
 }
 
 /* A buffer across a page boundary: the packet written over both pages marks both (in 4 KiB
@@ -434,19 +345,6 @@ static void scn_rx_straddle_page(struct rf *f)
 	free(exp);
 }
 
-#define WRAP_STRADDLE(lay, gran, batch, name)                                                \
-	static void test_rx_straddle_##name(void **state)                                    \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_rx_straddle_page, lay, gran, 256, 0, 0, batch);                      \
-	}
-WRAP_STRADDLE(VL_LAYOUT_SPLIT, RF_COARSE, BATCH, split_coarse_batch)
-WRAP_STRADDLE(VL_LAYOUT_SPLIT, RF_COARSE, NOBATCH, split_coarse_nobatch)
-WRAP_STRADDLE(VL_LAYOUT_SPLIT, RF_4K, BATCH, split_4k_batch)
-WRAP_STRADDLE(VL_LAYOUT_SPLIT, RF_4K, NOBATCH, split_4k_nobatch)
-WRAP_STRADDLE(VL_LAYOUT_PACKED, RF_COARSE, BATCH, packed_coarse_batch)
-WRAP_STRADDLE(VL_LAYOUT_PACKED, RF_4K, NOBATCH, packed_4k_nobatch)
-
 /* More pages in one burst than the page cache holds (20 packets, each in its own bitmap
  * byte): the cache is flushed on the way and every page still ends up marked, no other. */
 static void scn_rx_many_pages(struct rf *f)
@@ -482,19 +380,6 @@ static void scn_rx_many_pages(struct rf *f)
 		lab_gmem_free(f->g, buf[i], 8 * PAGE);
 	free(bm);
 	free(exp);
-}
-
-static void test_rx_many_pages_split(void **state)
-{
-	(void)state;
-	run(scn_rx_many_pages, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
-	run(scn_rx_many_pages, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, NOBATCH);
-}
-
-static void test_rx_many_pages_packed(void **state)
-{
-	(void)state;
-	run(scn_rx_many_pages, VL_LAYOUT_PACKED, RF_COARSE, 256, 0, 0, BATCH);
 }
 
 /* ---- the kick wish alone ---------------------------------------------------------------- */
@@ -539,30 +424,6 @@ static void scn_kick_wish(struct rf *f)
 	vl_vq_set_dirty_log(s->q, NULL, 0);
 	free(bm);
 	free(exp);
-}
-
-static void test_kick_wish_split(void **state)
-{
-	(void)state;
-	run(scn_kick_wish, VL_LAYOUT_SPLIT, RF_COARSE, 1024, 0, 0, BATCH);
-}
-
-static void test_kick_wish_split_event_idx(void **state)
-{
-	(void)state;
-	run(scn_kick_wish, VL_LAYOUT_SPLIT, RF_COARSE, 1024, 0, EVENT_IDX, BATCH);
-}
-
-static void test_kick_wish_packed(void **state)
-{
-	(void)state;
-	run(scn_kick_wish, VL_LAYOUT_PACKED, RF_COARSE, 256, 0, 0, BATCH);
-}
-
-static void test_kick_wish_packed_event_idx(void **state)
-{
-	(void)state;
-	run(scn_kick_wish, VL_LAYOUT_PACKED, RF_COARSE, 256, 0, EVENT_IDX, BATCH);
 }
 
 /* ---- bitmaps too small ------------------------------------------------------------------- */
@@ -615,24 +476,6 @@ static void scn_out_of_range(struct rf *f)
 	vl_vq_set_dirty_log(s->q, NULL, 0);
 	free(tiny);
 	free(exp);
-}
-
-static void test_out_of_range_split_batch(void **state)
-{
-	(void)state;
-	run(scn_out_of_range, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
-}
-
-static void test_out_of_range_split_nobatch(void **state)
-{
-	(void)state;
-	run(scn_out_of_range, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, NOBATCH);
-}
-
-static void test_out_of_range_packed(void **state)
-{
-	(void)state;
-	run(scn_out_of_range, VL_LAYOUT_PACKED, RF_COARSE, 256, 0, 0, BATCH);
 }
 
 /* ---- logging off, and switching bitmaps ---------------------------------------------- */
@@ -708,18 +551,6 @@ static void scn_off(struct rf *f)
 	free(exp_b);
 }
 
-static void test_off_split(void **state)
-{
-	(void)state;
-	run(scn_off, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
-}
-
-static void test_off_packed(void **state)
-{
-	(void)state;
-	run(scn_off, VL_LAYOUT_PACKED, RF_COARSE, 256, 0, 0, BATCH);
-}
-
 /* ---- TX: only the used ring ------------------------------------------------------------- */
 
 /* Dequeue reads the guest's buffers and never writes them: a burst of a two-descriptor chain,
@@ -791,30 +622,6 @@ static void scn_tx(struct rf *f)
 	free(exp);
 }
 
-static void test_tx_split(void **state)
-{
-	(void)state;
-	run(scn_tx, VL_LAYOUT_SPLIT, RF_COARSE, 256, 0, 0, BATCH);
-}
-
-static void test_tx_split_4k_event_idx(void **state)
-{
-	(void)state;
-	run(scn_tx, VL_LAYOUT_SPLIT, RF_4K, 1024, 1022, EVENT_IDX, NOBATCH);
-}
-
-static void test_tx_packed(void **state)
-{
-	(void)state;
-	run(scn_tx, VL_LAYOUT_PACKED, RF_COARSE, 1024, 254, 0, BATCH);
-}
-
-static void test_tx_packed_in_order(void **state)
-{
-	(void)state;
-	run(scn_tx, VL_LAYOUT_PACKED, RF_4K, 1024, 254, IN_ORDER, BATCH);
-}
-
 /* One burst whose used entries wrap around the end of the ring far enough to reach a page of
  * the used ring that only the wrapped part touches: 2048 entries (the ring's entries 0-510 on
  * its first page, 512-1022 on its second, 2047 across its fourth and fifth), 600 chains from
@@ -851,12 +658,6 @@ static void scn_tx_wrap_run(struct rf *f)
 	vl_vq_set_dirty_log(s->q, NULL, 0);
 	free(bm);
 	free(exp);
-}
-
-static void test_tx_split_wrap_run(void **state)
-{
-	(void)state;
-	run(scn_tx_wrap_run, VL_LAYOUT_SPLIT, RF_COARSE, 2048, 2047, 0, BATCH);
 }
 
 /* ---- a mark never reaches the bitmap before its write ---------------------------------- */
@@ -983,47 +784,82 @@ static void test_packed_head_mark_order(void **state)
 	const uint64_t b = (group - desc) / 16;
 
 	assert_true(b >= 10 && b + 4 < qs);
-	run(scn_packed_head_mark_order, VL_LAYOUT_PACKED, RF_COARSE, qs, (uint16_t)(b - 10), 0,
-	    BATCH);
+	const struct rf_case c = {
+		.fn = scn_packed_head_mark_order, .layout = VL_LAYOUT_PACKED,
+		.granularity = RF_COARSE, .qsize = qs, .start_idx = (uint16_t)(b - 10),
+	};
+
+	rf_case_run(&c);
 }
+
+/* ---- the runs ----------------------------------------------------------------------- */
+
+#define SPLIT VL_LAYOUT_SPLIT
+#define PACKED VL_LAYOUT_PACKED
+#define NOBATCH true
+
+/* name, scenario, layout, RAM granularity, features added, queue size, start index,
+ * batching off */
+static const struct rf_case cases[] = {
+	/* Split, 1024 entries: from index 600 the used entries sit on the used ring's second
+	 * page, used->idx and flags on its first; from 1023 the first entry straddles the second
+	 * and third pages and the next one wraps to the first, and avail_event (event idx) is on
+	 * the third. */
+	{ "rx_split_mid_batch", scn_rx_enqueue, SPLIT, RF_COARSE, 0, 1024, 600, false },
+	{ "rx_split_mid_nobatch", scn_rx_enqueue, SPLIT, RF_COARSE, 0, 1024, 600, NOBATCH },
+	{ "rx_split_wrap_event_idx_batch", scn_rx_enqueue, SPLIT, RF_COARSE, EVENT_IDX, 1024,
+	  1023, false },
+	{ "rx_split_wrap_event_idx_nobatch", scn_rx_enqueue, SPLIT, RF_4K, EVENT_IDX, 1024, 1023,
+	  NOBATCH },
+	{ "rx_split_256", scn_rx_enqueue, SPLIT, RF_4K, 0, 256, 0, false },
+	/* Packed, 1024 entries (four pages of descriptors) from position 255: the used
+	 * descriptors at 255 and 256 are on the ring's first and second pages, the third
+	 * burst's at 257. */
+	{ "rx_packed_writeback_batch", scn_rx_enqueue, PACKED, RF_COARSE, 0, 1024, 255, false },
+	{ "rx_packed_writeback_event_idx_nobatch", scn_rx_enqueue, PACKED, RF_4K, EVENT_IDX, 1024,
+	  255, NOBATCH },
+	{ "rx_packed_wrap", scn_rx_enqueue, PACKED, RF_COARSE, 0, 256, 255, false },
+	{ "rx_kept_header_logged_split", scn_rx_kept_header_logged, SPLIT, RF_COARSE, 0, 256, 0,
+	  false },
+	{ "rx_kept_header_logged_packed", scn_rx_kept_header_logged, PACKED, RF_4K, EVENT_IDX, 256,
+	  0, false },
+	{ "rx_straddle_split_coarse_batch", scn_rx_straddle_page, SPLIT, RF_COARSE, 0, 256, 0,
+	  false },
+	{ "rx_straddle_split_coarse_nobatch", scn_rx_straddle_page, SPLIT, RF_COARSE, 0, 256, 0,
+	  NOBATCH },
+	{ "rx_straddle_split_4k_batch", scn_rx_straddle_page, SPLIT, RF_4K, 0, 256, 0, false },
+	{ "rx_straddle_split_4k_nobatch", scn_rx_straddle_page, SPLIT, RF_4K, 0, 256, 0, NOBATCH },
+	{ "rx_straddle_packed_coarse_batch", scn_rx_straddle_page, PACKED, RF_COARSE, 0, 256, 0,
+	  false },
+	{ "rx_straddle_packed_4k_nobatch", scn_rx_straddle_page, PACKED, RF_4K, 0, 256, 0,
+	  NOBATCH },
+	{ "rx_many_pages_split_batch", scn_rx_many_pages, SPLIT, RF_COARSE, 0, 256, 0, false },
+	{ "rx_many_pages_split_nobatch", scn_rx_many_pages, SPLIT, RF_COARSE, 0, 256, 0, NOBATCH },
+	{ "rx_many_pages_packed", scn_rx_many_pages, PACKED, RF_COARSE, 0, 256, 0, false },
+	{ "kick_wish_split", scn_kick_wish, SPLIT, RF_COARSE, 0, 1024, 0, false },
+	{ "kick_wish_split_event_idx", scn_kick_wish, SPLIT, RF_COARSE, EVENT_IDX, 1024, 0, false },
+	{ "kick_wish_packed", scn_kick_wish, PACKED, RF_COARSE, 0, 256, 0, false },
+	{ "kick_wish_packed_event_idx", scn_kick_wish, PACKED, RF_COARSE, EVENT_IDX, 256, 0,
+	  false },
+	{ "out_of_range_split_batch", scn_out_of_range, SPLIT, RF_COARSE, 0, 256, 0, false },
+	{ "out_of_range_split_nobatch", scn_out_of_range, SPLIT, RF_COARSE, 0, 256, 0, NOBATCH },
+	{ "out_of_range_packed", scn_out_of_range, PACKED, RF_COARSE, 0, 256, 0, false },
+	{ "off_split", scn_off, SPLIT, RF_COARSE, 0, 256, 0, false },
+	{ "off_packed", scn_off, PACKED, RF_COARSE, 0, 256, 0, false },
+	{ "tx_split", scn_tx, SPLIT, RF_COARSE, 0, 256, 0, false },
+	{ "tx_split_4k_event_idx", scn_tx, SPLIT, RF_4K, EVENT_IDX, 1024, 1022, NOBATCH },
+	{ "tx_packed", scn_tx, PACKED, RF_COARSE, 0, 1024, 254, false },
+	{ "tx_packed_in_order", scn_tx, PACKED, RF_4K, IN_ORDER, 1024, 254, false },
+	{ "tx_split_wrap_run", scn_tx_wrap_run, SPLIT, RF_COARSE, 0, 2048, 2047, false },
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rx_split_mid_batch),
-		cmocka_unit_test(test_rx_split_mid_nobatch),
-		cmocka_unit_test(test_rx_split_wrap_event_idx_batch),
-		cmocka_unit_test(test_rx_split_wrap_event_idx_nobatch),
-		cmocka_unit_test(test_rx_split_256),
-		cmocka_unit_test(test_rx_packed_writeback_batch),
-		cmocka_unit_test(test_rx_packed_writeback_event_idx_nobatch),
-		cmocka_unit_test(test_rx_packed_wrap),
-		cmocka_unit_test(test_rx_kept_header_logged_split),
-		cmocka_unit_test(test_rx_kept_header_logged_packed),
-		cmocka_unit_test(test_rx_straddle_split_coarse_batch),
-		cmocka_unit_test(test_rx_straddle_split_coarse_nobatch),
-		cmocka_unit_test(test_rx_straddle_split_4k_batch),
-		cmocka_unit_test(test_rx_straddle_split_4k_nobatch),
-		cmocka_unit_test(test_rx_straddle_packed_coarse_batch),
-		cmocka_unit_test(test_rx_straddle_packed_4k_nobatch),
-		cmocka_unit_test(test_rx_many_pages_split),
-		cmocka_unit_test(test_rx_many_pages_packed),
-		cmocka_unit_test(test_kick_wish_split),
-		cmocka_unit_test(test_kick_wish_split_event_idx),
-		cmocka_unit_test(test_kick_wish_packed),
-		cmocka_unit_test(test_kick_wish_packed_event_idx),
-		cmocka_unit_test(test_out_of_range_split_batch),
-		cmocka_unit_test(test_out_of_range_split_nobatch),
-		cmocka_unit_test(test_out_of_range_packed),
-		cmocka_unit_test(test_off_split),
-		cmocka_unit_test(test_off_packed),
-		cmocka_unit_test(test_tx_split),
-		cmocka_unit_test(test_tx_split_4k_event_idx),
-		cmocka_unit_test(test_tx_packed),
-		cmocka_unit_test(test_tx_packed_in_order),
-		cmocka_unit_test(test_tx_split_wrap_run),
+	/* Its start position depends on where the rings lie. */
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_packed_head_mark_order),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("dirty_log", cases, sizeof(cases) / sizeof(cases[0]), more,
+			    sizeof(more) / sizeof(more[0]));
 }

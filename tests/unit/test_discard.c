@@ -12,13 +12,6 @@
 
 #include "ring_fixture.h"
 
-#define IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
-
-static void run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t extra)
-{
-	rf_run(fn, layout, RF_COARSE, extra);
-}
-
 
 static const struct vl_vq_stats *st(const struct rf *f)
 {
@@ -54,7 +47,6 @@ static void scn_returns_unread(struct rf *f)
 	assert_int_equal(st(f)->bursts, 2);
 	assert_int_equal(st(f)->empty_bursts, 1);
 }
-RF_WRAP4(returns_unread)
 
 /* count bounds a burst; what is left stays available for the next one. Many bursts of
  * two-descriptor chains go round the ring several times (wrap counters, used positions). */
@@ -89,7 +81,6 @@ static void scn_count_and_wrap(struct rf *f)
 	assert_int_equal(total, 800);
 	assert_int_equal(bytes, 800 * 100);
 }
-RF_WRAP4(count_and_wrap)
 
 /* Malformed chains (a device-writable buffer, a chain no longer than the header) go back
  * with length 0 too, counted as the dequeue counts them and not in the return value. */
@@ -113,7 +104,6 @@ static void scn_bad_chains(struct rf *f)
 	rf_expect_used(&f->tx, bad1, 0);
 	rf_free_good(f, &g);
 }
-RF_WRAP4(bad_chains)
 
 /* The largest packet dequeue takes, VL_PKT_MAX_LEN bytes, is good; one byte more is dropped
  * as too big, as dequeue drops it (two descriptors over one buffer make the length). Both
@@ -138,7 +128,6 @@ static void scn_too_big(struct rf *f)
 	rf_expect_used(&f->tx, bad, 0);
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(too_big)
 
 /* Touch: each good packet's first byte (the one after the header) is read, wherever the chain
  * puts it -- with the header in one descriptor, apart from the payload, or split over two
@@ -199,7 +188,6 @@ static void scn_touch_reads_first_byte(struct rf *f)
 	rf_expect_used(&f->tx, last.head, 0);
 	rf_free_good(f, &last);
 }
-RF_WRAP4(touch_reads_first_byte)
 
 /* A head the queue does not have: the queue breaks, nothing goes back, and later bursts do
  * nothing. */
@@ -213,12 +201,6 @@ static void scn_broken(struct rf *f)
 	assert_int_equal(vl_net_discard(f->tx.q, 32, NULL), 0);
 	assert_int_equal(st(f)->chains, 0);
 	rf_expect_no_used(&f->tx);
-}
-
-static void test_broken_split(void **state)
-{
-	(void)state;
-	run(scn_broken, VL_LAYOUT_SPLIT, 0);
 }
 
 /* Under IN_ORDER behind a chain a zero-copy packet holds, discarded chains wait their turn
@@ -255,30 +237,19 @@ static void scn_behind_zero_copy(struct rf *f)
 		rf_free_good(f, &g[i]);
 }
 
-static void test_behind_zero_copy_split(void **state)
-{
-	(void)state;
-	run(scn_behind_zero_copy, VL_LAYOUT_SPLIT, IN_ORDER);
-}
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
-static void test_behind_zero_copy_packed(void **state)
-{
-	(void)state;
-	run(scn_behind_zero_copy, VL_LAYOUT_PACKED, IN_ORDER);
-}
+static const struct rf_case cases[] = {
+	RF_CASES4(returns_unread),
+	RF_CASES4(count_and_wrap),
+	RF_CASES4(bad_chains),
+	RF_CASES4(too_big),
+	RF_CASES4(touch_reads_first_byte),
+	RF_CASE(broken, "_split", VL_LAYOUT_SPLIT, RF_COARSE, 0),
+	RF_CASES2(behind_zero_copy, RF_IN_ORDER),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		RF_TESTS4(returns_unread),
-		RF_TESTS4(count_and_wrap),
-		RF_TESTS4(bad_chains),
-		RF_TESTS4(too_big),
-		RF_TESTS4(touch_reads_first_byte),
-		cmocka_unit_test(test_broken_split),
-		cmocka_unit_test(test_behind_zero_copy_split),
-		cmocka_unit_test(test_behind_zero_copy_packed),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("discard", RF_LIST(cases), NULL, 0);
 }

@@ -19,7 +19,6 @@
 #include "net/evict.h"
 #include "ring_fixture.h"
 
-
 static const struct vl_vq_stats *tx_st(const struct rf *f)
 {
 	return vl_vq_stats(f->tx.q);
@@ -116,11 +115,6 @@ static void scn_touch_evicts_the_line_it_reads(struct rf *f)
 	rf_expect_used(&f->tx, h.head, 0);
 	rf_free_good(f, &h);
 }
-
-
-RF_WRAP4(evicts_one_line_per_copy)
-RF_WRAP4(enqueue_never_evicts)
-RF_WRAP4(touch_evicts_the_line_it_reads)
 
 /* ---- the tuner ------------------------------------------------------------------------ */
 
@@ -410,12 +404,17 @@ static void test_tuner_epochs_follow_the_clock(void **state)
 	assert_int_equal(s.t.epoch_start_packets, 7);
 }
 
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+static const struct rf_case cases[] = {
+	RF_CASES4(evicts_one_line_per_copy),
+	RF_CASES4(enqueue_never_evicts),
+	RF_CASES4(touch_evicts_the_line_it_reads),
+};
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		RF_TESTS4(evicts_one_line_per_copy),
-		RF_TESTS4(enqueue_never_evicts),
-		RF_TESTS4(touch_evicts_the_line_it_reads),
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_tuner_turns_on_when_it_pays),
 		cmocka_unit_test(test_tuner_keeps_off_without_a_clear_gain),
 		cmocka_unit_test(test_tuner_retries_when_the_rate_moves),
@@ -426,5 +425,5 @@ int main(void)
 		cmocka_unit_test(test_tuner_restart_keeps_the_counters),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("evict", RF_LIST(cases), RF_LIST(more));
 }

@@ -237,41 +237,30 @@ static void test_split_ignores_it(void **state)
 	rf_teardown(&f);
 }
 
-#define PACKED2(name)                                                                        \
-	static void test_##name(void **state)                                                \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                          \
-	}                                                                                    \
-	static void test_##name##_in_order(void **state)                                     \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, VL_FEATURE(VL_F_IN_ORDER));   \
-	}
-#define PACKED2_TESTS(name) cmocka_unit_test(test_##name), cmocka_unit_test(test_##name##_in_order)
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
-PACKED2(leaves_the_open_line)
-PACKED2(waits_again_when_the_driver_moved)
-PACKED2(takes_what_it_cannot_split)
-PACKED2(a_chain_into_the_line_goes)
-PACKED2(not_on_a_full_ring)
-PACKED2(a_lie_ends_the_queue)
-PACKED2(across_the_ring_end)
-PACKED2(off_and_the_discards)
+/* Packed only (a split ring has no line to wait for: test_split_ignores_it), without and
+ * with IN_ORDER. */
+#define CASES2(name)                                                                         \
+	RF_CASE(name, "", VL_LAYOUT_PACKED, RF_COARSE, 0),                                   \
+		RF_CASE(name, "_in_order", VL_LAYOUT_PACKED, RF_COARSE, RF_IN_ORDER)
+
+static const struct rf_case cases[] = {
+	CASES2(leaves_the_open_line),
+	CASES2(waits_again_when_the_driver_moved),
+	CASES2(takes_what_it_cannot_split),
+	CASES2(a_chain_into_the_line_goes),
+	CASES2(not_on_a_full_ring),
+	CASES2(a_lie_ends_the_queue),
+	CASES2(across_the_ring_end),
+	CASES2(off_and_the_discards),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		PACKED2_TESTS(leaves_the_open_line),
-		PACKED2_TESTS(waits_again_when_the_driver_moved),
-		PACKED2_TESTS(takes_what_it_cannot_split),
-		PACKED2_TESTS(a_chain_into_the_line_goes),
-		PACKED2_TESTS(not_on_a_full_ring),
-		PACKED2_TESTS(a_lie_ends_the_queue),
-		PACKED2_TESTS(across_the_ring_end),
-		PACKED2_TESTS(off_and_the_discards),
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_split_ignores_it),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("line_wait", RF_LIST(cases), RF_LIST(more));
 }

@@ -131,7 +131,6 @@ static void scn_eligible_chains(struct rf *f)
 		if (i != 3 && i != 6)
 			rf_free_good(f, &g[i]);
 }
-RF_WRAP4(eligible_chains)
 
 /* Only the burst's window is asked for, each chain of it once, wherever it sits in the
  * window (before and past the prefetch distance); the chains left for the next burst are
@@ -153,7 +152,6 @@ static void scn_window_only(struct rf *f)
 	}
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(window_only)
 
 /* With zero-copy on, packets are not read: nothing is asked for (nor counted as a burst that
  * found nothing, below), and the packets are the guest's bytes all the same. Back to copying,
@@ -186,7 +184,6 @@ static void scn_zero_copy(struct rf *f)
 	}
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(zero_copy)
 
 /* A burst that finds nothing to ask for (a stream of small packets, all batched, or of chains
  * of several descriptors) makes the next VL_TX_PREFETCH_RETRY bursts with chains skip even the
@@ -229,7 +226,6 @@ static void scn_follows_the_last_burst(struct rf *f)
 	assert_int_equal(st(f)->copy_prefetches, 1);
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(follows_the_last_burst)
 
 /* touch asks for what dequeue asks for, at any length past the header: an indirect chain's
  * table (16 bytes) too; null for nothing. */
@@ -257,7 +253,6 @@ static void scn_discard(struct rf *f)
 	}
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(discard)
 
 /* Turned off, neither dequeue nor touch asks for anything; the packets are the same. Turned
  * on, the next burst asks at once, even behind one that found nothing to ask for. */
@@ -298,7 +293,6 @@ static void scn_turned_off(struct rf *f)
 	assert_int_equal(st(f)->copies_batched, 3);
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(turned_off)
 
 /* Every copy the batch defers asks for its source's first line as it is queued, whatever the
  * chain's shape: one-descriptor packets, the packet piece of a header sent apart (the header
@@ -337,7 +331,6 @@ static void scn_deferred_copies(struct rf *f)
 	rf_free_good(f, &r);
 	rf_expect_no_used(&f->rx);
 }
-RF_WRAP4(deferred_copies)
 
 /* The fixture's table plus two regions at TINY_GPA: a first one of `first` bytes, then one
  * of a page right after it in guest space, elsewhere in host memory (so they stay two). */
@@ -398,20 +391,21 @@ static void scn_region_of_one_header(struct rf *f)
 	}
 	rf_expect_no_used(&f->tx);
 }
-RF_WRAP4(region_of_one_header)
+
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+static const struct rf_case cases[] = {
+	RF_CASES4(eligible_chains),
+	RF_CASES4(window_only),
+	RF_CASES4(zero_copy),
+	RF_CASES4(follows_the_last_burst),
+	RF_CASES4(discard),
+	RF_CASES4(turned_off),
+	RF_CASES4(deferred_copies),
+	RF_CASES4(region_of_one_header),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		RF_TESTS4(eligible_chains),
-		RF_TESTS4(window_only),
-		RF_TESTS4(zero_copy),
-		RF_TESTS4(follows_the_last_burst),
-		RF_TESTS4(discard),
-		RF_TESTS4(turned_off),
-		RF_TESTS4(deferred_copies),
-		RF_TESTS4(region_of_one_header),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("tx_prefetch", RF_LIST(cases), NULL, 0);
 }

@@ -25,50 +25,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-
-/* split / packed, without and with IN_ORDER, coarse RAM: RF_WRAP4 (ring_fixture.h). */
-
-/* split / packed with a fixed feature set (cases whose outcome depends on IN_ORDER). */
-#define WRAP2(name, extra)                                                                   \
-	static void test_##name##_split(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, extra);                          \
-	}                                                                                    \
-	static void test_##name##_packed(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, extra);                         \
-	}
-#define TESTS2(name) cmocka_unit_test(test_##name##_split), cmocka_unit_test(test_##name##_packed)
-
-/* split / packed x coarse / 4 KiB regions, both orders (the scattered cases). */
-#define WRAP_GRANS(name)                                                                     \
-	static void test_##name##_split_coarse(void **state)                                 \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_COARSE, 0);                              \
-	}                                                                                    \
-	static void test_##name##_split_4k(void **state)                                     \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_SPLIT, RF_4K, 0);                                  \
-	}                                                                                    \
-	static void test_##name##_packed_coarse(void **state)                                \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_COARSE, 0);                             \
-	}                                                                                    \
-	static void test_##name##_packed_4k_in_order(void **state)                           \
-	{                                                                                    \
-		(void)state;                                                                 \
-		rf_run(scn_##name, VL_LAYOUT_PACKED, RF_4K, IN_ORDER);                          \
-	}
-#define TESTS_GRANS(name)                                                                    \
-	cmocka_unit_test(test_##name##_split_coarse), cmocka_unit_test(test_##name##_split_4k), \
-		cmocka_unit_test(test_##name##_packed_coarse),                               \
-		cmocka_unit_test(test_##name##_packed_4k_in_order)
-
 static bool in_order(const struct rf *f)
 {
 	return (f->cfg.features & IN_ORDER) != 0;
@@ -253,7 +209,6 @@ static void scn_basic(struct rf *f)
 	assert_int_equal(fallbacks_total(f), 0);
 	assert_int_equal(rf_drops_other(&f->tx, VL_DROP_NONE), 0);
 }
-RF_WRAP4(basic)
 
 /* ---- return order ---------------------------------------------------------------------- */
 
@@ -339,7 +294,6 @@ static void scn_free_order(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 32);
 	assert_int_equal(st(f)->used_entries, 32);
 }
-WRAP2(free_order, 0)
 
 /* With IN_ORDER chains come back only in posting order: a freed later packet waits for an
  * earlier held one. */
@@ -382,7 +336,6 @@ static void scn_in_order_return(struct rf *f)
 	assert_int_equal(st(f)->zc_packets, 4);
 	assert_int_equal(st(f)->zc_returned, 4);
 }
-WRAP2(in_order_return, IN_ORDER)
 
 /* With IN_ORDER, chains that were copied (below the threshold) or dropped behind a held one
  * are done at once but wait their turn: held counts them, nothing is published until the
@@ -445,7 +398,6 @@ static void scn_in_order_copies_wait(struct rf *f)
 	rf_expect_used(&f->tx, e.head, 0);
 	rf_expect_no_used(&f->tx);
 }
-WRAP2(in_order_copies_wait, IN_ORDER)
 
 /* ---- fallbacks ------------------------------------------------------------------------- */
 
@@ -476,7 +428,6 @@ static void scn_fallback_small(struct rf *f)
 	rf_expect_no_used(&f->tx);
 	assert_int_equal(st(f)->zc_returned, 1);
 }
-RF_WRAP4(fallback_small)
 
 /* Guest pages that [gpa, gpa + len) touches: the pieces it makes under RF_4K, where every
  * page is a mapping of its own (under RF_COARSE one, away from the straddle boundary). */
@@ -596,7 +547,6 @@ static void scn_scattered(struct rf *f)
 	expect_all_back(f, 0, 4);
 	lab_gmem_free(f->g, page, 4096);
 }
-WRAP_GRANS(scattered)
 
 /* Post the header, then the payload as `pieces` descriptors of 8 bytes, all in one page (so
  * every descriptor is one piece under any granularity). */
@@ -666,7 +616,6 @@ static void scn_fallback_scattered(struct rf *f)
 	expect_all_back(f, 2, 1);
 	lab_gmem_free(f->g, page, 4096);
 }
-WRAP_GRANS(fallback_scattered)
 
 /* LIMIT without IN_ORDER: at max_inflight held chains, packets are copied and their chains
  * returned at once; a freed lease makes room again. */
@@ -715,7 +664,6 @@ static void scn_fallback_limit(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 3);
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 2);
 }
-WRAP2(fallback_limit, 0)
 
 /* IN_ORDER at the bound: the burst stops before the next chain (zc_stalls), which stays with
  * the guest (not consumed) until frees let the held chains go back; a freed later packet
@@ -773,7 +721,6 @@ static void scn_in_order_bound(struct rf *f)
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_SMALL), 2);
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 0);
 }
-WRAP2(in_order_bound, IN_ORDER)
 
 /* A packet held across many bursts while other traffic flows: its chain stays with the host
  * and its bytes stay what the guest wrote. Without IN_ORDER the other chains go back as they
@@ -815,7 +762,6 @@ static void scn_held_many_bursts(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 21);
 	assert_int_equal(st(f)->packets, 21);
 }
-RF_WRAP4(held_many_bursts)
 
 /* An extra reference keeps the chain held until the last one is dropped. */
 static void scn_extra_ref(struct rf *f)
@@ -844,7 +790,6 @@ static void scn_extra_ref(struct rf *f)
 	assert_int_equal(vl_vq_zero_copy_held(q), 0);
 	assert_int_equal(st(f)->zc_returned, 1);
 }
-RF_WRAP4(extra_ref)
 
 /* ---- zero-copy off --------------------------------------------------------------------- */
 
@@ -900,7 +845,6 @@ static void scn_off(struct rf *f)
 	assert_int_equal(st(f)->zc_returned, 1);
 	assert_int_equal(fallbacks_total(f), 0);
 }
-RF_WRAP4(off)
 
 /* ---- a guest that re-posts chains the host still holds ----------------------------------- */
 
@@ -990,25 +934,39 @@ static void test_fallback_names(void **state)
 	assert_string_equal(vl_zc_fallback_name(VL_ZC_FALLBACK__COUNT), "unknown");
 }
 
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+/* split / packed x coarse / 4 KiB regions, both orders (the scattered cases). */
+#define CASES_GRANS(name)                                                                    \
+	RF_CASE(name, "_split_coarse", VL_LAYOUT_SPLIT, RF_COARSE, 0),                       \
+		RF_CASE(name, "_split_4k", VL_LAYOUT_SPLIT, RF_4K, 0),                       \
+		RF_CASE(name, "_packed_coarse", VL_LAYOUT_PACKED, RF_COARSE, 0),             \
+		RF_CASE(name, "_packed_4k_in_order", VL_LAYOUT_PACKED, RF_4K, RF_IN_ORDER)
+
+/* Split / packed, without and with IN_ORDER (RF_CASES4), or with a fixed feature set where
+ * the outcome depends on IN_ORDER (RF_CASES2). */
+static const struct rf_case cases[] = {
+	RF_CASES4(basic),
+	RF_CASES2(free_order, 0),
+	RF_CASES2(in_order_return, RF_IN_ORDER),
+	RF_CASES2(in_order_copies_wait, RF_IN_ORDER),
+	RF_CASES4(fallback_small),
+	CASES_GRANS(scattered),
+	CASES_GRANS(fallback_scattered),
+	RF_CASES2(fallback_limit, 0),
+	RF_CASES2(in_order_bound, RF_IN_ORDER),
+	RF_CASES4(held_many_bursts),
+	RF_CASES4(extra_ref),
+	RF_CASES4(off),
+};
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		RF_TESTS4(basic),
-		TESTS2(free_order),
-		TESTS2(in_order_return),
-		TESTS2(in_order_copies_wait),
-		RF_TESTS4(fallback_small),
-		TESTS_GRANS(scattered),
-		TESTS_GRANS(fallback_scattered),
-		TESTS2(fallback_limit),
-		TESTS2(in_order_bound),
-		RF_TESTS4(held_many_bursts),
-		RF_TESTS4(extra_ref),
-		RF_TESTS4(off),
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_repost_held_split),
 		cmocka_unit_test(test_repost_held_split_in_order),
 		cmocka_unit_test(test_fallback_names),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("zero_copy", RF_LIST(cases), RF_LIST(more));
 }
