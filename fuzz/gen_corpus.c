@@ -150,6 +150,24 @@ static void avail(struct seed *sd, uint16_t head)
 /* Packed: flags of an available descriptor for wrap counter 1 (the seeds' start). */
 #define PAV VL_PDESC_F_AVAIL
 
+/* Makes the raw chains just written available. Split: the heads listed go into the avail
+ * ring, then its index is published. Packed: their flags (PAV) made them available already;
+ * the driver's cursor moves past their descs descriptors (from position 0, wrap counter 1,
+ * where every seed starts), so chains posted next follow them. */
+static void make_avail(struct seed *sd, uint16_t descs, const uint16_t *heads, size_t n)
+{
+	if (sd->packed) {
+		fz_enc_setpos(&sd->o, (uint16_t)(0x8000u | descs));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		fz_enc_avail(&sd->o, heads[i]);
+	fz_enc_publish(&sd->o);
+}
+#define MAKE_AVAIL(sd, descs, ...)                                                           \
+	make_avail(sd, descs, (const uint16_t[]){ __VA_ARGS__ },                             \
+		   sizeof((const uint16_t[]){ __VA_ARGS__ }) / sizeof(uint16_t))
+
 /* A well-formed chain through the driver cursor, then a burst. */
 static void good_post(struct seed *sd, uint8_t shape, uint16_t len, uint16_t off)
 {
@@ -342,10 +360,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	fz_enc_addr_ram(&sd.o, 0x2000);
 	fz_enc_len(&sd.o, 48);
 	fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | (packed ? PAV : 0)), 0);
-	if (!packed)
-		avail(&sd, 0);
-	else
-		fz_enc_setpos(&sd.o, 0x8001);
+	MAKE_AVAIL(&sd, 1, 0);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-loop-indirect", &sd);
 
@@ -411,10 +426,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	fz_enc_addr_ram(&sd.o, 0x2000);
 	fz_enc_len(&sd.o, 16);
 	fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | (packed ? PAV : 0)), 0);
-	if (!packed)
-		avail(&sd, 0);
-	else
-		fz_enc_setpos(&sd.o, 0x8001);
+	MAKE_AVAIL(&sd, 1, 0);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-nested-indirect", &sd);
 
@@ -441,10 +453,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		} else {
 			desc_ram(&sd, 0, 0x2000, k < 3 ? bad_lens[k] : 32, fl, 0);
 		}
-		if (!packed)
-			avail(&sd, 0);
-		else
-			fz_enc_setpos(&sd.o, k == 3 ? 0x8002 : 0x8001);
+		MAKE_AVAIL(&sd, k == 3 ? 2 : 1, 0);
 		good_then_burst(&sd, 0x3000);
 		save_dp(target, names[k], &sd);
 	}
@@ -476,13 +485,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		fz_enc_addr_hole(&sd.o, 0);
 		fz_enc_len(&sd.o, 32);
 		fz_enc_desc_tail(&sd.o, (uint16_t)(VL_DESC_F_INDIRECT | pf), 4);
-		if (!packed) {
-			for (uint16_t i = 0; i < 5; i++)
-				fz_enc_avail(&sd.o, i);
-			fz_enc_publish(&sd.o);
-		} else {
-			fz_enc_setpos(&sd.o, 0x8005);
-		}
+		MAKE_AVAIL(&sd, 5, 0, 1, 2, 3, 4);
 	}
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-unmapped", &sd);
@@ -517,13 +520,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		fz_enc_addr_ring(&sd.o, packed ? 0x0 : 0x2000);
 		fz_enc_len(&sd.o, 200);
 		fz_enc_desc_tail(&sd.o, (uint16_t)(W | pf), 2);
-		if (!packed) {
-			fz_enc_avail(&sd.o, 0);
-			fz_enc_avail(&sd.o, 1);
-			avail(&sd, 2);
-		} else {
-			fz_enc_setpos(&sd.o, 0x8003);
-		}
+		MAKE_AVAIL(&sd, 3, 0, 1, 2);
 		good_then_burst(&sd, 0x3000);
 		save_dp(target, gran ? "hostile-straddle-4k" : "hostile-straddle-coarse", &sd);
 	}
@@ -537,10 +534,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		desc_ram(&sd, 0, 0x100, 4, (uint16_t)(W | pf | VL_DESC_F_NEXT), 1);
 		desc_ram(&sd, 1, 0x104, 4, (uint16_t)(W | pf | VL_DESC_F_NEXT), 2);
 		desc_ram(&sd, 2, 0x108, 4 + 200, (uint16_t)(W | pf), 2);
-		if (!packed)
-			avail(&sd, 0);
-		else
-			fz_enc_setpos(&sd.o, 0x8003);
+		MAKE_AVAIL(&sd, 3, 0);
 	}
 	burst(&sd);
 	save_dp(target, "hostile-header-over-3-descs", &sd);
@@ -550,12 +544,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	seed_begin(&sd, packed, rx, &s);
 	desc_ram(&sd, 0, 0x100, sd.hdr_len, (uint16_t)(W | (packed ? PAV : 0)), 0);
 	desc_ram(&sd, 1, 0x200, 3, (uint16_t)(W | (packed ? PAV : 0)), 1);
-	if (!packed) {
-		fz_enc_avail(&sd.o, 0);
-		avail(&sd, 1);
-	} else {
-		fz_enc_setpos(&sd.o, 0x8002);
-	}
+	MAKE_AVAIL(&sd, 2, 0, 1);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-short-chain", &sd);
 
@@ -569,12 +558,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		desc_ram(&sd, 1, 0x100, 300, (uint16_t)(W | pf | VL_DESC_F_NEXT), 2);
 		desc_ram(&sd, 2, 0x000, 0, (uint16_t)(W | pf), 2);
 		desc_ram(&sd, 3, 0x400, 0, (uint16_t)(W | pf), 3);
-		if (!packed) {
-			fz_enc_avail(&sd.o, 0);
-			avail(&sd, 3);
-		} else {
-			fz_enc_setpos(&sd.o, 0x8004);
-		}
+		MAKE_AVAIL(&sd, 4, 0, 3);
 	}
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-zero-length", &sd);
@@ -584,10 +568,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	seed_begin(&sd, packed, rx, &s);
 	desc_ram(&sd, 0, 0x100, 100, (uint16_t)(W | (packed ? PAV : 0) | VL_DESC_F_NEXT), 1);
 	desc_ram(&sd, 1, 0x200, 0xffffffc0u, (uint16_t)(W | (packed ? PAV : 0)), 1);
-	if (!packed)
-		avail(&sd, 0);
-	else
-		fz_enc_setpos(&sd.o, 0x8002);
+	MAKE_AVAIL(&sd, 2, 0);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-len-overflow", &sd);
 
@@ -602,12 +583,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 		desc_ram(&sd, 1, 0x000, 0x4000 + sd.hdr_len, pf, 1);
 		desc_ram(&sd, 2, 0x000, 0xc000, (uint16_t)(pf | VL_DESC_F_NEXT), 3);
 		desc_ram(&sd, 3, 0x000, 0x3fff + sd.hdr_len, pf, 3);
-		if (!packed) {
-			fz_enc_avail(&sd.o, 0);
-			avail(&sd, 2);
-		} else {
-			fz_enc_setpos(&sd.o, 0x8004);
-		}
+		MAKE_AVAIL(&sd, 4, 0, 2);
 	}
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-tx-size-limit", &sd);
@@ -616,10 +592,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	s = base_setup(packed, rx);
 	seed_begin(&sd, packed, rx, &s);
 	desc_ram(&sd, 0, 0x100, 200, (uint16_t)((rx ? 0 : VL_DESC_F_WRITE) | (packed ? PAV : 0)), 0);
-	if (!packed)
-		avail(&sd, 0);
-	else
-		fz_enc_setpos(&sd.o, 0x8001);
+	MAKE_AVAIL(&sd, 1, 0);
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-wrong-direction", &sd);
 
@@ -656,10 +629,7 @@ static void gen_datapath(const char *target, bool packed, bool rx)
 	s.features |= FZ_DPF_MERGEABLE;
 	seed_begin(&sd, packed, rx, &s);
 	desc_ram(&sd, 0, 0x100, 4, (uint16_t)(W | (packed ? PAV : 0)), 0);
-	if (!packed)
-		avail(&sd, 0);
-	else
-		fz_enc_setpos(&sd.o, 0x8001);
+	MAKE_AVAIL(&sd, 1, 0);
 	for (int k = 0; k < 6; k++)
 		good_post(&sd, 0, 200, (uint16_t)(0x1000 + 0x400 * k));
 	if (rx) {
