@@ -182,10 +182,14 @@ void rf_case_run(const struct rf_case *c)
 	cfg.qsize = qsize;
 	cfg.start_idx = c->start_idx;
 	cfg.features |= c->features;
+	cfg.features &= ~c->features_off;
 	if (c->no_batch)
 		cfg.batch_threshold = 0;
 	rf_setup(&f, &cfg);
-	c->fn(&f);
+	if (c->side_fn)
+		c->side_fn(&f, rf_side(&f, c->rx));
+	else
+		c->fn(&f);
 	rf_teardown(&f);
 }
 

@@ -113,6 +113,10 @@ struct rf_case {
 	uint32_t qsize;           /* 0: 256 */
 	uint16_t start_idx;
 	bool no_batch;            /* batch_threshold 0: every copy made at once */
+	/* Instead of fn: a scenario on one queue of the fixture, the RX one when rx. */
+	void (*side_fn)(struct rf *f, struct rf_q *s);
+	bool rx;
+	uint64_t features_off;    /* taken from the defaults */
 };
 /* A fresh fixture for c, c->fn on it, teardown. */
 void rf_case_run(const struct rf_case *c);
@@ -125,8 +129,9 @@ int rf_run_cases(const char *group, const struct rf_case *cases, size_t n,
 
 #define RF_IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
 /* A row running scn_NAME, named NAME followed by suffix, with defaults for the rest. */
-#define RF_CASE(name, suffix, layout, granularity, features)                                 \
-	{ #name suffix, scn_##name, layout, granularity, features, 0, 0, false }
+#define RF_CASE(scn, suffix, lay, gran, feat)                                                \
+	{ .name = #scn suffix, .fn = scn_##scn, .layout = lay, .granularity = gran,          \
+	  .features = feat }
 /* The usual four rows of scn_NAME: split and packed, without and with VIRTIO_F_IN_ORDER,
  * coarse RAM. */
 #define RF_CASES4(name)                                                                      \

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Indirect-table limits that read the same on both layouts (spec 2.7.5.3.1 and 2.8.8: a
- * table holds whole 16-byte entries, at most queue-size of them): one scenario body each,
- * run on split and packed rings, TX (vl_net_dequeue) and RX (vl_net_enqueue), over coarse
- * and 4 KiB guest RAM regions. The table is written in the queue's own format
+/* Indirect-table cases that read the same on both layouts (spec 2.7.5.3.1 and 2.8.8: a
+ * table holds whole 16-byte entries, at most queue-size of them, none of them INDIRECT, and
+ * only when VIRTIO_F_INDIRECT_DESC was negotiated): one scenario body each, run on split and
+ * packed rings, TX (vl_net_dequeue) and RX (vl_net_enqueue), over coarse and 4 KiB guest RAM
+ * regions. The table is written in the queue's own format
  * (rf_write_qtable). Layout-specific table cases stay in test_split_ring.c and
  * test_packed_ring.c. */
 #include <stdarg.h>
@@ -15,22 +16,6 @@
 #include <string.h>
 
 #include "ring_fixture.h"
-
-typedef void (*scn_fn)(struct rf *f, struct rf_q *s);
-
-static void run(scn_fn fn, enum vl_layout layout, uint64_t gran, bool rx)
-{
-	struct rf_cfg cfg;
-	struct rf f;
-
-	if (layout == VL_LAYOUT_PACKED)
-		rf_cfg_init_packed(&cfg, gran, 256);
-	else
-		rf_cfg_init(&cfg, gran);
-	rf_setup(&f, &cfg);
-	fn(&f, rf_side(&f, rx));
-	rf_teardown(&f);
-}
 
 /* Table lengths 0, 17 (not a multiple of 16) and queue size + 1 entries (the table is there
  * and well formed: only its length is illegal). Each chain is dropped for indirect_len and
@@ -79,41 +64,92 @@ static void scn_indirect_full_table(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
 
-/* Eight runs per scenario: {split, packed} x {TX, RX} x {coarse, 4 KiB}. */
-#define WRAP_ONE(name, lay, side, gran, L, RX, G)                                            \
-	static void test_##name##_##lay##_##side##_##gran(void **state)                      \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run(scn_##name, L, G, RX);                                                   \
-	}
-#define WRAP_ALL(name)                                                                       \
-	WRAP_ONE(name, split, tx, coarse, VL_LAYOUT_SPLIT, false, RF_COARSE)                 \
-	WRAP_ONE(name, split, tx, 4k, VL_LAYOUT_SPLIT, false, RF_4K)                         \
-	WRAP_ONE(name, split, rx, coarse, VL_LAYOUT_SPLIT, true, RF_COARSE)                  \
-	WRAP_ONE(name, split, rx, 4k, VL_LAYOUT_SPLIT, true, RF_4K)                          \
-	WRAP_ONE(name, packed, tx, coarse, VL_LAYOUT_PACKED, false, RF_COARSE)               \
-	WRAP_ONE(name, packed, tx, 4k, VL_LAYOUT_PACKED, false, RF_4K)                       \
-	WRAP_ONE(name, packed, rx, coarse, VL_LAYOUT_PACKED, true, RF_COARSE)                \
-	WRAP_ONE(name, packed, rx, 4k, VL_LAYOUT_PACKED, true, RF_4K)
-#define TESTS_ALL(name)                                                                      \
-	cmocka_unit_test(test_##name##_split_tx_coarse),                                     \
-		cmocka_unit_test(test_##name##_split_tx_4k),                                 \
-		cmocka_unit_test(test_##name##_split_rx_coarse),                             \
-		cmocka_unit_test(test_##name##_split_rx_4k),                                 \
-		cmocka_unit_test(test_##name##_packed_tx_coarse),                            \
-		cmocka_unit_test(test_##name##_packed_tx_4k),                                \
-		cmocka_unit_test(test_##name##_packed_rx_coarse),                            \
-		cmocka_unit_test(test_##name##_packed_rx_4k)
+/* An entry of a table is itself INDIRECT (naming a valid table). */
+static void scn_indirect_nested(struct rf *f, struct rf_q *s)
+{
+	uint64_t inner = rf_valid_table(f, s);
+	uint64_t buf = rf_alloc(f, 64);
+	uint64_t t = rf_alloc(f, 32);
+	struct rf_desc e[2] = {
+		{ buf, 64, rf_dirf(s) },
+		{ inner, 32, VL_DESC_F_INDIRECT },
+	};
 
-WRAP_ALL(indirect_len)
-WRAP_ALL(indirect_full_table)
+	rf_write_qtable(f, s, t, e, 2);
+	const uint16_t bad[1] = { rf_post_indirect(s, t, 32) };
+
+	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_NESTED_INDIRECT);
+}
+
+/* A table that straddles two RAM regions (different host mappings), the boundary inside
+ * entry 1: the core copies the table out and the packet moves intact. */
+static void scn_indirect_straddle(struct rf *f, struct rf_q *s)
+{
+	uint64_t t = rf_straddle(f, 24);
+	struct rf_good g = { .len = 350, .seed = 0x5E };
+	const uint32_t h = f->hdr_len;
+
+	g.gpa = rf_alloc(f, h + g.len);
+	if (s->rx) {
+		rf_fill(f, g.gpa, 0xA5, h + g.len);
+	} else {
+		uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
+
+		memset(p, 0, h);
+		rf_pattern(p + h, g.len, g.seed);
+	}
+	struct rf_desc e[4] = {
+		{ g.gpa, h, rf_dirf(s) },
+		{ g.gpa + h, 100, rf_dirf(s) },
+		{ g.gpa + h + 100, 200, rf_dirf(s) },
+		{ g.gpa + h + 300, 50, rf_dirf(s) },
+	};
+
+	rf_write_qtable(f, s, t, e, 4);
+	g.head = rf_post_indirect(s, t, 64);
+	rf_burst_expect_good(f, s, &g);
+	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+	rf_expect_still_works(f, s);
+}
+
+/* A well-formed table while VIRTIO_RING_F_INDIRECT_DESC is not negotiated (the runs take it
+ * off). */
+static void scn_indirect_not_negotiated(struct rf *f, struct rf_q *s)
+{
+	assert_false(f->cfg.features & VL_FEATURE(VL_F_RING_INDIRECT_DESC));
+	const uint16_t bad[1] = { rf_post_indirect(s, rf_valid_table(f, s), 32) };
+
+	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_NOT_NEGOTIATED);
+}
+
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+/* Eight runs per scenario: {split, packed} x {TX, RX} x {coarse, 4 KiB}, with the feature
+ * bits off taken from the defaults. */
+#define CASE1(scn, lay, side, gran, L, RX, G, off)                                           \
+	{ .name = #scn "_" #lay "_" #side "_" #gran, .side_fn = scn_##scn, .layout = L,      \
+	  .granularity = G, .rx = RX, .features_off = off }
+#define CASES8(scn, off)                                                                     \
+	CASE1(scn, split, tx, coarse, VL_LAYOUT_SPLIT, false, RF_COARSE, off),               \
+		CASE1(scn, split, tx, 4k, VL_LAYOUT_SPLIT, false, RF_4K, off),               \
+		CASE1(scn, split, rx, coarse, VL_LAYOUT_SPLIT, true, RF_COARSE, off),        \
+		CASE1(scn, split, rx, 4k, VL_LAYOUT_SPLIT, true, RF_4K, off),                \
+		CASE1(scn, packed, tx, coarse, VL_LAYOUT_PACKED, false, RF_COARSE, off),     \
+		CASE1(scn, packed, tx, 4k, VL_LAYOUT_PACKED, false, RF_4K, off),             \
+		CASE1(scn, packed, rx, coarse, VL_LAYOUT_PACKED, true, RF_COARSE, off),      \
+		CASE1(scn, packed, rx, 4k, VL_LAYOUT_PACKED, true, RF_4K, off)
+
+static const struct rf_case cases[] = {
+	CASES8(indirect_len, 0),
+	CASES8(indirect_full_table, 0),
+	CASES8(indirect_nested, 0),
+	CASES8(indirect_straddle, 0),
+	CASES8(indirect_not_negotiated, VL_FEATURE(VL_F_RING_INDIRECT_DESC)),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		TESTS_ALL(indirect_len),
-		TESTS_ALL(indirect_full_table),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_run_cases("indirect_table", RF_LIST(cases), NULL, 0);
 }

@@ -903,24 +903,6 @@ static void scn_indirect_consecutive(struct rf *f, struct rf_q *s)
 }
 WRAP_SIDES_GRANS(indirect_consecutive)
 
-/* An entry of a table is itself INDIRECT (naming a valid table). */
-static void scn_indirect_nested(struct rf *f, struct rf_q *s)
-{
-	uint64_t inner = rf_valid_table(f, s);
-	uint64_t buf = rf_alloc(f, 64);
-	uint64_t t = rf_alloc(f, 32);
-	struct rf_desc e[2] = {
-		{ buf, 64, rf_dirf(s) },
-		{ inner, 32, VL_DESC_F_INDIRECT },
-	};
-
-	rf_write_ptable(f, t, e, 2);
-	const uint16_t bad[1] = { rf_post_indirect(s, t, 32) };
-
-	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_NESTED_INDIRECT);
-}
-WRAP_SIDES_GRANS(indirect_nested)
-
 /* INDIRECT inside a direct list (spec 2.8.8: never with NEXT): as the head (which carries
  * NEXT) and as the last descriptor (which does not, but follows one that does). */
 static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
@@ -978,69 +960,6 @@ static void scn_indirect_direction(struct rf *f, struct rf_q *s)
 	rf_expect_still_works(f, s);
 }
 WRAP_SIDES_GRANS(indirect_direction)
-
-/* A table straddling two RAM regions (the boundary inside entry 1): copied out, the packet
- * moves intact. */
-static void scn_indirect_straddle(struct rf *f, struct rf_q *s)
-{
-	uint64_t t = rf_straddle(f, 24);
-	struct rf_good g = { .len = 350, .seed = 0x5E };
-	const uint32_t h = f->hdr_len;
-
-	g.gpa = rf_alloc(f, h + g.len);
-	if (s->rx) {
-		rf_fill(f, g.gpa, 0xA5, h + g.len);
-	} else {
-		uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
-
-		memset(p, 0, h);
-		rf_pattern(p + h, g.len, g.seed);
-	}
-	struct rf_desc e[4] = {
-		{ g.gpa, h, rf_dirf(s) },
-		{ g.gpa + h, 100, rf_dirf(s) },
-		{ g.gpa + h + 100, 200, rf_dirf(s) },
-		{ g.gpa + h + 300, 50, rf_dirf(s) },
-	};
-
-	rf_write_ptable(f, t, e, 4);
-	g.head = rf_post_indirect(s, t, 64);
-	rf_burst_expect_good(f, s, &g);
-	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
-	rf_expect_no_used(s);
-	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
-	rf_expect_still_works(f, s);
-}
-WRAP_SIDES_GRANS(indirect_straddle)
-
-/* INDIRECT without VIRTIO_RING_F_INDIRECT_DESC. */
-static void scn_indirect_not_negotiated(struct rf *f, struct rf_q *s)
-{
-	const uint16_t bad[1] = { rf_post_indirect(s, rf_valid_table(f, s), 32) };
-
-	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_NOT_NEGOTIATED);
-}
-
-static void run_no_indirect(bool rx)
-{
-	struct rf_cfg cfg;
-
-	rf_cfg_init_packed(&cfg, RF_COARSE, 256);
-	cfg.features &= ~VL_FEATURE(VL_F_RING_INDIRECT_DESC);
-	run_cfg(scn_indirect_not_negotiated, &cfg, rx);
-}
-
-static void test_indirect_not_negotiated_tx(void **state)
-{
-	(void)state;
-	run_no_indirect(false);
-}
-
-static void test_indirect_not_negotiated_rx(void **state)
-{
-	(void)state;
-	run_no_indirect(true);
-}
 
 /* ---- queue creation and resume ----------------------------------------------------------- */
 
@@ -1593,12 +1512,8 @@ int main(void)
 		TESTS_SIDES(bad_id_after_good),
 		TESTS_SIDES(incomplete_after_good),
 		TESTS_SIDES_GRANS(indirect_consecutive),
-		TESTS_SIDES_GRANS(indirect_nested),
 		TESTS_SIDES_GRANS(indirect_with_next),
 		TESTS_SIDES_GRANS(indirect_direction),
-		TESTS_SIDES_GRANS(indirect_straddle),
-		cmocka_unit_test(test_indirect_not_negotiated_tx),
-		cmocka_unit_test(test_indirect_not_negotiated_rx),
 		cmocka_unit_test(test_create_sizes),
 		cmocka_unit_test(test_create_bad_args),
 		cmocka_unit_test(test_drop_names),

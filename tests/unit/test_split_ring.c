@@ -375,25 +375,6 @@ WRAP_SIDES_GRANS(avail_full_ring)
 
 /* ---- indirect tables ------------------------------------------------------------------- */
 
-/* An entry of an indirect table is itself INDIRECT (to a valid table). */
-static void scn_nested_indirect(struct rf *f, struct rf_q *s)
-{
-	uint64_t inner = rf_valid_table(f, s);
-	uint64_t buf = rf_alloc(f, 64);
-	uint64_t t = rf_alloc(f, 32);
-	struct rf_desc e[2] = {
-		{ buf, 64, rf_dirf(s) },
-		{ inner, 32, VL_DESC_F_INDIRECT },
-	};
-
-	rf_write_table(f, t, e, 2);
-
-	const uint16_t bad[1] = { rf_post_indirect(s, t, 32) };
-
-	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_NESTED_INDIRECT);
-}
-WRAP_SIDES_GRANS(nested_indirect)
-
 /* INDIRECT and NEXT on the same descriptor (spec 2.7.5.3.1 forbids it). */
 static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
 {
@@ -466,78 +447,6 @@ static void scn_indirect_ignores_write_flag(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
 WRAP_SIDES_GRANS(indirect_ignores_write_flag)
-
-/* An indirect table that straddles two RAM regions (different host mappings): the boundary
- * falls inside entry 1. The core copies the table out and the packet moves intact. */
-static void scn_indirect_straddle(struct rf *f, struct rf_q *s)
-{
-	uint64_t t = rf_straddle(f, 24);
-	struct rf_good g = { .len = 350, .seed = 0x5E };
-
-	g.gpa = rf_alloc(f, f->hdr_len + g.len);
-	if (s->rx) {
-		rf_fill(f, g.gpa, 0xA5, f->hdr_len + g.len);
-	} else {
-		uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
-
-		memset(p, 0, f->hdr_len);
-		rf_pattern(p + f->hdr_len, g.len, g.seed);
-	}
-	uint64_t a = g.gpa;
-	uint32_t h = f->hdr_len;
-	struct rf_desc e[4] = {
-		{ a, h, rf_dirf(s) },
-		{ a + h, 100, rf_dirf(s) },
-		{ a + h + 100, 200, rf_dirf(s) },
-		{ a + h + 300, 50, rf_dirf(s) },
-	};
-
-	rf_write_table(f, t, e, 4);
-	g.head = rf_post_indirect(s, t, 64);
-	expect_only_good(f, s, &g);
-}
-WRAP_SIDES_GRANS(indirect_straddle)
-
-/* INDIRECT used while VIRTIO_RING_F_INDIRECT_DESC is not negotiated. */
-static void scn_indirect_not_negotiated(struct rf *f, struct rf_q *s)
-{
-	const uint16_t bad[1] = { rf_post_indirect(s, rf_valid_table(f, s), 32) };
-
-	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_NOT_NEGOTIATED);
-}
-
-static void run_no_indirect(uint64_t gran, bool rx)
-{
-	struct rf_cfg cfg;
-
-	rf_cfg_init(&cfg, gran);
-	cfg.features &= ~VL_FEATURE(VL_F_RING_INDIRECT_DESC);
-	run_scn_cfg(scn_indirect_not_negotiated, &cfg, rx);
-}
-
-static void test_indirect_not_negotiated_tx_coarse(void **state)
-{
-	(void)state;
-	run_no_indirect(RF_COARSE, false);
-}
-
-static void test_indirect_not_negotiated_tx_4k(void **state)
-{
-	(void)state;
-	run_no_indirect(RF_4K, false);
-}
-
-static void test_indirect_not_negotiated_rx_coarse(void **state)
-{
-	(void)state;
-	run_no_indirect(RF_COARSE, true);
-}
-
-static void test_indirect_not_negotiated_rx_4k(void **state)
-{
-	(void)state;
-	run_no_indirect(RF_4K, true);
-}
 
 /* ---- guest memory ------------------------------------------------------------------------ */
 
@@ -1197,15 +1106,9 @@ int main(void)
 		TESTS_SIDES_GRANS(head_out_of_range_after_good),
 		TESTS_SIDES_GRANS(avail_idx_jump),
 		TESTS_SIDES_GRANS(avail_full_ring),
-		TESTS_SIDES_GRANS(nested_indirect),
 		TESTS_SIDES_GRANS(indirect_with_next),
 		TESTS_SIDES_GRANS(direct_then_indirect),
 		TESTS_SIDES_GRANS(indirect_ignores_write_flag),
-		TESTS_SIDES_GRANS(indirect_straddle),
-		cmocka_unit_test(test_indirect_not_negotiated_tx_coarse),
-		cmocka_unit_test(test_indirect_not_negotiated_tx_4k),
-		cmocka_unit_test(test_indirect_not_negotiated_rx_coarse),
-		cmocka_unit_test(test_indirect_not_negotiated_rx_4k),
 		TESTS_SIDES_GRANS(unmapped),
 		TESTS_SIDES_GRANS(buffer_straddle),
 		cmocka_unit_test(test_too_many_pieces_tx_4k),
