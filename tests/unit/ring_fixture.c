@@ -474,21 +474,28 @@ uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len
 
 /* ---- well-formed traffic --------------------------------------------------------------- */
 
+void rf_write_tx_pkt(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed)
+{
+	uint8_t *p = rf_ptr(f, gpa, (uint64_t)f->hdr_len + len);
+
+	memset(p, 0, f->hdr_len);
+	rf_pattern(p + f->hdr_len, len, seed);
+}
+
+void rf_good_fill(struct rf *f, const struct rf_q *s, const struct rf_good *g)
+{
+	if (s->rx)
+		rf_fill(f, g->gpa, 0xA5, f->hdr_len + g->len); /* shows what the device wrote */
+	else
+		rf_write_tx_pkt(f, g->gpa, g->len, g->seed);
+}
+
 struct rf_good rf_good_buf(struct rf *f, const struct rf_q *s, uint32_t len, uint8_t seed)
 {
 	struct rf_good g = { .len = len, .seed = seed };
-	const uint32_t total = f->hdr_len + len;
 
-	g.gpa = rf_alloc(f, total);
-	if (s->rx) {
-		/* Poison so the test sees what the device wrote. */
-		rf_fill(f, g.gpa, 0xA5, total);
-	} else {
-		uint8_t *p = rf_ptr(f, g.gpa, total);
-
-		memset(p, 0, f->hdr_len);
-		rf_pattern(p + f->hdr_len, len, seed);
-	}
+	g.gpa = rf_alloc(f, f->hdr_len + len);
+	rf_good_fill(f, s, &g);
 	return g;
 }
 
@@ -532,10 +539,7 @@ struct rf_good rf_good_slices(struct rf *f, const struct rf_q *s, struct rf_desc
 	}
 	g.len = 4 * (n - 1);
 	g.gpa = rf_alloc(f, f->hdr_len + g.len);
-	uint8_t *p = rf_ptr(f, g.gpa, f->hdr_len + g.len);
-
-	memset(p, 0, f->hdr_len);
-	rf_pattern(p + f->hdr_len, g.len, seed);
+	rf_write_tx_pkt(f, g.gpa, g.len, seed);
 	d[0] = (struct rf_desc){ g.gpa, f->hdr_len, 0 };
 	for (uint32_t i = 1; i < n; i++)
 		d[i] = (struct rf_desc){ g.gpa + f->hdr_len + 4ull * (i - 1), 4, 0 };

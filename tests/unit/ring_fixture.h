@@ -198,10 +198,15 @@ uint64_t rf_valid_table(struct rf *f, const struct rf_q *s);
 /* Post a chain made of one INDIRECT descriptor naming [gpa, gpa + len). */
 uint16_t rf_post_indirect(struct rf_q *s, uint64_t table_gpa, uint32_t table_len);
 
-/* A well-formed one-descriptor chain on side s (see struct rf_good). */
+/* Writes what a TX buffer at gpa holds for a packet of len pattern(seed) bytes: a zero
+ * virtio-net header, then the payload. */
+void rf_write_tx_pkt(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed);
+/* Prepares the buffer at g->gpa as rf_good_buf does (TX: the packet; RX: poison). */
+void rf_good_fill(struct rf *f, const struct rf_q *s, const struct rf_good *g);
 /* The buffer of a well-formed chain, not posted: (TX) a zero header and len pattern bytes,
  * or (RX) room for a header and len bytes, poisoned. The caller posts it as it likes. */
 struct rf_good rf_good_buf(struct rf *f, const struct rf_q *s, uint32_t len, uint8_t seed);
+/* A well-formed one-descriptor chain on side s (see struct rf_good). */
 struct rf_good rf_post_good(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed);
 /* The same buffer described by ndescs (1..8) descriptors over adjacent slices of it. */
 struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_t seed,

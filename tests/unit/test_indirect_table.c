@@ -86,18 +86,8 @@ static void scn_indirect_nested(struct rf *f, struct rf_q *s)
 static void scn_indirect_straddle(struct rf *f, struct rf_q *s)
 {
 	uint64_t t = rf_straddle(f, 24);
-	struct rf_good g = { .len = 350, .seed = 0x5E };
 	const uint32_t h = f->hdr_len;
-
-	g.gpa = rf_alloc(f, h + g.len);
-	if (s->rx) {
-		rf_fill(f, g.gpa, 0xA5, h + g.len);
-	} else {
-		uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
-
-		memset(p, 0, h);
-		rf_pattern(p + h, g.len, g.seed);
-	}
+	struct rf_good g = rf_good_buf(f, s, 350, 0x5E);
 	struct rf_desc e[4] = {
 		{ g.gpa, h, rf_dirf(s) },
 		{ g.gpa + h, 100, rf_dirf(s) },

@@ -866,19 +866,9 @@ WRAP_SIDES_CFG(incomplete_after_good, RF_COARSE, 256, 0, true, 0)
 static void scn_indirect_consecutive(struct rf *f, struct rf_q *s)
 {
 	for (int wflag = 0; wflag < 2; wflag++) {
-		struct rf_good g = { .len = 300, .seed = (uint8_t)(0x70 + wflag) };
 		const uint32_t h = f->hdr_len;
 		uint64_t t = rf_alloc(f, 5 * 16);
-
-		g.gpa = rf_alloc(f, h + g.len);
-		if (s->rx) {
-			rf_fill(f, g.gpa, 0xA5, h + g.len);
-		} else {
-			uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
-
-			memset(p, 0, h);
-			rf_pattern(p + h, g.len, g.seed);
-		}
+		struct rf_good g = rf_good_buf(f, s, 300, (uint8_t)(0x70 + wflag));
 		const uint16_t fl = rf_dirf(s);
 		struct rf_desc e[5] = {
 			{ g.gpa, h, (uint16_t)(fl | VL_DESC_F_NEXT) },

@@ -508,14 +508,7 @@ static void scn_buffer_straddle(struct rf *f, struct rf_q *s)
 		uint32_t total = f->hdr_len + g.len;
 
 		g.gpa = rf_straddle(f, before[k]);
-		if (s->rx) {
-			rf_fill(f, g.gpa, 0xA5, total);
-		} else {
-			uint8_t *p = rf_ptr(f, g.gpa, total);
-
-			memset(p, 0, f->hdr_len);
-			rf_pattern(p + f->hdr_len, g.len, g.seed);
-		}
+		rf_good_fill(f, s, &g);
 		g.head = post1(s, g.gpa, total, rf_dirf(s));
 		rf_burst_expect_good(f, s, &g);
 		rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
@@ -606,19 +599,9 @@ WRAP_SIDES_GRANS(len_overflow)
 /* Zero-length descriptors between data descriptors contribute nothing and break nothing. */
 static void scn_zero_len_middle(struct rf *f, struct rf_q *s)
 {
-	struct rf_good g = { .len = 150, .seed = 0x0D };
 	const uint32_t h = f->hdr_len;
 	const uint16_t fl = rf_dirf(s);
-
-	g.gpa = rf_alloc(f, h + g.len);
-	if (s->rx) {
-		rf_fill(f, g.gpa, 0xA5, h + g.len);
-	} else {
-		uint8_t *p = rf_ptr(f, g.gpa, h + g.len);
-
-		memset(p, 0, h);
-		rf_pattern(p + h, g.len, g.seed);
-	}
+	struct rf_good g = rf_good_buf(f, s, 150, 0x0D);
 	struct rf_desc d[6] = {
 		{ g.gpa, h, fl },
 		{ g.gpa + h, 0, fl },
@@ -879,10 +862,8 @@ static void scn_tx_too_big(struct rf *f, struct rf_q *s)
 {
 	const uint32_t h = f->hdr_len;
 	uint64_t buf = rf_alloc(f, h + VL_PKT_MAX_LEN + 1);
-	uint8_t *p = rf_ptr(f, buf, h + VL_PKT_MAX_LEN + 1);
 
-	memset(p, 0, h);
-	rf_pattern(p + h, VL_PKT_MAX_LEN + 1, 0x12);
+	rf_write_tx_pkt(f, buf, VL_PKT_MAX_LEN + 1, 0x12);
 	const uint16_t bad[1] = { post1(s, buf, h + VL_PKT_MAX_LEN + 1, 0) };
 
 	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_TX_TOO_BIG);

@@ -72,11 +72,9 @@ static struct rf_good post_zc(struct rf *f, uint32_t len, uint8_t seed)
 /* A TX chain written by hand at gpa: zero header then len pattern bytes in one descriptor. */
 static uint16_t post_at(struct rf *f, uint64_t gpa, uint32_t len, uint8_t seed)
 {
-	uint8_t *p = rf_ptr(f, gpa, f->hdr_len + len);
 	struct rf_desc d = { gpa, f->hdr_len + len, 0 };
 
-	memset(p, 0, f->hdr_len);
-	rf_pattern(p + f->hdr_len, len, seed);
+	rf_write_tx_pkt(f, gpa, len, seed);
 	return rf_post_chain(&f->tx, &d, 1);
 }
 
@@ -502,10 +500,7 @@ static void scn_scattered(struct rf *f)
 	uint64_t page = lab_gmem_alloc(f->g, 4096, 4096);
 
 	assert_true(page != 0);
-	uint8_t *p = rf_ptr(f, page, 4096);
-
-	memset(p, 0, h);
-	rf_pattern(p + h, 1000, 0x22);
+	rf_write_tx_pkt(f, page, 1000, 0x22);
 	const struct rf_desc hd[2] = { { page, h, 0 }, { page + h, 1000, 0 } };
 	uint16_t split_hdr = rf_post_chain(&f->tx, hd, 2);
 
@@ -554,11 +549,9 @@ static uint16_t post_in_pieces(struct rf *f, uint64_t page, uint32_t pieces, uin
 {
 	struct rf_desc d[VL_ZC_MAX_SEGS + 2];
 	const uint32_t h = f->hdr_len;
-	uint8_t *p = rf_ptr(f, page, h + 8 * pieces);
 
 	assert_true(pieces + 1 <= VL_ZC_MAX_SEGS + 2);
-	memset(p, 0, h);
-	rf_pattern(p + h, 8 * pieces, seed);
+	rf_write_tx_pkt(f, page, 8 * pieces, seed);
 	d[0] = (struct rf_desc){ page, h, 0 };
 	for (uint32_t i = 0; i < pieces; i++)
 		d[i + 1] = (struct rf_desc){ page + h + 8 * i, 8, 0 };
