@@ -58,21 +58,6 @@ static int msg_fds(struct vuf *f, uint32_t req, const void *p, uint32_t size, ui
 	return rc;
 }
 
-/* The traffic still flows on both rings: one packet each way. */
-static void still_moves(struct vuf *f, uint32_t seed)
-{
-	uint32_t id, len, s = seed;
-
-	assert_true(vuf_post_tx(f, 1, 100, seed) >= 0);
-	assert_int_equal(vuf_host_tx(f, 1, 100, &s), 1);
-	assert_true(vuf_pop_used(f, 1, &id, &len));
-	assert_true(vuf_post_rx(f, 0, VUF_BUF_SIZE) >= 0);
-	assert_int_equal(vuf_host_rx(f, 0, 1, 200, seed), 1);
-	assert_true(vuf_pop_used(f, 0, &id, &len));
-	assert_int_equal(len, VUF_HDR_LEN + 200);
-	assert_true(vuf_check(vuf_buf(f, 0, id) + VUF_HDR_LEN, 200, seed));
-}
-
 /* ---- vring index (CVE-2020-10723, CVE-2021-3839) ---------------------------------------- */
 
 /* Every message that names a ring, with indices just past the rings and far beyond, as a
@@ -119,7 +104,7 @@ static void test_vring_index_beyond_the_rings_in_every_vring_message(void **stat
 	assert_int_equal(vuf_count_fds(), fds0);
 	/* Nothing changed: both rings still run. */
 	assert_true(f.ready[0] && f.ready[1]);
-	still_moves(&f, 1);
+	vuf_still_moves(&f, 1);
 	vuf_fini(&f);
 }
 
@@ -189,7 +174,7 @@ static void test_vring_num_changed_while_running_is_rejected(void **state)
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, 1, QSIZE), VL_OK);
 	assert_ptr_equal(vl_vu_dev_queue(f.dev, 1), before);
 	assert_int_equal(vl_vq_size(before), QSIZE);
-	still_moves(&f, 7);
+	vuf_still_moves(&f, 7);
 	vuf_fini(&f);
 }
 
@@ -322,7 +307,7 @@ static void test_vring_addr_while_running(void **state)
 	assert_int_equal(vuf_addr(&f, 1, 0, d, u + 4096, a, 0), VL_ERR_VU_STATE);
 	assert_int_equal(vuf_addr(&f, 1, 0, d + 4096, u, a, 0), VL_ERR_VU_STATE);
 	assert_int_equal(vuf_addr(&f, 1, 0, d, u, a + 4096, 0), VL_ERR_VU_STATE);
-	still_moves(&f, 3);
+	vuf_still_moves(&f, 3);
 	vuf_fini(&f);
 }
 
@@ -349,7 +334,7 @@ static void test_ring_host_address_misaligned_by_a_region(void **state)
 	r.uaddr = (uint64_t)(uintptr_t)f.mem;
 	assert_int_equal(vuf_mem_table(&f, &r, 1), VL_ERR_RING_MISALIGNED);
 	assert_ptr_equal(vl_vu_dev_mem(f.dev), old);
-	still_moves(&f, 31);
+	vuf_still_moves(&f, 31);
 	vuf_fini(&f);
 
 	/* Before the ring starts: refused at SET_VRING_ADDR, so it never starts. */
@@ -592,7 +577,7 @@ static void test_unexpected_fds_are_closed(void **state)
 	vuf_no_reply(&f);
 	assert_int_equal(vuf_count_fds(), fds0);
 	assert_true(f.ready[0] && f.ready[1]);
-	still_moves(&f, 11);
+	vuf_still_moves(&f, 11);
 	vuf_fini(&f);
 }
 
@@ -622,7 +607,7 @@ static void test_replaced_ring_fds_are_closed(void **state)
 	assert_int_equal(vuf_count_fds(), fds0 - 2);
 	/* Polling mode: no kick to consume, no call to signal; the ring still runs. */
 	assert_false(vl_vu_dev_consume_kick(f.dev, 1));
-	still_moves(&f, 5);
+	vuf_still_moves(&f, 5);
 	assert_false(vl_vu_dev_notify(f.dev, 1));
 	vuf_fini(&f);
 }
@@ -662,7 +647,7 @@ static void test_payload_size_larger_or_smaller_than_needed(void **state)
 	memcpy(big, &two, 4);
 	assert_int_equal(msg_fds(&f, VUF_SET_MEM_TABLE, big, 8 + 32, 1), VL_ERR_VU_MSG);
 	assert_int_equal(vuf_count_fds(), fds0);
-	still_moves(&f, 2);
+	vuf_still_moves(&f, 2);
 	vuf_fini(&f);
 }
 
@@ -881,7 +866,7 @@ static void scn_disconnect(enum vl_layout layout)
 	}
 	vuf_dpdk_start(&f, FEATURES | (layout == VL_LAYOUT_PACKED ? F(VL_F_RING_PACKED) : 0),
 		       layout, QSIZE, 2);
-	still_moves(&f, 21);
+	vuf_still_moves(&f, 21);
 	vuf_fini(&f);
 	assert_int_equal(vuf_count_fds(), fds_before);
 }

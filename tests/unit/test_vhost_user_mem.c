@@ -81,19 +81,6 @@ static int table_dups(struct vuf *f, const struct vuf_region *r, uint32_t nregio
 	return rc;
 }
 
-static void still_moves(struct vuf *f, uint32_t seed)
-{
-	uint32_t id, len, s = seed;
-
-	assert_true(vuf_post_tx(f, 1, 100, seed) >= 0);
-	assert_int_equal(vuf_host_tx(f, 1, 100, &s), 1);
-	assert_true(vuf_pop_used(f, 1, &id, &len));
-	assert_true(vuf_post_rx(f, 0, VUF_BUF_SIZE) >= 0);
-	assert_int_equal(vuf_host_rx(f, 0, 1, 200, seed), 1);
-	assert_true(vuf_pop_used(f, 0, &id, &len));
-	assert_true(vuf_check(vuf_buf(f, 0, id) + VUF_HDR_LEN, 200, seed));
-}
-
 /* What a rejected table must leave: the same table, the same mappings, no new fd. */
 struct kept {
 	const struct vl_mem *mem;
@@ -115,7 +102,7 @@ static void assert_kept(struct vuf *f, const struct kept *k, uint32_t seed)
 	assert_int_equal(guest_mappings(), k->maps);
 	assert_int_equal(f->mem_events, k->mem_events);
 	vuf_no_reply(f);
-	still_moves(f, seed);
+	vuf_still_moves(f, seed);
 }
 
 /* ---- memory table rows ------------------------------------------------------------------ */
@@ -139,7 +126,7 @@ static void test_mem_table_more_regions_than_allowed(void **state)
 	assert_int_equal(table_dups(&f, r, 8, 8, 8), VL_OK);
 	/* (Fewer when mappings happen to be adjacent in host memory too: vl_mem merges.) */
 	assert_in_range(vl_mem_region_count(vl_vu_dev_mem(f.dev)), 1, 8);
-	still_moves(&f, 2);
+	vuf_still_moves(&f, 2);
 	vuf_fini(&f);
 }
 
@@ -465,14 +452,14 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 		assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, q, 1), VL_OK);
 		assert_true(f.ready[q]);
 	}
-	still_moves(&f, 1);
+	vuf_still_moves(&f, 1);
 	/* Memory hot-plugged and unplugged while traffic runs. */
 	extra = vuf_region(&f, 0, MIB);
 	extra.gpa = VUF_GPA + 64 * MIB;
 	extra.uaddr += 64 * MIB;
 	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 1), VL_OK);
 	assert_int_equal(guest_mappings(), kib0 + KIB_OF(MIB));
-	still_moves(&f, 2);
+	vuf_still_moves(&f, 2);
 	/* Overlapping what is there; without its fd. */
 	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 1), VL_ERR_REGION_OVERLAP);
 	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 0), VL_ERR_VU_FDS);
@@ -486,7 +473,7 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	/* The region holding the rings cannot go while they run. */
 	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &rings, 0), VL_ERR_RING_UNMAPPED);
 	assert_int_equal(guest_mappings(), kib0);
-	still_moves(&f, 3);
+	vuf_still_moves(&f, 3);
 	/* Up to VL_VU_MAX_MEM_SLOTS regions, not one more. */
 	for (uint32_t i = 2; i < VL_VU_MAX_MEM_SLOTS; i++) {
 		struct vuf_region s = vuf_region(&f, 0, 4096);
@@ -498,7 +485,7 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	extra.gpa += 512 * MIB;
 	extra.uaddr += 512 * MIB;
 	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 1), VL_ERR_TOO_MANY_REGIONS);
-	still_moves(&f, 4);
+	vuf_still_moves(&f, 4);
 	/* vhost_dev_stop: disable, then GET_VRING_BASE: QEMU reads used back from the upper
 	 * half. */
 	for (uint32_t q = 0; q < 2; q++) {
@@ -584,7 +571,7 @@ static void test_log_marks_pages_while_log_all(void **state)
 	assert_int_equal(vuf_count_fds(), fds0); /* mapped, the fd not kept */
 
 	/* Not yet LOG_ALL: traffic marks nothing. */
-	still_moves(&f, 1);
+	vuf_still_moves(&f, 1);
 	for (int i = 0; i < 4096; i++)
 		assert_int_equal(bm[i], 0);
 	/* Logging on, mid-traffic, the way QEMU switches it. */
@@ -604,13 +591,13 @@ static void test_log_marks_pages_while_log_all(void **state)
 	assert_int_equal(vuf_reply(&f, VUF_SET_LOG_BASE, NULL), 0);
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, FEATURES), VL_OK);
 	memset(view, 0, 8192);
-	still_moves(&f, 2);
+	vuf_still_moves(&f, 2);
 	for (int i = 0; i < 8192; i++)
 		assert_int_equal(view[i], 0);
 	/* LOG_ALL again, without a new log base: the one mapped now (offset 0) is used. */
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, FEATURES | F(VL_F_RING_EVENT_IDX) |
 						       F(VL_VU_F_LOG_ALL)), VL_OK);
-	still_moves(&f, 3);
+	vuf_still_moves(&f, 3);
 	assert_true(page_marked(view, f.ring[1].device_gpa));
 	munmap(view, 8192);
 	close(lfd);
@@ -636,7 +623,7 @@ static void test_features_and_log_all_while_running(void **state)
 	/* LOG_ALL on and off is fine. */
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, now | F(VL_VU_F_LOG_ALL)), VL_OK);
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, now), VL_OK);
-	still_moves(&f, 1);
+	vuf_still_moves(&f, 1);
 	vuf_fini(&f);
 }
 

@@ -604,3 +604,17 @@ uint32_t vuf_host_rx(struct vuf *f, uint32_t qidx, uint32_t n, uint32_t len, uin
 	vl_pkt_free_bulk(pkts, n);
 	return done;
 }
+
+void vuf_still_moves(struct vuf *f, uint32_t seed)
+{
+	uint32_t id, len, s = seed;
+
+	assert_true(vuf_post_tx(f, 1, 100, seed) >= 0);
+	assert_int_equal(vuf_host_tx(f, 1, 100, &s), 1);
+	assert_true(vuf_pop_used(f, 1, &id, &len));
+	assert_true(vuf_post_rx(f, 0, VUF_BUF_SIZE) >= 0);
+	assert_int_equal(vuf_host_rx(f, 0, 1, 200, seed), 1);
+	assert_true(vuf_pop_used(f, 0, &id, &len));
+	assert_int_equal(len, VUF_HDR_LEN + 200);
+	assert_true(vuf_check(vuf_buf(f, 0, id) + VUF_HDR_LEN, 200, seed));
+}

@@ -144,6 +144,11 @@ void vuf_dpdk_start(struct vuf *f, uint64_t features, enum vl_layout layout, uin
 void vuf_fill(uint8_t *p, uint32_t len, uint32_t seed);
 bool vuf_check(const uint8_t *p, uint32_t len, uint32_t seed);
 
+/* Asserts that traffic still flows on the first pair: a 100-byte packet from the guest
+ * (ring 1) reaches the host intact and comes back used, and a 200-byte one from the host
+ * reaches the guest's buffer (ring 0) whole. */
+void vuf_still_moves(struct vuf *f, uint32_t seed);
+
 /* Host side: dequeue everything on TX ring qidx and check each packet against the seeds in
  * order; enqueue `n` packets of `len` bytes (seeds from `seed`) on RX ring qidx. Return the
  * packets moved. */
