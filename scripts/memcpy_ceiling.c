@@ -225,6 +225,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "vl_memcpy_ceiling: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}
