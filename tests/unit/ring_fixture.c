@@ -600,6 +600,16 @@ void rf_burst_expect_goods(struct rf *f, struct rf_q *s, const struct rf_good *g
 	rf_burst_expect_goods_ask(f, s, g, n, 512);
 }
 
+void rf_burst_expect_returned(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n)
+{
+	rf_burst_expect_goods(f, s, g, n);
+	for (uint32_t i = 0; i < n; i++) {
+		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(s);
+}
+
 void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
 {
 	rf_burst_expect_goods(f, s, g, 1);

@@ -224,6 +224,9 @@ void rf_free_good(struct rf *f, const struct rf_good *g);
 void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g);
 /* The same for n chains posted in this order (n <= 256), all in one burst. */
 void rf_burst_expect_goods(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n);
+/* rf_burst_expect_goods, then the guest takes each chain back used, in order and with its
+ * length (rf_good_used_len), sees nothing more, and the buffers are freed (rf_free_good). */
+void rf_burst_expect_returned(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n);
 /* The same with TX asking for exactly tx_count packets (RX still offers n packets). */
 void rf_burst_expect_goods_ask(struct rf *f, struct rf_q *s, const struct rf_good *g,
 			       uint32_t n, uint16_t tx_count);

@@ -34,12 +34,7 @@ static void post(struct rf *f, struct rf_good *g, uint32_t n, uint8_t seed)
  * descriptors and no more. */
 static void take(struct rf *f, const struct rf_good *g, uint32_t n)
 {
-	rf_burst_expect_goods(f, &f->tx, g, n);
-	for (uint32_t i = 0; i < n; i++) {
-		rf_expect_used(&f->tx, g[i].head, 0);
-		rf_free_good(f, &g[i]);
-	}
-	rf_expect_no_used(&f->tx);
+	rf_burst_expect_returned(f, &f->tx, g, n);
 }
 
 static void line_wait_on(struct rf *f)

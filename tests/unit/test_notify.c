@@ -60,12 +60,7 @@ static void publish(struct rf *f, struct rf_q *s, uint32_t n, uint32_t ndescs)
 	for (uint32_t i = 0; i < n; i++)
 		g[i] = rf_post_good_n(f, s, 40 + i, (uint8_t)i,
 				      s->layout == VL_LAYOUT_PACKED ? ndescs : 1);
-	rf_burst_expect_goods(f, s, g, n);
-	for (uint32_t i = 0; i < n; i++) {
-		rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
-		rf_free_good(f, &g[i]);
-	}
-	rf_expect_no_used(s);
+	rf_burst_expect_returned(f, s, g, n);
 }
 
 /* A burst with nothing to do (TX: nothing posted; RX: a packet but no buffer). */

@@ -213,12 +213,7 @@ static void scn_basic(struct rf *f, struct rf_q *s)
 			descs += nd;
 			counter++;
 		}
-		rf_burst_expect_goods(f, s, g, n);
-		for (uint32_t i = 0; i < n; i++) {
-			rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
-			rf_free_good(f, &g[i]);
-		}
-		rf_expect_no_used(s);
+		rf_burst_expect_returned(f, s, g, n);
 		consumed += descs;
 		assert_int_equal(vl_vq_last_avail(s->q), rf_pavail_enc(s));
 		assert_int_equal(vl_vq_last_used(s->q), rf_pavail_enc(s));
@@ -471,12 +466,7 @@ static void scn_many_laps(struct rf *f, struct rf_q *s)
 					   (uint8_t)(counter + n), nd);
 			descs += nd;
 		}
-		rf_burst_expect_goods(f, s, g, n);
-		for (uint32_t i = 0; i < n; i++) {
-			rf_expect_used(s, g[i].head, rf_good_used_len(f, s, &g[i]));
-			rf_free_good(f, &g[i]);
-		}
-		rf_expect_no_used(s);
+		rf_burst_expect_returned(f, s, g, n);
 		counter += n;
 		consumed += descs;
 		assert_int_equal(vl_vq_last_avail(s->q), rf_pavail_enc(s));
