@@ -183,6 +183,8 @@ void rf_case_run(const struct rf_case *c)
 	cfg.start_idx = c->start_idx;
 	cfg.features |= c->features;
 	cfg.features &= ~c->features_off;
+	if (c->wrap0)
+		cfg.start_wrap = false;
 	if (c->no_batch)
 		cfg.batch_threshold = 0;
 	rf_setup(&f, &cfg);

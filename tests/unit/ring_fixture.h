@@ -117,6 +117,7 @@ struct rf_case {
 	void (*side_fn)(struct rf *f, struct rf_q *s);
 	bool rx;
 	uint64_t features_off;    /* taken from the defaults */
+	bool wrap0;               /* packed: both wrap counters start at 0 (default 1) */
 };
 /* A fresh fixture for c, c->fn on it, teardown. */
 void rf_case_run(const struct rf_case *c);

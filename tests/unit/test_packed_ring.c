@@ -5,8 +5,9 @@
  * guest sees (id, len, flags, position), whether the queue is broken, and that a well-formed
  * chain still moves after. Also VIRTIO_F_IN_ORDER on both layouts and queue creation limits.
  *
- * Scenario bodies are named by what they check and run from small wrappers per side
- * (TX: vl_net_dequeue, RX: vl_net_enqueue), guest RAM granularity and queue size. */
+ * Scenario bodies are named by what they check; the table at the end lists their runs per
+ * side (TX: vl_net_dequeue, RX: vl_net_enqueue), guest RAM granularity, queue size and start
+ * position (rf_run_cases). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,72 +20,6 @@
 #include "ring_fixture.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
-
-typedef void (*scn_fn)(struct rf *f, struct rf_q *s);
-
-static void run_cfg(scn_fn fn, const struct rf_cfg *cfg, bool rx)
-{
-	struct rf f;
-
-	rf_setup(&f, cfg);
-	fn(&f, rf_side(&f, rx));
-	rf_teardown(&f);
-}
-
-/* A packed fixture of qsize entries, both sides starting at position start, wrap counter wrap,
- * with `extra` features added to the defaults. */
-static void run_pk(scn_fn fn, uint64_t gran, uint32_t qsize, uint16_t start, bool wrap,
-		   uint64_t extra, bool rx)
-{
-	struct rf_cfg cfg;
-
-	rf_cfg_init_packed(&cfg, gran, qsize);
-	cfg.start_idx = start;
-	cfg.start_wrap = wrap;
-	cfg.features |= extra;
-	run_cfg(fn, &cfg, rx);
-}
-
-/* Four wrappers per scenario: TX/RX x coarse/4 KiB, queue size 256 from position 0 wrap 1. */
-#define WRAP_SIDES_GRANS(name)                                                               \
-	static void test_##name##_tx_coarse(void **state)                                    \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, RF_COARSE, 256, 0, true, 0, false);                       \
-	}                                                                                    \
-	static void test_##name##_tx_4k(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, RF_4K, 256, 0, true, 0, false);                           \
-	}                                                                                    \
-	static void test_##name##_rx_coarse(void **state)                                    \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, RF_COARSE, 256, 0, true, 0, true);                        \
-	}                                                                                    \
-	static void test_##name##_rx_4k(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, RF_4K, 256, 0, true, 0, true);                            \
-	}
-#define TESTS_SIDES_GRANS(name)                                                              \
-	cmocka_unit_test(test_##name##_tx_coarse), cmocka_unit_test(test_##name##_tx_4k),    \
-		cmocka_unit_test(test_##name##_rx_coarse),                                   \
-		cmocka_unit_test(test_##name##_rx_4k)
-
-/* Two wrappers (TX/RX) for a scenario that needs its own size/start/features. */
-#define WRAP_SIDES_CFG(name, gran, qsize, start, wrap, extra)                                \
-	static void test_##name##_tx(void **state)                                           \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, gran, qsize, start, wrap, extra, false);                  \
-	}                                                                                    \
-	static void test_##name##_rx(void **state)                                           \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_##name, gran, qsize, start, wrap, extra, true);                   \
-	}
-#define TESTS_SIDES(name) cmocka_unit_test(test_##name##_tx), cmocka_unit_test(test_##name##_rx)
 
 /* One burst of whatever kind the side does; returns what the datapath call returned.
  * TX asks for up to 32 packets (freed), RX offers `npkts` 64-byte packets. */
@@ -230,36 +165,6 @@ static void scn_basic(struct rf *f, struct rf_q *s)
 	assert_false(vl_vq_broken(s->q));
 }
 
-static void run_basic(uint64_t gran, uint32_t qsize, bool rx, bool mrg)
-{
-	run_pk(scn_basic, gran, qsize, 0, true, mrg ? VL_FEATURE(VL_F_NET_MRG_RXBUF) : 0, rx);
-}
-
-#define WRAP_BASIC(qs)                                                                       \
-	static void test_basic_tx_##qs(void **state)                                         \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_basic(RF_COARSE, qs, false, false);                                      \
-		run_basic(RF_4K, qs, false, false);                                          \
-	}                                                                                    \
-	static void test_basic_rx_##qs(void **state)                                         \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_basic(RF_COARSE, qs, true, false);                                       \
-		run_basic(RF_4K, qs, true, false);                                           \
-	}                                                                                    \
-	static void test_basic_rx_mrg_##qs(void **state)                                     \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_basic(RF_COARSE, qs, true, true);                                        \
-		run_basic(RF_4K, qs, true, true);                                            \
-	}
-WRAP_BASIC(256)
-WRAP_BASIC(1000)
-WRAP_BASIC(3)
-#define TESTS_BASIC(qs)                                                                      \
-	cmocka_unit_test(test_basic_tx_##qs), cmocka_unit_test(test_basic_rx_##qs),          \
-		cmocka_unit_test(test_basic_rx_mrg_##qs)
 
 /* Mergeable RX: packets spread over 1, 2 or 3 buffers of 64 bytes (one descriptor each). The
  * guest reassembles each packet from consecutive used buffers: num_buffers in the first
@@ -340,18 +245,6 @@ static void scn_mergeable_rx(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
 
-#define WRAP_MRG(qs)                                                                         \
-	static void test_mergeable_rx_##qs(void **state)                                     \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_pk(scn_mergeable_rx, RF_COARSE, qs, 0, true,                             \
-		       VL_FEATURE(VL_F_NET_MRG_RXBUF), true);                                \
-		run_pk(scn_mergeable_rx, RF_4K, qs, 0, true, VL_FEATURE(VL_F_NET_MRG_RXBUF), \
-		       true);                                                                \
-	}
-WRAP_MRG(256)
-WRAP_MRG(1000)
-WRAP_MRG(3)
 
 /* ---- buffer id, wrap counter, used write-back ------------------------------------------- */
 
@@ -385,7 +278,6 @@ static void scn_id_from_last(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_GRANS(id_from_last)
 
 /* A chain of four descriptors starting two before the end of the ring: the driver's wrap
  * counter flips after its second descriptor (the last two carry the flipped AVAIL/USED
@@ -440,7 +332,6 @@ static void scn_wrap_mid_chain(struct rf *f, struct rf_q *s)
 	assert_int_equal(now.last_used_idx, enc(3, false));
 	assert_int_not_equal(made.last_avail_idx, now.last_avail_idx);
 }
-WRAP_SIDES_CFG(wrap_mid_chain, RF_4K, 256, 254, true, 0)
 
 /* Five laps of a 7-entry ring with chains of 1, 2 and 3 descriptors (so chains cross the end
  * at every offset): every packet moves byte-exact, both positions follow the driver's, and
@@ -481,7 +372,6 @@ static void scn_many_laps(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_stats(s->q)->packets, counter);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
-WRAP_SIDES_CFG(many_laps, RF_COARSE, 7, 0, true, 0)
 
 /* Used write-back: chains of 1 (bad: dropped, length 0), 3, 1 and 2 descriptors starting 3
  * before the end of the ring. After the burst each chain's FIRST position holds its used
@@ -565,7 +455,6 @@ static void scn_used_writeback(struct rf *f, struct rf_q *s)
 						 : VL_DROP_SHORT_CHAIN), 0);
 	free(snap);
 }
-WRAP_SIDES_CFG(used_writeback, RF_COARSE, 64, 61, true, 0)
 
 /* ---- the packed ring lies ---------------------------------------------------------------- */
 
@@ -619,35 +508,6 @@ static void scn_head_flags(struct rf *f, struct rf_q *s)
 		assert_false(vl_vq_broken(s->q));
 	}
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
-}
-
-static void run_head_flags(uint64_t gran, bool wrap, bool rx)
-{
-	run_pk(scn_head_flags, gran, 256, 10, wrap, 0, rx);
-}
-
-static void test_head_flags_tx_wrap1(void **state)
-{
-	(void)state;
-	run_head_flags(RF_COARSE, true, false);
-}
-
-static void test_head_flags_tx_wrap0(void **state)
-{
-	(void)state;
-	run_head_flags(RF_COARSE, false, false);
-}
-
-static void test_head_flags_rx_wrap1(void **state)
-{
-	(void)state;
-	run_head_flags(RF_4K, true, true);
-}
-
-static void test_head_flags_rx_wrap0(void **state)
-{
-	(void)state;
-	run_head_flags(RF_4K, false, true);
 }
 
 /* A head available with NEXT whose following descriptor is not available: zeroed, looks used,
@@ -726,7 +586,6 @@ static void scn_lie_next_everywhere(struct rf *f, struct rf_q *s)
 	assert_int_equal(burst_any(f, s), 0);
 	expect_broken(f, s, VL_DROP_CHAIN_INCOMPLETE, 0, at);
 }
-WRAP_SIDES_CFG(lie_next_everywhere, RF_COARSE, 256, 100, true, 0)
 
 /* The longest legal chain: exactly queue-size descriptors (the bound is not one short), from
  * the middle of the ring so it crosses the end. */
@@ -747,7 +606,6 @@ static void scn_longest_chain(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_last_avail(s->q), enc(100, false));
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_CFG(longest_chain, RF_COARSE, 256, 100, true, 0)
 
 /* Buffer ids >= queue size: on a one-descriptor chain (id == size), and on the last
  * descriptor of a two-descriptor chain whose head carries a valid one (0xFFFF). No id could
@@ -767,7 +625,6 @@ static void scn_id_out_of_range(struct rf *f, struct rf_q *s)
 	assert_int_equal(burst_any(f, s), 0);
 	expect_broken(f, s, VL_DROP_ID_OUT_OF_RANGE, 0, at);
 }
-WRAP_SIDES_GRANS(id_out_of_range)
 
 static void scn_id_out_of_range_last(struct rf *f, struct rf_q *s)
 {
@@ -783,7 +640,6 @@ static void scn_id_out_of_range_last(struct rf *f, struct rf_q *s)
 	assert_int_equal(burst_any(f, s), 0);
 	expect_broken(f, s, VL_DROP_ID_OUT_OF_RANGE, 0, at);
 }
-WRAP_SIDES_GRANS(id_out_of_range_last)
 
 /* A good chain ahead of a lie still moves and is returned; then the queue is broken and does
  * nothing more. The lie: a bad buffer id (met when the chain is fetched) or an incomplete
@@ -839,13 +695,11 @@ static void scn_bad_id_after_good(struct rf *f, struct rf_q *s)
 {
 	lie_after_good(f, s, VL_DROP_ID_OUT_OF_RANGE);
 }
-WRAP_SIDES_CFG(bad_id_after_good, RF_COARSE, 256, 0, true, 0)
 
 static void scn_incomplete_after_good(struct rf *f, struct rf_q *s)
 {
 	lie_after_good(f, s, VL_DROP_CHAIN_INCOMPLETE);
 }
-WRAP_SIDES_CFG(incomplete_after_good, RF_COARSE, 256, 0, true, 0)
 
 /* ---- indirect descriptors ---------------------------------------------------------------- */
 
@@ -881,7 +735,6 @@ static void scn_indirect_consecutive(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_GRANS(indirect_consecutive)
 
 /* INDIRECT inside a direct list (spec 2.8.8: never with NEXT): as the head (which carries
  * NEXT) and as the last descriptor (which does not, but follows one that does). */
@@ -897,7 +750,6 @@ static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 2, VL_DROP_INDIRECT_WITH_NEXT);
 }
-WRAP_SIDES_GRANS(indirect_with_next)
 
 /* A table entry of the wrong direction (as the header entry and as a data entry).
  * Read-only in an RX table: dropped, the device must not write it. WRITE in a TX table:
@@ -939,7 +791,6 @@ static void scn_indirect_direction(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_GRANS(indirect_direction)
 
 /* ---- queue creation and resume ----------------------------------------------------------- */
 
@@ -1173,9 +1024,6 @@ static void scn_resume(struct rf *f, struct rf_q *s)
 #define scn_resume_250_wrap0 scn_resume
 #define scn_resume_999_wrap1 scn_resume
 #define scn_resume_1_wrap0_size3 scn_resume
-WRAP_SIDES_CFG(resume_250_wrap0, RF_COARSE, 256, 250, false, 0)
-WRAP_SIDES_CFG(resume_999_wrap1, RF_4K, 1000, 999, true, 0)
-WRAP_SIDES_CFG(resume_1_wrap0_size3, RF_COARSE, 3, 1, false, 0)
 
 /* A device resumed with the wrong wrap counter for the driver's position sees nothing there
  * (the driver's descriptor is available for the other counter): no packet, not broken. */
@@ -1204,7 +1052,6 @@ static void scn_resume_wrong_wrap(struct rf *f, struct rf_q *s)
 	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
 	rf_expect_no_used(s);
 }
-WRAP_SIDES_CFG(resume_wrong_wrap, RF_COARSE, 256, 5, true, 0)
 
 /* ---- VIRTIO_F_IN_ORDER -------------------------------------------------------------------- */
 
@@ -1290,13 +1137,6 @@ static void scn_in_order_tx_per_chain(struct rf *f, struct rf_q *s)
 	free(snap);
 }
 
-static void test_in_order_tx_per_chain(void **state)
-{
-	(void)state;
-	run_pk(scn_in_order_tx_per_chain, RF_COARSE, 64, 60, true, IN_ORDER, false);
-	run_pk(scn_in_order_tx_per_chain, RF_4K, 1000, 996, true, IN_ORDER, false);
-}
-
 /* Packed RX under IN_ORDER: one used descriptor per buffer, at each chain's position, in
  * order, each with its own id and length (and WRITE). */
 static void scn_in_order_rx(struct rf *f, struct rf_q *s)
@@ -1326,14 +1166,6 @@ static void scn_in_order_rx(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
 
-static void test_in_order_rx(void **state)
-{
-	(void)state;
-	run_pk(scn_in_order_rx, RF_COARSE, 256, 253, true, IN_ORDER, true);
-	run_pk(scn_in_order_rx, RF_COARSE, 256, 0, true, IN_ORDER | VL_FEATURE(VL_F_NET_MRG_RXBUF),
-	       true);
-}
-
 /* Split TX under IN_ORDER: every chain gets its own used entry, in order (the spec allows the
  * device to skip entries; the core writes them all, which every in-order driver reads). */
 static void scn_in_order_split_tx(struct rf *f, struct rf_q *s)
@@ -1356,17 +1188,6 @@ static void scn_in_order_split_tx(struct rf *f, struct rf_q *s)
 	for (uint32_t k = 0; k < 5; k++)
 		rf_expect_used(s, g[k].head, 0);
 	rf_expect_no_used(s);
-}
-
-static void test_in_order_split_tx(void **state)
-{
-	struct rf_cfg cfg;
-
-	(void)state;
-	rf_cfg_init(&cfg, RF_COARSE);
-	cfg.features |= IN_ORDER;
-	cfg.start_idx = 65533; /* the used-ring copy crosses the 16-bit wrap */
-	run_cfg(scn_in_order_split_tx, &cfg, false);
 }
 
 /* In-order RX, mergeable: a bad chain met after good ones inside one packet's reservation.
@@ -1447,67 +1268,92 @@ static void scn_in_order_rx_bad_after_good(struct rf *f, struct rf_q *s)
 	assert_false(vl_vq_broken(s->q));
 }
 
-static void test_in_order_rx_bad_after_good_packed(void **state)
-{
-	(void)state;
-	run_pk(scn_in_order_rx_bad_after_good, RF_COARSE, 256, 250, true,
-	       IN_ORDER | VL_FEATURE(VL_F_NET_MRG_RXBUF), true);
-	run_pk(scn_in_order_rx_bad_after_good, RF_4K, 7, 3, true,
-	       IN_ORDER | VL_FEATURE(VL_F_NET_MRG_RXBUF), true);
-}
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
-static void test_in_order_rx_bad_after_good_split(void **state)
-{
-	struct rf_cfg cfg;
+/* A packed run of scn_SCN on one side: RAM granularity, queue size, the position and wrap
+ * counter both sides start at, features added. */
+#define PK(scn, sfx, gran, qs, start, wrap, feat, RX)                                        \
+	{ .name = #scn sfx, .side_fn = scn_##scn, .layout = VL_LAYOUT_PACKED,                \
+	  .granularity = gran, .qsize = qs, .start_idx = start, .wrap0 = !(wrap),            \
+	  .features = feat, .rx = RX }
+/* Both sides with one configuration. */
+#define PK_SIDES(scn, gran, qs, start, wrap, feat)                                           \
+	PK(scn, "_tx", gran, qs, start, wrap, feat, false),                                  \
+		PK(scn, "_rx", gran, qs, start, wrap, feat, true)
+/* Both sides over coarse and 4 KiB RAM, 256 entries from position 0. */
+#define PK_SIDES_GRANS(scn)                                                                  \
+	PK(scn, "_tx_coarse", RF_COARSE, 256, 0, true, 0, false),                            \
+		PK(scn, "_tx_4k", RF_4K, 256, 0, true, 0, false),                            \
+		PK(scn, "_rx_coarse", RF_COARSE, 256, 0, true, 0, true),                     \
+		PK(scn, "_rx_4k", RF_4K, 256, 0, true, 0, true)
+/* scn_basic with qs entries: TX, RX, RX with mergeable buffers, each over both RAMs. */
+#define BASIC(qs)                                                                            \
+	PK(basic, "_tx_" #qs "_coarse", RF_COARSE, qs, 0, true, 0, false),                   \
+		PK(basic, "_tx_" #qs "_4k", RF_4K, qs, 0, true, 0, false),                   \
+		PK(basic, "_rx_" #qs "_coarse", RF_COARSE, qs, 0, true, 0, true),            \
+		PK(basic, "_rx_" #qs "_4k", RF_4K, qs, 0, true, 0, true),                    \
+		PK(basic, "_rx_mrg_" #qs "_coarse", RF_COARSE, qs, 0, true, MRG, true),      \
+		PK(basic, "_rx_mrg_" #qs "_4k", RF_4K, qs, 0, true, MRG, true)
+#define MERGEABLE(qs)                                                                        \
+	PK(mergeable_rx, "_" #qs "_coarse", RF_COARSE, qs, 0, true, MRG, true),              \
+		PK(mergeable_rx, "_" #qs "_4k", RF_4K, qs, 0, true, MRG, true)
+#define MRG VL_FEATURE(VL_F_NET_MRG_RXBUF)
 
-	(void)state;
-	rf_cfg_init(&cfg, RF_COARSE);
-	cfg.features |= IN_ORDER | VL_FEATURE(VL_F_NET_MRG_RXBUF);
-	run_cfg(scn_in_order_rx_bad_after_good, &cfg, true);
-}
+static const struct rf_case cases[] = {
+	BASIC(256),
+	BASIC(1000),
+	BASIC(3),
+	MERGEABLE(256),
+	MERGEABLE(1000),
+	MERGEABLE(3),
+	PK_SIDES_GRANS(id_from_last),
+	PK_SIDES(wrap_mid_chain, RF_4K, 256, 254, true, 0),
+	PK_SIDES(many_laps, RF_COARSE, 7, 0, true, 0),
+	PK_SIDES(used_writeback, RF_COARSE, 64, 61, true, 0),
+	PK(head_flags, "_tx_wrap1", RF_COARSE, 256, 10, true, 0, false),
+	PK(head_flags, "_tx_wrap0", RF_COARSE, 256, 10, false, 0, false),
+	PK(head_flags, "_rx_wrap1", RF_4K, 256, 10, true, 0, true),
+	PK(head_flags, "_rx_wrap0", RF_4K, 256, 10, false, 0, true),
+	PK_SIDES(lie_next_everywhere, RF_COARSE, 256, 100, true, 0),
+	PK_SIDES(longest_chain, RF_COARSE, 256, 100, true, 0),
+	PK_SIDES_GRANS(id_out_of_range),
+	PK_SIDES_GRANS(id_out_of_range_last),
+	PK_SIDES(bad_id_after_good, RF_COARSE, 256, 0, true, 0),
+	PK_SIDES(incomplete_after_good, RF_COARSE, 256, 0, true, 0),
+	PK_SIDES_GRANS(indirect_consecutive),
+	PK_SIDES_GRANS(indirect_with_next),
+	PK_SIDES_GRANS(indirect_direction),
+	PK_SIDES(resume_250_wrap0, RF_COARSE, 256, 250, false, 0),
+	PK_SIDES(resume_999_wrap1, RF_4K, 1000, 999, true, 0),
+	PK_SIDES(resume_1_wrap0_size3, RF_COARSE, 3, 1, false, 0),
+	PK_SIDES(resume_wrong_wrap, RF_COARSE, 256, 5, true, 0),
+	PK(in_order_tx_per_chain, "_coarse", RF_COARSE, 64, 60, true, IN_ORDER, false),
+	PK(in_order_tx_per_chain, "_4k", RF_4K, 1000, 996, true, IN_ORDER, false),
+	PK(in_order_rx, "", RF_COARSE, 256, 253, true, IN_ORDER, true),
+	PK(in_order_rx, "_mrg", RF_COARSE, 256, 0, true, IN_ORDER | MRG, true),
+	/* Split: the used-ring copy crosses the 16-bit wrap. */
+	{ .name = "in_order_split_tx", .side_fn = scn_in_order_split_tx,
+	  .layout = VL_LAYOUT_SPLIT, .granularity = RF_COARSE, .features = IN_ORDER,
+	  .start_idx = 65533 },
+	PK(in_order_rx_bad_after_good, "_packed_coarse", RF_COARSE, 256, 250, true,
+	   IN_ORDER | MRG, true),
+	PK(in_order_rx_bad_after_good, "_packed_4k", RF_4K, 7, 3, true, IN_ORDER | MRG, true),
+	{ .name = "in_order_rx_bad_after_good_split", .side_fn = scn_in_order_rx_bad_after_good,
+	  .layout = VL_LAYOUT_SPLIT, .granularity = RF_COARSE, .features = IN_ORDER | MRG,
+	  .rx = true },
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		TESTS_BASIC(256),
-		TESTS_BASIC(1000),
-		TESTS_BASIC(3),
-		cmocka_unit_test(test_mergeable_rx_256),
-		cmocka_unit_test(test_mergeable_rx_1000),
-		cmocka_unit_test(test_mergeable_rx_3),
-		TESTS_SIDES_GRANS(id_from_last),
-		TESTS_SIDES(wrap_mid_chain),
-		TESTS_SIDES(many_laps),
-		TESTS_SIDES(used_writeback),
-		cmocka_unit_test(test_head_flags_tx_wrap1),
-		cmocka_unit_test(test_head_flags_tx_wrap0),
-		cmocka_unit_test(test_head_flags_rx_wrap1),
-		cmocka_unit_test(test_head_flags_rx_wrap0),
+	/* Tests that set up their own fixtures (or none). */
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_lie_tail_not_avail_tx),
 		cmocka_unit_test(test_lie_tail_not_avail_rx),
-		TESTS_SIDES(lie_next_everywhere),
-		TESTS_SIDES(longest_chain),
-		TESTS_SIDES_GRANS(id_out_of_range),
-		TESTS_SIDES_GRANS(id_out_of_range_last),
-		TESTS_SIDES(bad_id_after_good),
-		TESTS_SIDES(incomplete_after_good),
-		TESTS_SIDES_GRANS(indirect_consecutive),
-		TESTS_SIDES_GRANS(indirect_with_next),
-		TESTS_SIDES_GRANS(indirect_direction),
 		cmocka_unit_test(test_create_sizes),
 		cmocka_unit_test(test_create_bad_args),
 		cmocka_unit_test(test_drop_names),
 		cmocka_unit_test(test_create_ring_base),
-		TESTS_SIDES(resume_250_wrap0),
-		TESTS_SIDES(resume_999_wrap1),
-		TESTS_SIDES(resume_1_wrap0_size3),
-		TESTS_SIDES(resume_wrong_wrap),
-		cmocka_unit_test(test_in_order_tx_per_chain),
-		cmocka_unit_test(test_in_order_rx),
-		cmocka_unit_test(test_in_order_split_tx),
-		cmocka_unit_test(test_in_order_rx_bad_after_good_packed),
-		cmocka_unit_test(test_in_order_rx_bad_after_good_split),
 	};
 
-	return cmocka_run_group_tests_name("packed_ring", tests, NULL, NULL);
+	return rf_run_cases("packed_ring", RF_LIST(cases), RF_LIST(more));
 }
