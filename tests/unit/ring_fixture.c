@@ -185,6 +185,8 @@ void rf_case_run(const struct rf_case *c)
 	cfg.features &= ~c->features_off;
 	if (c->wrap0)
 		cfg.start_wrap = false;
+	if (c->ram_size)
+		cfg.ram_size = c->ram_size;
 	if (c->no_batch)
 		cfg.batch_threshold = 0;
 	rf_setup(&f, &cfg);

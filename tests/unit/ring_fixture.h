@@ -118,6 +118,7 @@ struct rf_case {
 	bool rx;
 	uint64_t features_off;    /* taken from the defaults */
 	bool wrap0;               /* packed: both wrap counters start at 0 (default 1) */
+	uint64_t ram_size;        /* guest RAM bytes; 0: rf_cfg_init's */
 };
 /* A fresh fixture for c, c->fn on it, teardown. */
 void rf_case_run(const struct rf_case *c);

@@ -20,74 +20,12 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f, struct rf_q *s);
-
 static uint16_t post1(struct rf_q *s, uint64_t gpa, uint32_t len, uint16_t flags)
 {
 	struct rf_desc d = { gpa, len, flags };
 
 	return rf_post_chain(s, &d, 1);
 }
-
-static void run_scn(scn_fn fn, uint64_t gran, bool rx)
-{
-	struct rf f;
-
-	rf_setup_gran(&f, gran);
-	fn(&f, rf_side(&f, rx));
-	rf_teardown(&f);
-}
-
-static void run_scn_cfg(scn_fn fn, const struct rf_cfg *cfg, bool rx)
-{
-	struct rf f;
-
-	rf_setup(&f, cfg);
-	fn(&f, rf_side(&f, rx));
-	rf_teardown(&f);
-}
-
-/* Four wrappers per chain-level scenario: TX/RX x coarse/4 KiB. */
-#define WRAP_SIDES_GRANS(name)                                                               \
-	static void test_##name##_tx_coarse(void **state)                                    \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_COARSE, false);                                       \
-	}                                                                                    \
-	static void test_##name##_tx_4k(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_4K, false);                                           \
-	}                                                                                    \
-	static void test_##name##_rx_coarse(void **state)                                    \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_COARSE, true);                                        \
-	}                                                                                    \
-	static void test_##name##_rx_4k(void **state)                                        \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_4K, true);                                            \
-	}
-#define TESTS_SIDES_GRANS(name)                                                              \
-	cmocka_unit_test(test_##name##_tx_coarse), cmocka_unit_test(test_##name##_tx_4k),    \
-		cmocka_unit_test(test_##name##_rx_coarse),                                   \
-		cmocka_unit_test(test_##name##_rx_4k)
-
-/* Two wrappers for TX-only scenarios: coarse and 4 KiB. */
-#define WRAP_TX_GRANS(name)                                                                  \
-	static void test_##name##_coarse(void **state)                                       \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_COARSE, false);                                       \
-	}                                                                                    \
-	static void test_##name##_4k(void **state)                                           \
-	{                                                                                    \
-		(void)state;                                                                 \
-		run_scn(scn_##name, RF_4K, false);                                           \
-	}
-#define TESTS_TX_GRANS(name)                                                                 \
-	cmocka_unit_test(test_##name##_coarse), cmocka_unit_test(test_##name##_4k)
 
 /* One burst of whatever kind the side does; returns what the datapath call returned.
  * TX asks for up to 32 packets (freed), RX offers one 64-byte packet. */
@@ -133,7 +71,6 @@ static void scn_loop_direct(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 2, VL_DROP_CHAIN_LOOP);
 }
-WRAP_SIDES_GRANS(loop_direct)
 
 /* The loop check marks each descriptor a walk visits with the walk's stamp; the stamps are
  * 16 bits, so every 65535 walks they start over at 1 and every old mark is cleared. A chain
@@ -206,7 +143,6 @@ static void scn_stamp_wrap(struct rf *f, struct rf_q *s)
 	rf_post_head(s, c, &c, 1);
 	rf_expect_bad_then_good(f, s, &c, 1, VL_DROP_CHAIN_LOOP);
 }
-WRAP_TX_GRANS(stamp_wrap)
 
 /* Loops inside an indirect table: e0 -> e1 -> e2 -> e1, and a one-entry table e0 -> e0, each
  * stopped at the entry visited twice (table entries are an index space of their own). */
@@ -227,7 +163,6 @@ static void scn_loop_indirect(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 2, VL_DROP_CHAIN_LOOP);
 }
-WRAP_SIDES_GRANS(loop_indirect)
 
 /* The longest legal direct chain: exactly queue-size descriptors (the walk is not one step
  * short). TX: header then 255 slices of 4 bytes; RX: 256 slices of 8 bytes. */
@@ -247,7 +182,6 @@ static void scn_longest_direct_chain(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_GRANS(longest_direct_chain)
 
 /* ---- out-of-range indices ------------------------------------------------------------------ */
 
@@ -275,7 +209,6 @@ static void scn_next_out_of_range(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 3, VL_DROP_NEXT_OUT_OF_RANGE);
 }
-WRAP_SIDES_GRANS(next_out_of_range)
 
 /* The avail ring names head == queue size: no id could be returned for it, so the queue
  * breaks; nothing is returned and no later burst does anything. */
@@ -303,7 +236,6 @@ static void scn_head_out_of_range(struct rf *f, struct rf_q *s)
 	assert_int_equal(rf_drops(s, VL_DROP_HEAD_OUT_OF_RANGE), 1); /* latched, counted once */
 	assert_int_equal(vl_vq_broken_reason(s->q), VL_DROP_HEAD_OUT_OF_RANGE);
 }
-WRAP_SIDES_GRANS(head_out_of_range)
 
 /* A good chain ahead of the bad head still moves and is returned; then the queue is broken.
  * (TX meets the bad head in the same burst, RX when the next packet needs a buffer.) */
@@ -324,7 +256,6 @@ static void scn_head_out_of_range_after_good(struct rf *f, struct rf_q *s)
 	assert_int_equal(burst_any(f, s), 0);
 	rf_expect_no_used(s);
 }
-WRAP_SIDES_GRANS(head_out_of_range_after_good)
 
 /* avail->idx claims queue size + 1 new entries: the queue breaks before reading any. */
 static void scn_avail_idx_jump(struct rf *f, struct rf_q *s)
@@ -347,7 +278,6 @@ static void scn_avail_idx_jump(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(rf_drops(s, VL_DROP_AVAIL_IDX_JUMP), 1);
 }
-WRAP_SIDES_GRANS(avail_idx_jump)
 
 /* A jump of exactly queue size is a full ring: legal, every chain moves in one burst. */
 static void scn_avail_full_ring(struct rf *f, struct rf_q *s)
@@ -371,7 +301,6 @@ static void scn_avail_full_ring(struct rf *f, struct rf_q *s)
 	free(g);
 	rf_expect_still_works(f, s);
 }
-WRAP_SIDES_GRANS(avail_full_ring)
 
 /* ---- indirect tables ------------------------------------------------------------------- */
 
@@ -388,7 +317,6 @@ static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_WITH_NEXT);
 }
-WRAP_SIDES_GRANS(indirect_with_next)
 
 /* g, just posted, is the one chain the next burst serves: delivered whole and returned,
  * nothing dropped, and the queue still works. */
@@ -423,7 +351,6 @@ static void scn_direct_then_indirect(struct rf *f, struct rf_q *s)
 	g.head = rf_post_chain(s, d, 2);
 	expect_only_good(f, s, &g);
 }
-WRAP_SIDES_GRANS(direct_then_indirect)
 
 /* The device ignores WRITE on the descriptor naming a table (spec 2.7.5.3.2): with and
  * without it the same table is accepted, on either side. */
@@ -446,7 +373,6 @@ static void scn_indirect_ignores_write_flag(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
-WRAP_SIDES_GRANS(indirect_ignores_write_flag)
 
 /* ---- guest memory ------------------------------------------------------------------------ */
 
@@ -494,7 +420,6 @@ static void scn_unmapped(struct rf *f, struct rf_q *s)
 		assert_int_equal(tail[i], 0x5A);
 	assert_memory_equal(rf_ptr(f, ring_end - 32, 32), ring_tail, 32);
 }
-WRAP_SIDES_GRANS(unmapped)
 
 /* A buffer that straddles two regions is split per region and copied intact: once with the
  * header itself cut (5 + rest), once with the payload cut far from the header. */
@@ -516,7 +441,6 @@ static void scn_buffer_straddle(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
-WRAP_SIDES_GRANS(buffer_straddle)
 
 /* A chain of more translated pieces than VL_CHAIN_MAX_PIECES: one descriptor over 1025
  * pages of 4 KiB regions (one piece per region). 1024 pages is still fine (RX delivers). */
@@ -540,27 +464,6 @@ static void scn_too_many_pieces(struct rf *f, struct rf_q *s)
 		rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
 		assert_int_equal(rf_drops(s, VL_DROP_TOO_MANY_PIECES), 1);
 	}
-}
-
-static void run_too_many_pieces(bool rx)
-{
-	struct rf_cfg cfg;
-
-	rf_cfg_init(&cfg, RF_4K);
-	cfg.ram_size = 6ull << 20; /* 1536 regions */
-	run_scn_cfg(scn_too_many_pieces, &cfg, rx);
-}
-
-static void test_too_many_pieces_tx_4k(void **state)
-{
-	(void)state;
-	run_too_many_pieces(false);
-}
-
-static void test_too_many_pieces_rx_4k(void **state)
-{
-	(void)state;
-	run_too_many_pieces(true);
 }
 
 /* ---- lengths ----------------------------------------------------------------------------- */
@@ -594,7 +497,6 @@ static void scn_len_overflow(struct rf *f, struct rf_q *s)
 	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
 	rf_expect_no_used(s);
 }
-WRAP_SIDES_GRANS(len_overflow)
 
 /* Zero-length descriptors between data descriptors contribute nothing and break nothing. */
 static void scn_zero_len_middle(struct rf *f, struct rf_q *s)
@@ -617,7 +519,6 @@ static void scn_zero_len_middle(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
-WRAP_SIDES_GRANS(zero_len_middle)
 
 /* A chain of only zero-length descriptors holds no packet: a short TX chain, an RX buffer
  * too small for the header. */
@@ -630,7 +531,6 @@ static void scn_zero_len_only(struct rf *f, struct rf_q *s)
 	rf_expect_bad_then_good(f, s, bad, 2,
 			     s->rx ? VL_DROP_RX_BUF_TOO_SMALL : VL_DROP_SHORT_CHAIN);
 }
-WRAP_SIDES_GRANS(zero_len_only)
 
 /* ---- TX chain contents ----------------------------------------------------------------- */
 
@@ -679,18 +579,6 @@ static void scn_header_spread(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 }
-WRAP_TX_GRANS(header_spread)
-
-static void test_header_spread_legacy_hdr(void **state)
-{
-	struct rf_cfg cfg;
-
-	(void)state;
-	rf_cfg_init(&cfg, RF_4K);
-	/* 10-byte header */
-	cfg.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_NET_CSUM);
-	run_scn_cfg(scn_header_spread, &cfg, false);
-}
 
 /* Chains no longer than the header (CVE-2022-2132): exactly the header in three pieces,
  * exactly the header in one, one byte short. All returned with length 0. One byte more than
@@ -722,7 +610,6 @@ static void scn_short_chain(struct rf *f, struct rf_q *s)
 	rf_expect_used(s, g.head, 0);
 	assert_int_equal(rf_drops(s, VL_DROP_SHORT_CHAIN), 3);
 }
-WRAP_TX_GRANS(short_chain)
 
 /* A device-writable descriptor in a TX chain: as data, as the header, inside a table. */
 static void scn_tx_write_desc(struct rf *f, struct rf_q *s)
@@ -745,7 +632,6 @@ static void scn_tx_write_desc(struct rf *f, struct rf_q *s)
 
 	rf_expect_bad_then_good(f, s, bad, 3, VL_DROP_DIRECTION);
 }
-WRAP_TX_GRANS(tx_write_desc)
 
 /* Post a TX packet of plen pattern bytes behind header `hdr` (12 bytes given, hdr_len used). */
 static uint16_t post_tx_hdr(struct rf *f, struct rf_q *s, const struct vl_net_hdr *hdr,
@@ -845,17 +731,6 @@ static void scn_bad_offload(struct rf *f, struct rf_q *s)
 		rf_expect_used(s, heads[i], 0);
 	rf_expect_no_used(s);
 }
-WRAP_TX_GRANS(bad_offload)
-
-static void test_offload_ignored_without_csum(void **state)
-{
-	struct rf_cfg cfg;
-
-	(void)state;
-	rf_cfg_init(&cfg, RF_4K);
-	cfg.features &= ~VL_FEATURE(VL_F_NET_CSUM);
-	run_scn_cfg(scn_bad_offload, &cfg, false);
-}
 
 /* TX packets longer than VL_PKT_MAX_LEN are dropped; exactly VL_PKT_MAX_LEN is fine. */
 static void scn_tx_too_big(struct rf *f, struct rf_q *s)
@@ -875,7 +750,6 @@ static void scn_tx_too_big(struct rf *f, struct rf_q *s)
 	rf_expect_used(s, g.head, 0);
 	assert_int_equal(vl_vq_stats(s->q)->bytes, 100 + 300 + VL_PKT_MAX_LEN);
 }
-WRAP_TX_GRANS(tx_too_big)
 
 /* ---- pool exhaustion ------------------------------------------------------------------- */
 
@@ -938,7 +812,6 @@ static void scn_pool_exhaustion(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 2);
 	assert_int_equal(vl_vq_stats(s->q)->packets, 3);
 }
-WRAP_TX_GRANS(pool_exhaustion)
 
 /* ---- indices, used ring, notifications -------------------------------------------------- */
 
@@ -971,39 +844,6 @@ static void scn_index_wrap(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_last_avail(s->q), (uint16_t)(65530u + 20u));
 	assert_int_equal(vl_vq_stats(s->q)->packets, 20);
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
-}
-
-static void run_index_wrap(uint64_t gran, bool rx)
-{
-	struct rf_cfg cfg;
-
-	rf_cfg_init(&cfg, gran);
-	cfg.start_idx = 65530;
-	run_scn_cfg(scn_index_wrap, &cfg, rx);
-}
-
-static void test_index_wrap_tx_coarse(void **state)
-{
-	(void)state;
-	run_index_wrap(RF_COARSE, false);
-}
-
-static void test_index_wrap_tx_4k(void **state)
-{
-	(void)state;
-	run_index_wrap(RF_4K, false);
-}
-
-static void test_index_wrap_rx_coarse(void **state)
-{
-	(void)state;
-	run_index_wrap(RF_COARSE, true);
-}
-
-static void test_index_wrap_rx_4k(void **state)
-{
-	(void)state;
-	run_index_wrap(RF_4K, true);
 }
 
 /* A chain that must be dropped on this side for a content reason. */
@@ -1073,44 +913,60 @@ static void scn_used_idx_and_call(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_stats(s->q)->calls_needed, 3);
 	assert_int_equal(vl_vq_stats(s->q)->calls_suppressed, 1);
 }
-WRAP_SIDES_GRANS(used_idx_and_call)
+
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
+
+/* A split run of scn_SCN on one side over gran RAM, with the defaults changed by the
+ * designated initialisers that follow (start_idx, features_off, ram_size). */
+#define SP(scn, sfx, gran, RX, ...)                                                          \
+	{ .name = #scn sfx, .side_fn = scn_##scn, .layout = VL_LAYOUT_SPLIT,                 \
+	  .granularity = gran, .rx = RX, __VA_ARGS__ }
+/* TX and RX over coarse and 4 KiB RAM. */
+#define SIDES_GRANS(scn)                                                                     \
+	SP(scn, "_tx_coarse", RF_COARSE, false), SP(scn, "_tx_4k", RF_4K, false),            \
+		SP(scn, "_rx_coarse", RF_COARSE, true), SP(scn, "_rx_4k", RF_4K, true)
+/* TX only (the case has no RX meaning), over both RAMs. */
+#define TX_GRANS(scn) SP(scn, "_coarse", RF_COARSE, false), SP(scn, "_4k", RF_4K, false)
+
+static const struct rf_case cases[] = {
+	SIDES_GRANS(loop_direct),
+	TX_GRANS(stamp_wrap),
+	SIDES_GRANS(loop_indirect),
+	SIDES_GRANS(longest_direct_chain),
+	SIDES_GRANS(next_out_of_range),
+	SIDES_GRANS(head_out_of_range),
+	SIDES_GRANS(head_out_of_range_after_good),
+	SIDES_GRANS(avail_idx_jump),
+	SIDES_GRANS(avail_full_ring),
+	SIDES_GRANS(indirect_with_next),
+	SIDES_GRANS(direct_then_indirect),
+	SIDES_GRANS(indirect_ignores_write_flag),
+	SIDES_GRANS(unmapped),
+	SIDES_GRANS(buffer_straddle),
+	/* 6 MiB of 4 KiB regions: 1536 of them. */
+	SP(too_many_pieces, "_tx_4k", RF_4K, false, .ram_size = 6ull << 20),
+	SP(too_many_pieces, "_rx_4k", RF_4K, true, .ram_size = 6ull << 20),
+	SIDES_GRANS(len_overflow),
+	SIDES_GRANS(zero_len_middle),
+	SIDES_GRANS(zero_len_only),
+	TX_GRANS(header_spread),
+	/* Without VIRTIO_F_VERSION_1: the 10-byte header. */
+	SP(header_spread, "_legacy_hdr", RF_4K, false, .features_off = VL_FEATURE(VL_F_VERSION_1)),
+	TX_GRANS(short_chain),
+	TX_GRANS(tx_write_desc),
+	TX_GRANS(bad_offload),
+	SP(bad_offload, "_ignored_without_csum", RF_4K, false,
+	   .features_off = VL_FEATURE(VL_F_NET_CSUM)),
+	TX_GRANS(tx_too_big),
+	TX_GRANS(pool_exhaustion),
+	SP(index_wrap, "_tx_coarse", RF_COARSE, false, .start_idx = 65530),
+	SP(index_wrap, "_tx_4k", RF_4K, false, .start_idx = 65530),
+	SP(index_wrap, "_rx_coarse", RF_COARSE, true, .start_idx = 65530),
+	SP(index_wrap, "_rx_4k", RF_4K, true, .start_idx = 65530),
+	SIDES_GRANS(used_idx_and_call),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		TESTS_SIDES_GRANS(loop_direct),
-		TESTS_TX_GRANS(stamp_wrap),
-		TESTS_SIDES_GRANS(loop_indirect),
-		TESTS_SIDES_GRANS(longest_direct_chain),
-		TESTS_SIDES_GRANS(next_out_of_range),
-		TESTS_SIDES_GRANS(head_out_of_range),
-		TESTS_SIDES_GRANS(head_out_of_range_after_good),
-		TESTS_SIDES_GRANS(avail_idx_jump),
-		TESTS_SIDES_GRANS(avail_full_ring),
-		TESTS_SIDES_GRANS(indirect_with_next),
-		TESTS_SIDES_GRANS(direct_then_indirect),
-		TESTS_SIDES_GRANS(indirect_ignores_write_flag),
-		TESTS_SIDES_GRANS(unmapped),
-		TESTS_SIDES_GRANS(buffer_straddle),
-		cmocka_unit_test(test_too_many_pieces_tx_4k),
-		cmocka_unit_test(test_too_many_pieces_rx_4k),
-		TESTS_SIDES_GRANS(len_overflow),
-		TESTS_SIDES_GRANS(zero_len_middle),
-		TESTS_SIDES_GRANS(zero_len_only),
-		TESTS_TX_GRANS(header_spread),
-		cmocka_unit_test(test_header_spread_legacy_hdr),
-		TESTS_TX_GRANS(short_chain),
-		TESTS_TX_GRANS(tx_write_desc),
-		TESTS_TX_GRANS(bad_offload),
-		cmocka_unit_test(test_offload_ignored_without_csum),
-		TESTS_TX_GRANS(tx_too_big),
-		TESTS_TX_GRANS(pool_exhaustion),
-		cmocka_unit_test(test_index_wrap_tx_coarse),
-		cmocka_unit_test(test_index_wrap_tx_4k),
-		cmocka_unit_test(test_index_wrap_rx_coarse),
-		cmocka_unit_test(test_index_wrap_rx_4k),
-		TESTS_SIDES_GRANS(used_idx_and_call),
-	};
-
-	return cmocka_run_group_tests_name("split_ring", tests, NULL, NULL);
+	return rf_run_cases("split_ring", RF_LIST(cases), NULL, 0);
 }
