@@ -23,17 +23,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f, struct rf_q *s);
-
-static void run_cfg(scn_fn fn, const struct rf_cfg *cfg, bool rx)
-{
-	struct rf f;
-
-	rf_setup(&f, cfg);
-	fn(&f, rf_side(&f, rx));
-	rf_teardown(&f);
-}
-
 static void split_cfg(struct rf_cfg *cfg, uint64_t extra, uint16_t start)
 {
 	rf_cfg_init(cfg, RF_COARSE);
@@ -107,43 +96,6 @@ static void set_driver_event(struct rf_q *s, uint16_t flags, uint16_t off_wrap)
 	s->pr.driver_event->flags = flags;
 }
 
-#define WRAP_SIDES(name, cfgfn)                                                              \
-	static void test_##name##_tx(void **state)                                           \
-	{                                                                                    \
-		struct rf_cfg cfg;                                                           \
-		(void)state;                                                                 \
-		cfgfn(&cfg);                                                                 \
-		run_cfg(scn_##name, &cfg, false);                                            \
-	}                                                                                    \
-	static void test_##name##_rx(void **state)                                           \
-	{                                                                                    \
-		struct rf_cfg cfg;                                                           \
-		(void)state;                                                                 \
-		cfgfn(&cfg);                                                                 \
-		run_cfg(scn_##name, &cfg, true);                                             \
-	}
-#define TESTS_SIDES(name) cmocka_unit_test(test_##name##_tx), cmocka_unit_test(test_##name##_rx)
-
-static void cfg_split_plain(struct rf_cfg *cfg)
-{
-	split_cfg(cfg, 0, 0);
-}
-
-static void cfg_split_event_40000(struct rf_cfg *cfg)
-{
-	split_cfg(cfg, EVENT_IDX, 40000);
-}
-
-static void cfg_packed_plain(struct rf_cfg *cfg)
-{
-	packed_cfg(cfg, 0, 256, 0, true);
-}
-
-static void cfg_packed_event(struct rf_cfg *cfg)
-{
-	packed_cfg(cfg, EVENT_IDX, 256, 100, false);
-}
-
 /* ---- split without EVENT_IDX --------------------------------------------------------------- */
 
 /* needs_call follows avail->flags NO_INTERRUPT after every burst that published something
@@ -184,7 +136,6 @@ static void scn_split_no_interrupt(struct rf *f, struct rf_q *s)
 	expect_calls(s, true, 2, 1);
 	assert_int_equal(vl_vq_stats(s->q)->used_entries, 6);
 }
-WRAP_SIDES(split_no_interrupt, cfg_split_plain)
 
 /* Kicks without EVENT_IDX: used->flags NO_NOTIFY is written at once by
  * vl_vq_set_kicks(false), cleared at once by true, and kept current by every burst (also
@@ -220,7 +171,6 @@ static void scn_split_no_notify(struct rf *f, struct rf_q *s)
 	assert_int_equal(s->vr.used->flags, 0);
 	vl_vq_destroy(q2);
 }
-WRAP_SIDES(split_no_notify, cfg_split_plain)
 
 /* ---- split with EVENT_IDX ------------------------------------------------------------------ */
 
@@ -310,12 +260,6 @@ static void scn_split_used_event_sequence(struct rf *f, struct rf_q *s)
 	assert_int_equal(s->vr.used->idx, 2);
 }
 
-static void cfg_split_event_65530(struct rf_cfg *cfg)
-{
-	split_cfg(cfg, EVENT_IDX, 65530);
-}
-WRAP_SIDES(split_used_event_sequence, cfg_split_event_65530)
-
 /* avail_event (spec 2.7.10: "kick me when you pass this"): written at creation and after
  * every burst (also an empty one) as the next entry the device will look at, while kicks are
  * wanted; with kicks off it is left as it is (stale), so the guest's kicks stop; turning
@@ -343,7 +287,6 @@ static void scn_split_avail_event(struct rf *f, struct rf_q *s)
 	publish(f, s, 1, 1);
 	assert_int_equal(*avail_event(s), 40006);
 }
-WRAP_SIDES(split_avail_event, cfg_split_event_40000)
 
 /* avail_event across the 16-bit wrap: 65534 + 3 = 1. */
 static void scn_split_avail_event_wrap(struct rf *f, struct rf_q *s)
@@ -353,12 +296,6 @@ static void scn_split_avail_event_wrap(struct rf *f, struct rf_q *s)
 	assert_int_equal(*avail_event(s), 1);
 	assert_int_equal(vl_vq_last_avail(s->q), 1);
 }
-
-static void cfg_split_event_65534(struct rf_cfg *cfg)
-{
-	split_cfg(cfg, EVENT_IDX, 65534);
-}
-WRAP_SIDES(split_avail_event_wrap, cfg_split_event_65534)
 
 /* ---- packed: driver event suppression ------------------------------------------------------ */
 
@@ -394,7 +331,6 @@ static void scn_packed_enable_disable(struct rf *f, struct rf_q *s)
 	expect_calls(s, true, 4, 1);
 	assert_int_equal(vl_vq_stats(s->q)->used_entries, 8);
 }
-WRAP_SIDES(packed_enable_disable, cfg_packed_plain)
 
 /* DESC with EVENT_IDX: the guest asks to be called when the device makes the descriptor at
  * (offset, wrap) used (spec 2.8.10). A burst moves the device's used position from `old` to
@@ -509,12 +445,6 @@ static void scn_packed_desc_sequence(struct rf *f, struct rf_q *s)
 	assert_int_equal(vl_vq_last_used(s->q), 5);
 }
 
-static void cfg_packed_event_7(struct rf_cfg *cfg)
-{
-	packed_cfg(cfg, EVENT_IDX, 7, 0, true);
-}
-WRAP_SIDES(packed_desc_sequence, cfg_packed_event_7)
-
 /* ---- packed: device event suppression (our kick wish) -------------------------------------- */
 
 /* A queue created over this ring now: returns it (the caller destroys it). */
@@ -557,7 +487,6 @@ static void scn_packed_device_area_plain(struct rf *f, struct rf_q *s)
 	empty_burst(f, s);
 	assert_int_equal(dev->flags, VL_RING_EVENT_ENABLE);
 }
-WRAP_SIDES(packed_device_area_plain, cfg_packed_plain)
 
 /* With EVENT_IDX: DESC naming the next descriptor the device will look at (position and the
  * driver wrap counter it expects there), written at creation, after every burst, across the
@@ -600,7 +529,6 @@ static void scn_packed_device_area_event(struct rf *f, struct rf_q *s)
 	publish(f, s, 1, 2);
 	assert_int_equal(dev->off_wrap, 44 | W);
 }
-WRAP_SIDES(packed_device_area_event, cfg_packed_event)
 
 /* ---- counters ---------------------------------------------------------------------------- */
 
@@ -638,63 +566,50 @@ static void scn_call_counters(struct rf *f, struct rf_q *s)
 	assert_int_equal(suppressed, 3);
 }
 
-static void test_call_counters_split_tx(void **state)
-{
-	struct rf_cfg cfg;
 
-	(void)state;
-	split_cfg(&cfg, 0, 0);
-	run_cfg(scn_call_counters, &cfg, false);
-}
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
-static void test_call_counters_split_rx(void **state)
-{
-	struct rf_cfg cfg;
+/* Both sides of scn_SCN over coarse RAM on a split ring with features added from position
+ * start, or on a packed one of qs entries from position start with wrap counter wrap. */
+#define SPLIT1(scn, sfx, feat, start, RX)                                                    \
+	{ .name = #scn sfx, .side_fn = scn_##scn, .layout = VL_LAYOUT_SPLIT,                 \
+	  .granularity = RF_COARSE, .features = feat, .start_idx = start, .rx = RX }
+#define SPLIT2(scn, feat, start)                                                             \
+	SPLIT1(scn, "_tx", feat, start, false), SPLIT1(scn, "_rx", feat, start, true)
+#define PACKED1(scn, sfx, feat, qs, start, wrap, RX)                                         \
+	{ .name = #scn sfx, .side_fn = scn_##scn, .layout = VL_LAYOUT_PACKED,                \
+	  .granularity = RF_COARSE, .features = feat, .qsize = qs, .start_idx = start,       \
+	  .wrap0 = !(wrap), .rx = RX }
+#define PACKED2(scn, feat, qs, start, wrap)                                                  \
+	PACKED1(scn, "_tx", feat, qs, start, wrap, false),                                   \
+		PACKED1(scn, "_rx", feat, qs, start, wrap, true)
 
-	(void)state;
-	split_cfg(&cfg, 0, 0);
-	run_cfg(scn_call_counters, &cfg, true);
-}
-
-static void test_call_counters_packed_tx(void **state)
-{
-	struct rf_cfg cfg;
-
-	(void)state;
-	packed_cfg(&cfg, 0, 7, 0, true);
-	run_cfg(scn_call_counters, &cfg, false);
-}
-
-static void test_call_counters_packed_rx(void **state)
-{
-	struct rf_cfg cfg;
-
-	(void)state;
-	packed_cfg(&cfg, EVENT_IDX, 7, 0, true); /* ENABLE / DISABLE work with event idx too */
-	run_cfg(scn_call_counters, &cfg, true);
-}
+static const struct rf_case cases[] = {
+	SPLIT2(split_no_interrupt, 0, 0),
+	SPLIT2(split_no_notify, 0, 0),
+	SPLIT2(split_used_event_sequence, EVENT_IDX, 65530),
+	SPLIT2(split_avail_event, EVENT_IDX, 40000),
+	SPLIT2(split_avail_event_wrap, EVENT_IDX, 65534),
+	PACKED2(packed_enable_disable, 0, 256, 0, true),
+	PACKED2(packed_desc_sequence, EVENT_IDX, 7, 0, true),
+	PACKED2(packed_device_area_plain, 0, 256, 0, true),
+	PACKED2(packed_device_area_event, EVENT_IDX, 256, 100, false),
+	SPLIT1(call_counters, "_split_tx", 0, 0, false),
+	SPLIT1(call_counters, "_split_rx", 0, 0, true),
+	PACKED1(call_counters, "_packed_tx", 0, 7, 0, true, false),
+	/* ENABLE / DISABLE work with event idx too. */
+	PACKED1(call_counters, "_packed_rx", EVENT_IDX, 7, 0, true, true),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		TESTS_SIDES(split_no_interrupt),
-		TESTS_SIDES(split_no_notify),
+	/* Tables of their own: one fixture per row, each on both sides. */
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_split_used_event_tx),
 		cmocka_unit_test(test_split_used_event_rx),
-		TESTS_SIDES(split_used_event_sequence),
-		TESTS_SIDES(split_avail_event),
-		TESTS_SIDES(split_avail_event_wrap),
-		TESTS_SIDES(packed_enable_disable),
 		cmocka_unit_test(test_packed_desc_event_tx),
 		cmocka_unit_test(test_packed_desc_event_rx),
-		TESTS_SIDES(packed_desc_sequence),
-		TESTS_SIDES(packed_device_area_plain),
-		TESTS_SIDES(packed_device_area_event),
-		cmocka_unit_test(test_call_counters_split_tx),
-		cmocka_unit_test(test_call_counters_split_rx),
-		cmocka_unit_test(test_call_counters_packed_tx),
-		cmocka_unit_test(test_call_counters_packed_rx),
 	};
 
-	return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
+	return rf_run_cases("notify", RF_LIST(cases), RF_LIST(more));
 }
