@@ -23,21 +23,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef void (*scn_fn)(struct rf *f);
-
-static void run_net(scn_fn fn, uint64_t gran, uint64_t features, uint32_t qsize)
-{
-	struct rf_cfg cfg;
-	struct rf f;
-
-	rf_cfg_init(&cfg, gran);
-	cfg.features = features;
-	cfg.qsize = qsize;
-	rf_setup(&f, &cfg);
-	fn(&f);
-	rf_teardown(&f);
-}
-
 static bool mergeable(const struct rf *f)
 {
 	return (f->cfg.features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
@@ -216,30 +201,6 @@ static void scn_nonmrg_fits(struct rf *f)
 	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
 }
 
-static void test_nonmrg_fits_legacy_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_fits, RF_COARSE, F_LEGACY, 256);
-}
-
-static void test_nonmrg_fits_legacy_4k(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_fits, RF_4K, F_LEGACY, 256);
-}
-
-static void test_nonmrg_fits_modern_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_fits, RF_COARSE, F_MODERN, 256);
-}
-
-static void test_nonmrg_fits_modern_4k(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_fits, RF_4K, F_MODERN, 256);
-}
-
 /* A packet bigger than the one buffer it could use is dropped (nothing published, the buffer
  * stays available) and the next packet that fits lands in that buffer. */
 static void scn_nonmrg_too_big(struct rf *f)
@@ -268,18 +229,6 @@ static void scn_nonmrg_too_big(struct rf *f)
 	expect_rx_packet(f, b, 1, e, 1, 100, 0x81, NULL);
 	rf_expect_no_used(&f->rx);
 	assert_int_equal(vl_vq_stats(f->rx.q)->packets, 1);
-}
-
-static void test_nonmrg_too_big_legacy(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_too_big, RF_4K, F_LEGACY, 256);
-}
-
-static void test_nonmrg_too_big_modern(void **state)
-{
-	(void)state;
-	run_net(scn_nonmrg_too_big, RF_COARSE, F_MODERN, 256);
 }
 
 /* ---- mergeable ------------------------------------------------------------------------------ */
@@ -311,18 +260,6 @@ static void scn_mrg_spread(struct rf *f)
 	assert_int_equal(vl_vq_stats(f->rx.q)->packets, 2);
 	assert_int_equal(vl_vq_stats(f->rx.q)->bytes, 240);
 	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
-}
-
-static void test_mrg_spread_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_spread, RF_COARSE, F_MRG, 256);
-}
-
-static void test_mrg_spread_4k(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_spread, RF_4K, F_MRG, 256);
 }
 
 /* Not enough buffers yet: the packet is not delivered, nothing of it is published, the call
@@ -367,18 +304,6 @@ static void scn_mrg_no_room(struct rf *f)
 	expect_rx_packet(f, b, 5, e4, 1, 30, 0x80, NULL);
 	rf_expect_no_used(&f->rx);
 	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
-}
-
-static void test_mrg_no_room_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_no_room, RF_COARSE, F_MRG, 256);
-}
-
-static void test_mrg_no_room_4k(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_no_room, RF_4K, F_MRG, 256);
 }
 
 /* A ring full of the guest's buffers that still cannot hold the packet: waiting would stall
@@ -427,18 +352,6 @@ static void scn_mrg_full_ring_too_big(struct rf *f)
 	rf_expect_no_used(&f->rx);
 }
 
-static void test_mrg_full_ring_too_big_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_full_ring_too_big, RF_COARSE, F_MRG, 16);
-}
-
-static void test_mrg_full_ring_too_big_4k(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_full_ring_too_big, RF_4K, F_MRG, 16);
-}
-
 /* ---- bad RX chains -------------------------------------------------------------------------- */
 
 /* A buffer smaller than the header is returned with length 0 (spec 5.1.6.3.1) and the packet
@@ -485,24 +398,6 @@ static void scn_rx_buf_too_small(struct rf *f)
 	assert_int_equal(rf_drops(&f->rx, VL_DROP_RX_BUF_TOO_SMALL), 1);
 }
 
-static void test_rx_buf_too_small_nonmrg(void **state)
-{
-	(void)state;
-	run_net(scn_rx_buf_too_small, RF_COARSE, F_MODERN, 256);
-}
-
-static void test_rx_buf_too_small_legacy(void **state)
-{
-	(void)state;
-	run_net(scn_rx_buf_too_small, RF_4K, F_LEGACY, 256);
-}
-
-static void test_rx_buf_too_small_mrg(void **state)
-{
-	(void)state;
-	run_net(scn_rx_buf_too_small, RF_4K, F_MRG, 256);
-}
-
 /* Device-readable descriptors in RX chains (all read-only, or read-only after a writable
  * one): returned with length 0, counted as direction, never written. */
 static void scn_rx_readonly(struct rf *f)
@@ -532,18 +427,6 @@ static void scn_rx_readonly(struct rf *f)
 
 	for (int i = 0; i < 200; i++)
 		assert_int_equal(p[i], 0x3C);
-}
-
-static void test_rx_readonly_nonmrg(void **state)
-{
-	(void)state;
-	run_net(scn_rx_readonly, RF_COARSE, F_MODERN, 256);
-}
-
-static void test_rx_readonly_mrg(void **state)
-{
-	(void)state;
-	run_net(scn_rx_readonly, RF_4K, F_MRG, 256);
 }
 
 /* Mergeable: a bad chain between two good buffers of one packet is returned (length 0)
@@ -591,18 +474,6 @@ static void scn_mrg_bad_between(struct rf *f)
 	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_DIRECTION), 0);
 	assert_int_equal(vl_vq_stats(f->rx.q)->chains, 6);
 	assert_int_equal(vl_vq_stats(f->rx.q)->used_entries, 6);
-}
-
-static void test_mrg_bad_between_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_bad_between, RF_COARSE, F_MRG, 256);
-}
-
-static void test_mrg_bad_between_4k(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_bad_between, RF_4K, F_MRG, 256);
 }
 
 /* ---- header pieces -------------------------------------------------------------------------- */
@@ -655,24 +526,6 @@ static void scn_rx_header_pieces(struct rf *f)
 	}
 	rf_expect_no_used(&f->rx);
 	assert_int_equal(rf_drops_other(&f->rx, VL_DROP_NONE), 0);
-}
-
-static void test_rx_header_pieces_legacy(void **state)
-{
-	(void)state;
-	run_net(scn_rx_header_pieces, RF_COARSE, F_LEGACY, 256);
-}
-
-static void test_rx_header_pieces_modern(void **state)
-{
-	(void)state;
-	run_net(scn_rx_header_pieces, RF_4K, F_MODERN, 256);
-}
-
-static void test_rx_header_pieces_mrg(void **state)
-{
-	(void)state;
-	run_net(scn_rx_header_pieces, RF_4K, F_MRG, 256);
 }
 
 /* ---- copy batching ----------------------------------------------------------------------- */
@@ -913,18 +766,6 @@ static void scn_pkt_over_max(struct rf *f)
 	assert_int_equal(vl_vq_stats(f->rx.q)->bytes, VL_PKT_MAX_LEN);
 }
 
-static void test_pkt_over_max_nonmrg(void **state)
-{
-	(void)state;
-	run_net(scn_pkt_over_max, RF_4K, F_MODERN, 256);
-}
-
-static void test_pkt_over_max_mrg(void **state)
-{
-	(void)state;
-	run_net(scn_pkt_over_max, RF_COARSE, F_MRG, 256);
-}
-
 /* Mergeable: a packet that would need more than VL_CHAIN_MAX_PIECES pieces is dropped (the
  * buffers are fine and stay); exactly VL_CHAIN_MAX_PIECES pieces is delivered. Buffers are
  * indirect tables of 256 four-byte entries (256 pieces, 1024 bytes each). */
@@ -964,18 +805,6 @@ static void scn_mrg_too_many_pieces(struct rf *f)
 
 	expect_rx_packet(f, b, 5, e5, 1, 100, 0x80, NULL);
 	rf_expect_no_used(&f->rx);
-}
-
-static void test_mrg_too_many_pieces_coarse(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_too_many_pieces, RF_COARSE, F_MRG, 256);
-}
-
-static void test_mrg_too_many_pieces_4k(void **state)
-{
-	(void)state;
-	run_net(scn_mrg_too_many_pieces, RF_4K, F_MRG, 256);
 }
 
 /* ---- statistics ------------------------------------------------------------------------- */
@@ -1021,18 +850,6 @@ static void scn_size_classes(struct rf *f)
 		enqueue_lens(f, &len, 1, 1, want);
 		expect_one_in_bin(before, vl_vq_stats(f->rx.q)->size_bins, bin, len, "enqueued");
 	}
-}
-
-static void test_size_classes_split(void **state)
-{
-	(void)state;
-	rf_run(scn_size_classes, VL_LAYOUT_SPLIT, RF_COARSE, 0);
-}
-
-static void test_size_classes_packed(void **state)
-{
-	(void)state;
-	rf_run(scn_size_classes, VL_LAYOUT_PACKED, RF_COARSE, 0);
 }
 
 /* ---- memory table -------------------------------------------------------------------- */
@@ -1099,54 +916,54 @@ static void scn_mem_table_shrinks(struct rf *f)
 	lab_gmem_free(f->g, filler, 256 * 1024);
 }
 
-static void test_mem_table_shrinks_split(void **state)
-{
-	(void)state;
-	rf_run(scn_mem_table_shrinks, VL_LAYOUT_SPLIT, RF_4K, 0);
-}
+/* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
-static void test_mem_table_shrinks_packed(void **state)
-{
-	(void)state;
-	rf_run(scn_mem_table_shrinks, VL_LAYOUT_PACKED, RF_4K, 0);
-}
+/* A split run of scn over gran RAM with exactly the features feats (the defaults' bits not
+ * in feats are taken off) and qs entries. */
+#define NET(nm, scn, gran, feats, qs)                                                        \
+	{ .name = nm, .fn = scn, .layout = VL_LAYOUT_SPLIT, .granularity = gran,             \
+	  .features = feats, .features_off = ~(uint64_t)(feats), .qsize = qs }
+
+static const struct rf_case cases[] = {
+	NET("nonmrg_fits_legacy_coarse", scn_nonmrg_fits, RF_COARSE, F_LEGACY, 256),
+	NET("nonmrg_fits_legacy_4k", scn_nonmrg_fits, RF_4K, F_LEGACY, 256),
+	NET("nonmrg_fits_modern_coarse", scn_nonmrg_fits, RF_COARSE, F_MODERN, 256),
+	NET("nonmrg_fits_modern_4k", scn_nonmrg_fits, RF_4K, F_MODERN, 256),
+	NET("nonmrg_too_big_legacy", scn_nonmrg_too_big, RF_4K, F_LEGACY, 256),
+	NET("nonmrg_too_big_modern", scn_nonmrg_too_big, RF_COARSE, F_MODERN, 256),
+	NET("mrg_spread_coarse", scn_mrg_spread, RF_COARSE, F_MRG, 256),
+	NET("mrg_spread_4k", scn_mrg_spread, RF_4K, F_MRG, 256),
+	NET("mrg_no_room_coarse", scn_mrg_no_room, RF_COARSE, F_MRG, 256),
+	NET("mrg_no_room_4k", scn_mrg_no_room, RF_4K, F_MRG, 256),
+	NET("mrg_full_ring_too_big_coarse", scn_mrg_full_ring_too_big, RF_COARSE, F_MRG, 16),
+	NET("mrg_full_ring_too_big_4k", scn_mrg_full_ring_too_big, RF_4K, F_MRG, 16),
+	NET("rx_buf_too_small_nonmrg", scn_rx_buf_too_small, RF_COARSE, F_MODERN, 256),
+	NET("rx_buf_too_small_legacy", scn_rx_buf_too_small, RF_4K, F_LEGACY, 256),
+	NET("rx_buf_too_small_mrg", scn_rx_buf_too_small, RF_4K, F_MRG, 256),
+	NET("rx_readonly_nonmrg", scn_rx_readonly, RF_COARSE, F_MODERN, 256),
+	NET("rx_readonly_mrg", scn_rx_readonly, RF_4K, F_MRG, 256),
+	NET("mrg_bad_between_coarse", scn_mrg_bad_between, RF_COARSE, F_MRG, 256),
+	NET("mrg_bad_between_4k", scn_mrg_bad_between, RF_4K, F_MRG, 256),
+	NET("rx_header_pieces_legacy", scn_rx_header_pieces, RF_COARSE, F_LEGACY, 256),
+	NET("rx_header_pieces_modern", scn_rx_header_pieces, RF_4K, F_MODERN, 256),
+	NET("rx_header_pieces_mrg", scn_rx_header_pieces, RF_4K, F_MRG, 256),
+	NET("pkt_over_max_nonmrg", scn_pkt_over_max, RF_4K, F_MODERN, 256),
+	NET("pkt_over_max_mrg", scn_pkt_over_max, RF_COARSE, F_MRG, 256),
+	NET("mrg_too_many_pieces_coarse", scn_mrg_too_many_pieces, RF_COARSE, F_MRG, 256),
+	NET("mrg_too_many_pieces_4k", scn_mrg_too_many_pieces, RF_4K, F_MRG, 256),
+	RF_CASE(size_classes, "_split", VL_LAYOUT_SPLIT, RF_COARSE, 0),
+	RF_CASE(size_classes, "_packed", VL_LAYOUT_PACKED, RF_COARSE, 0),
+	RF_CASE(mem_table_shrinks, "_split", VL_LAYOUT_SPLIT, RF_4K, 0),
+	RF_CASE(mem_table_shrinks, "_packed", VL_LAYOUT_PACKED, RF_4K, 0),
+};
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nonmrg_fits_legacy_coarse),
-		cmocka_unit_test(test_nonmrg_fits_legacy_4k),
-		cmocka_unit_test(test_nonmrg_fits_modern_coarse),
-		cmocka_unit_test(test_nonmrg_fits_modern_4k),
-		cmocka_unit_test(test_nonmrg_too_big_legacy),
-		cmocka_unit_test(test_nonmrg_too_big_modern),
-		cmocka_unit_test(test_mrg_spread_coarse),
-		cmocka_unit_test(test_mrg_spread_4k),
-		cmocka_unit_test(test_mrg_no_room_coarse),
-		cmocka_unit_test(test_mrg_no_room_4k),
-		cmocka_unit_test(test_mrg_full_ring_too_big_coarse),
-		cmocka_unit_test(test_mrg_full_ring_too_big_4k),
-		cmocka_unit_test(test_rx_buf_too_small_nonmrg),
-		cmocka_unit_test(test_rx_buf_too_small_legacy),
-		cmocka_unit_test(test_rx_buf_too_small_mrg),
-		cmocka_unit_test(test_rx_readonly_nonmrg),
-		cmocka_unit_test(test_rx_readonly_mrg),
-		cmocka_unit_test(test_mrg_bad_between_coarse),
-		cmocka_unit_test(test_mrg_bad_between_4k),
-		cmocka_unit_test(test_rx_header_pieces_legacy),
-		cmocka_unit_test(test_rx_header_pieces_modern),
-		cmocka_unit_test(test_rx_header_pieces_mrg),
+	/* Tests that set up their own fixtures. */
+	const struct CMUnitTest more[] = {
 		cmocka_unit_test(test_batch_threshold_invisible),
 		cmocka_unit_test(test_rx_hdr_recycled),
-		cmocka_unit_test(test_pkt_over_max_nonmrg),
-		cmocka_unit_test(test_pkt_over_max_mrg),
-		cmocka_unit_test(test_mrg_too_many_pieces_coarse),
-		cmocka_unit_test(test_mrg_too_many_pieces_4k),
-		cmocka_unit_test(test_size_classes_split),
-		cmocka_unit_test(test_size_classes_packed),
-		cmocka_unit_test(test_mem_table_shrinks_split),
-		cmocka_unit_test(test_mem_table_shrinks_packed),
 	};
 
-	return cmocka_run_group_tests_name("net", tests, NULL, NULL);
+	return rf_run_cases("net", RF_LIST(cases), RF_LIST(more));
 }
