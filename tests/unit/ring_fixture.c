@@ -197,16 +197,6 @@ void rf_case_run(const struct rf_case *c)
 	rf_teardown(&f);
 }
 
-void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
-	    uint64_t extra_features)
-{
-	const struct rf_case c = {
-		.fn = fn, .layout = layout, .granularity = granularity, .features = extra_features,
-	};
-
-	rf_case_run(&c);
-}
-
 static void case_test(void **state)
 {
 	rf_case_run(*state);

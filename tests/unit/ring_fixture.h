@@ -97,10 +97,6 @@ void rf_setup(struct rf *f, const struct rf_cfg *cfg);
 void rf_teardown(struct rf *f);
 /* Shorthand for rf_cfg_init + changes + rf_setup used by most wrappers. */
 void rf_setup_gran(struct rf *f, uint64_t granularity);
-/* One scenario on a fresh fixture: layout (packed with 256 entries), RAM granularity and
- * extra feature bits, then teardown. */
-void rf_run(void (*fn)(struct rf *f), enum vl_layout layout, uint64_t granularity,
-	    uint64_t extra_features);
 
 /* One run of a scenario as a row of a table: cmocka's name for it and the fixture it runs
  * on. Fields left 0 keep rf_cfg_init's defaults (packed: 256 entries). */
