@@ -95,28 +95,28 @@ void rf_cfg_init_packed(struct rf_cfg *cfg, uint64_t granularity, uint32_t qsize
 void rf_setup(struct rf *f, const struct rf_cfg *cfg);
 /* Releases everything and asserts no packet of the pool is still out. */
 void rf_teardown(struct rf *f);
-/* Shorthand for rf_cfg_init + changes + rf_setup used by most wrappers. */
+/* rf_cfg_init with the defaults, then rf_setup. */
 void rf_setup_gran(struct rf *f, uint64_t granularity);
 
-/* One run of a scenario as a row of a table: cmocka's name for it and the fixture it runs
- * on. Fields left 0 keep rf_cfg_init's defaults (packed: 256 entries). */
+/* One run of a scenario as a row of a table: cmocka's name for it, the scenario, and the
+ * fixture it runs on. Fields left 0 keep rf_cfg_init's defaults (packed: 256 entries). */
 struct rf_case {
 	const char *name;
 	void (*fn)(struct rf *f);
-	enum vl_layout layout;
-	uint64_t granularity;     /* RF_COARSE or RF_4K */
-	uint64_t features;        /* added to the defaults */
-	uint32_t qsize;           /* 0: 256 */
-	uint16_t start_idx;
-	bool no_batch;            /* batch_threshold 0: every copy made at once */
 	/* Instead of fn: a scenario on one queue of the fixture, the RX one when rx. */
 	void (*side_fn)(struct rf *f, struct rf_q *s);
 	bool rx;
-	uint64_t features_off;    /* taken from the defaults */
+	enum vl_layout layout;
+	uint64_t granularity;     /* RF_COARSE or RF_4K */
+	uint64_t features;        /* added to the defaults */
+	uint64_t features_off;    /* then taken off */
+	uint32_t qsize;           /* 0: 256 */
+	uint16_t start_idx;
 	bool wrap0;               /* packed: both wrap counters start at 0 (default 1) */
+	bool no_batch;            /* batch_threshold 0: every copy made at once */
 	uint64_t ram_size;        /* guest RAM bytes; 0: rf_cfg_init's */
 };
-/* A fresh fixture for c, c->fn on it, teardown. */
+/* A fresh fixture for c, the scenario on it, teardown. */
 void rf_case_run(const struct rf_case *c);
 struct CMUnitTest;
 /* Runs one cmocka group, named group: a test per row of cases (each under the row's name),
@@ -126,7 +126,7 @@ int rf_run_cases(const char *group, const struct rf_case *cases, size_t n,
 		 const struct CMUnitTest *more, size_t n_more);
 
 #define RF_IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
-/* A row running scn_NAME, named NAME followed by suffix, with defaults for the rest. */
+/* A row running scn_SCN, named SCN followed by suffix, with defaults for the rest. */
 #define RF_CASE(scn, suffix, lay, gran, feat)                                                \
 	{ .name = #scn suffix, .fn = scn_##scn, .layout = lay, .granularity = gran,          \
 	  .features = feat }
