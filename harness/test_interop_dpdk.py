@@ -143,6 +143,7 @@ class Serve:
         self.sock = sock or workdir / f"s{next(_counter)}.sock"
         self.err = workdir / f"serve{next(_counter)}.err"
         self.as_json = as_json
+        self.running: dict | None = None  # its "running" event, once session() saw it
         self.argv = [
             str(vhostlab.path), "serve", "--socket", str(self.sock),
             *(["--json"] if as_json else []), "--stats-interval", "0.05", *args,
@@ -342,13 +343,16 @@ def queue0(result: dict) -> dict:
 
 
 def session(vhostlab, testpmd, workdir, mode: str, fwd: str, cell, start="start",
-            serve_args=(), setup=()):
+            serve_args=(), setup=(), queues: int = 1):
+    """One testpmd session against serve: start, traffic, quit. serve.running is serve's
+    "running" event (the negotiated features)."""
     serve = Serve(vhostlab, workdir, "--mode", mode, *serve_args)
     tp = None
     try:
         serve.wait_socket()
-        tp = FrontEnd(testpmd, workdir, serve.sock, fwd, cell)
+        tp = FrontEnd(testpmd, workdir, serve.sock, fwd, cell, queues=queues)
         ev = serve.wait_event("running", 1, [tp.log])
+        serve.running = ev
         check_features(ev, cell)
         for line in setup:
             tp.cmd(line)
@@ -900,21 +904,11 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab, testpmd, workdir):
 
 def test_multiqueue_loopback(vhostlab, testpmd, workdir):
     """Two queue pairs (MQ negotiated): each pair loops its own traffic back."""
-    serve = Serve(vhostlab, workdir, "--mode", "loopback", "--queues", "2")
-    tp = None
-    try:
-        serve.wait_socket()
-        tp = FrontEnd(testpmd, workdir, serve.sock, "macswap", queues=2)
-        ev = serve.wait_event("running", 1, [tp.log])
-        tp.traffic(serve, TRAFFIC_SECONDS, "start tx_first 4")
-        counts = tp.quit()
-        serve.wait_event("disconnected", 1, [tp.log])
-        result = serve.stop()
-    finally:
-        if tp:
-            tp.kill()
-        serve.kill()
-    assert running_features(ev) & (1 << 22), "VIRTIO_NET_F_MQ not negotiated"
+    counts, result, serve, tp = session(
+        vhostlab, testpmd, workdir, "loopback", "macswap",
+        {"ring": "split", "mrg": 1, "ord": 1}, start="start tx_first 4",
+        serve_args=("--queues", "2"), queues=2)
+    assert running_features(serve.running) & (1 << 22), "VIRTIO_NET_F_MQ not negotiated"
     queues = result["ports"][0]["queues"]
     print(f"testpmd sent {counts['tx']} received {counts['rx']}; serve per queue "
           f"{[(q['rx_packets'], q['tx_packets']) for q in queues]}")
