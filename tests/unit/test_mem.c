@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
 #include "vhostlab/vl_error.h"
 #include "vhostlab/vl_mem.h"
 
@@ -22,19 +23,6 @@
 #define SENTINEL 0xEEu
 
 /* ---- helpers ---------------------------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	rng_state = x;
-	return x;
-}
 
 static struct vl_mem_region region(uint64_t gpa, uint64_t size, void *host)
 {
@@ -65,9 +53,10 @@ static uint8_t *xmalloc(size_t n)
 
 static void fill_random(uint8_t *p, size_t n, uint64_t seed)
 {
-	rng_state = seed;
+	struct lab_rng r = lab_rng_make(seed, 0);
+
 	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(rng_next() >> 24);
+		p[i] = (uint8_t)(lab_rng_next(&r) >> 24);
 }
 
 static struct vl_mem *create_ok(const struct vl_mem_region *r, uint32_t n)
@@ -741,9 +730,10 @@ static uint64_t many_gpa(uint32_t i)
 
 static void shuffle(struct vl_mem_region *r, uint32_t n, uint64_t seed)
 {
-	rng_state = seed;
+	struct lab_rng rng = lab_rng_make(seed, 0);
+
 	for (uint32_t i = n - 1; i > 0; i--) {
-		uint32_t j = (uint32_t)(rng_next() % (i + 1));
+		uint32_t j = lab_rng_below(&rng, i + 1);
 		struct vl_mem_region t = r[i];
 
 		r[i] = r[j];
