@@ -41,6 +41,8 @@ from pathlib import Path
 
 import pytest
 
+from script_import import import_script
+
 HERE = Path(__file__).resolve().parent
 BUILD_GUEST = HERE / "guest" / "build_initramfs.py"
 HOST_PEER = HERE / "guest" / "host_peer.py"
@@ -79,16 +81,8 @@ def sh(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess:
 # Every long-lived process runs under timeout(1), which puts itself in a process group of
 # its own with the process as its only child: that group is exactly what this file started.
 def child_pid(proc: subprocess.Popen) -> int | None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-        except OSError:
-            kids = []
-        if kids:
-            return int(kids[0])
-        time.sleep(0.01)
-    return None
+    return import_script("vs_dpdk").timeout_child(proc.pid,
+                                                  alive=lambda: proc.poll() is None)
 
 
 def kill_group(proc: subprocess.Popen | None) -> None:

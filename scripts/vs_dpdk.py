@@ -146,15 +146,16 @@ def tail(path: Path, n: int = 3000) -> str:
         return "(no file)"
 
 
-def timeout_child(pid: int, wait: float = 5.0) -> int | None:
-    """The one child of timeout(1) running as PID, or None if none shows up within WAIT s.
+def timeout_child(pid: int, wait: float = 5.0, alive=None) -> int | None:
+    """The one child of timeout(1) running as PID, or None if none shows up within WAIT s
+    (or as soon as ALIVE, when given, returns False: the process is gone).
 
     timeout(1) forks the command it runs: signals and /proc reads meant for the command
     (testpmd, serve) must go to that child, which may not exist yet just after the start.
     """
     path = Path(f"/proc/{pid}/task/{pid}/children")
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (alive is None or alive()):
         try:
             kids = path.read_text().split()
         except OSError:
