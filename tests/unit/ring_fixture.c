@@ -604,6 +604,15 @@ void rf_burst_expect_returned(struct rf *f, struct rf_q *s, const struct rf_good
 	rf_expect_no_used(s);
 }
 
+void rf_expect_only_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
+{
+	rf_burst_expect_good(f, s, g);
+	rf_expect_used(s, g->head, rf_good_used_len(f, s, g));
+	rf_expect_no_used(s);
+	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
+	rf_expect_still_works(f, s);
+}
+
 void rf_burst_expect_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
 {
 	rf_burst_expect_goods(f, s, g, 1);

@@ -225,6 +225,9 @@ void rf_burst_expect_goods(struct rf *f, struct rf_q *s, const struct rf_good *g
 /* rf_burst_expect_goods, then the guest takes each chain back used, in order and with its
  * length (rf_good_used_len), sees nothing more, and the buffers are freed (rf_free_good). */
 void rf_burst_expect_returned(struct rf *f, struct rf_q *s, const struct rf_good *g, uint32_t n);
+/* rf_burst_expect_good, then g comes back used with its length, nothing else does, no other
+ * drop was counted, and the queue still moves a good chain (rf_expect_still_works). */
+void rf_expect_only_good(struct rf *f, struct rf_q *s, const struct rf_good *g);
 /* The same with TX asking for exactly tx_count packets (RX still offers n packets). */
 void rf_burst_expect_goods_ask(struct rf *f, struct rf_q *s, const struct rf_good *g,
 			       uint32_t n, uint16_t tx_count);

@@ -176,11 +176,7 @@ static void scn_longest_direct_chain(struct rf *f, struct rf_q *s)
 
 	g.head = rf_post_chain(s, d, n);
 	free(d);
-	rf_burst_expect_good(f, s, &g);
-	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
-	rf_expect_no_used(s);
-	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
-	rf_expect_still_works(f, s);
+	rf_expect_only_good(f, s, &g);
 }
 
 /* ---- out-of-range indices ------------------------------------------------------------------ */
@@ -318,17 +314,6 @@ static void scn_indirect_with_next(struct rf *f, struct rf_q *s)
 	rf_expect_bad_then_good(f, s, bad, 1, VL_DROP_INDIRECT_WITH_NEXT);
 }
 
-/* g, just posted, is the one chain the next burst serves: delivered whole and returned,
- * nothing dropped, and the queue still works. */
-static void expect_only_good(struct rf *f, struct rf_q *s, const struct rf_good *g)
-{
-	rf_burst_expect_good(f, s, g);
-	rf_expect_used(s, g->head, rf_good_used_len(f, s, g));
-	rf_expect_no_used(s);
-	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
-	rf_expect_still_works(f, s);
-}
-
 /* A direct descriptor whose NEXT is an indirect one: the spec forbids only INDIRECT with NEXT
  * on the same descriptor, so the chain is the direct buffer then the table's entries, and it
  * holds its two ring descriptors until it comes back. */
@@ -349,7 +334,7 @@ static void scn_direct_then_indirect(struct rf *f, struct rf_q *s)
 	};
 
 	g.head = rf_post_chain(s, d, 2);
-	expect_only_good(f, s, &g);
+	rf_expect_only_good(f, s, &g);
 }
 
 /* The device ignores WRITE on the descriptor naming a table (spec 2.7.5.3.2): with and
