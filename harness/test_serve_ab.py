@@ -104,6 +104,17 @@ def test_summary_arithmetic():
     assert far["a"]["median"] == 4.0 and far["b"]["median"] == 5.0
     assert far["b"]["pairs"] == 0 and far["b"]["paired"] is None
     assert "mixed" not in rows
+    # The front end's drops for want of ring room: a median share where runs recorded
+    # them (guest->host), none where no run did.
+    assert close["a"]["fe_dropped"] is None
+    runs[0].update(fe_sent=95, fe_dropped=5)
+    runs[3].update(fe_sent=90, fe_dropped=10)
+    runs[6].update(fe_sent=0, fe_dropped=0)
+    row = {r["placement"]: r for r in m.summarize(["a", "b"], ["c"], runs)}["close"]
+    assert row["variants"]["a"]["fe_dropped"] == pytest.approx(0.075)
+    assert row["variants"]["b"]["fe_dropped"] is None
+    text = m.table(["a", "b"], [row], runs)
+    assert " 7.5%" in text and "full" in text
 
 
 class FakeBench:

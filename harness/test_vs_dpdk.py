@@ -96,6 +96,14 @@ def test_every_run_measured_traffic(report):
         assert len(rates) == 1 and min(rates) * 0.999 <= r["mpps"] <= max(rates) * 1.001, r
         assert r["spread"] == pytest.approx(max(rates) / min(rates), rel=1e-2), r
         assert r["placement"] in ("close", "far", "mixed", "unsteady"), r
+        # The front end's forward statistics over the forwarding run (the window and its
+        # warm-up): guest->host only, at least the window's packets sent, and no more
+        # dropped for want of ring room than it made.
+        if r["cell"].endswith("g2h"):
+            assert r["fe_sent"] >= r["packets"] and r["fe_dropped"] >= 0, r
+            assert 0 <= import_script("vs_dpdk").fe_dropped_share(r) < 1, r
+        else:
+            assert "fe_sent" not in r and "fe_dropped" not in r, r
 
 
 def test_serve_totals_cover_the_window(report):
@@ -630,6 +638,29 @@ def test_placement_classes_and_medians():
     p = apart(runs)
     assert p["far"]["evicted"] == pytest.approx(0.8)
     assert "evicted" not in p["close"]
+    # The front end's drops for want of ring room: the median share per back end over
+    # the runs of that placement that recorded them (not older runs, nor one that made
+    # nothing).
+    assert vs_dpdk.fe_dropped_share({"fe_sent": 0, "fe_dropped": 0}) is None
+    assert vs_dpdk.fe_dropped_share({"mpps": 1.0}) is None
+    runs += [
+        {"cell": "c", "backend": "vhostlab", "mpps": 18.2, "placement": "far",
+         "fe_sent": 990, "fe_dropped": 10},
+        {"cell": "c", "backend": "vhostlab", "mpps": 18.3, "placement": "far",
+         "fe_sent": 970, "fe_dropped": 30},
+        {"cell": "c", "backend": "vhostlab", "mpps": 18.4, "placement": "far",
+         "fe_sent": 0, "fe_dropped": 0},
+        {"cell": "c", "backend": "dpdk", "mpps": 9.0, "placement": "far",
+         "fe_sent": 600, "fe_dropped": 400},
+        {"cell": "c", "backend": "touch", "mpps": 20.0, "placement": "far",
+         "fe_sent": 1000, "fe_dropped": 500},
+    ]
+    p = apart(runs)
+    assert p["far"]["vhostlab_fe_dropped"] == pytest.approx(0.02)
+    assert p["far"]["dpdk_fe_dropped"] == pytest.approx(0.4)
+    assert "vhostlab_fe_dropped" not in p["close"] and "dpdk_fe_dropped" not in p["close"]
+    runs = runs[:-5]
+    p = apart(runs)
     # zero-copy runs: their own median and zc / DPDK, as touch's; never in vhostlab's
     # median or idle share.
     assert "zc" not in p["close"]

@@ -221,8 +221,9 @@ def run(a) -> list[dict]:
 
 
 def summarize(variants: list[str], cells: list[str], runs: list[dict]) -> list[dict]:
-    """Per cell and placement (close, far): each variant's runs, median, min, max, idle;
-    ratio and paired ratio against variants[0]."""
+    """Per cell and placement (close, far): each variant's runs, median, min, max, idle,
+    the front end's share dropped for want of ring room (guest->host); ratio and paired
+    ratio against variants[0]."""
     out = []
     ref = variants[0]
     for cell in cells:
@@ -236,10 +237,13 @@ def summarize(variants: list[str], cells: list[str], runs: list[dict]) -> list[d
                 vals = [r["mpps"] for r in ok if r["variant"] == name]
                 idle = [r["serve_idle"] for r in ok
                         if r["variant"] == name and r.get("serve_idle") is not None]
+                full = [x for r in ok if r["variant"] == name
+                        and (x := V.fe_dropped_share(r)) is not None]
                 row["variants"][name] = (
                     {"n": len(vals), "median": statistics.median(vals), "min": min(vals),
                      "max": max(vals),
-                     "serve_idle": statistics.median(idle) if idle else None}
+                     "serve_idle": statistics.median(idle) if idle else None,
+                     "fe_dropped": statistics.median(full) if full else None}
                     if vals else {"n": 0})
             base = row["variants"][ref]
             for name in variants:
@@ -266,22 +270,24 @@ def table(variants: list[str], rows: list[dict], runs: list[dict]) -> str:
     for row in rows:
         lines.append(f"{row['cell']} ({row['placement']}):")
         lines.append(f"  {'variant':24} {'runs':>4} {'median Mpps':>11} {'min-max':>15} "
-                     f"{'ratio':>6} {'paired':>6} {'pairs':>5} {'idle':>5}")
+                     f"{'ratio':>6} {'paired':>6} {'pairs':>5} {'idle':>5} {'full':>6}")
         for name in variants:
             d = row["variants"][name]
             if not d["n"]:
                 lines.append(f"  {name:24} {0:>4}")
                 continue
             idle = "—" if d["serve_idle"] is None else f"{100 * d['serve_idle']:.0f}%"
+            full = "—" if d["fe_dropped"] is None else f"{100 * d['fe_dropped']:.1f}%"
             lines.append(f"  {name:24} {d['n']:>4} {d['median']:>11.2f} "
                          f"{d['min']:>7.2f}-{d['max']:<7.2f} {fmt(d['ratio']):>6} "
-                         f"{fmt(d['paired']):>6} {d['pairs']:>5} {idle:>5}")
+                         f"{fmt(d['paired']):>6} {d['pairs']:>5} {idle:>5} {full:>6}")
     mixed = sum(1 for r in runs if r.get("placement") == "mixed" and "error" not in r)
     unsteady = sum(1 for r in runs if r.get("placement") == "unsteady" and "error" not in r)
     failed = sum(1 for r in runs if "error" in r)
     lines.append(f"{len(runs)} runs: {mixed} mixed (placement changed), {unsteady} unsteady "
                  f"(interval rates over {V.STEADY_MAX}x apart), both left out; {failed} failed. Ratio: median / {variants[0]}'s median; paired: median "
-                 f"of run / {variants[0]}'s run in the same repetition and placement.")
+                 f"of run / {variants[0]}'s run in the same repetition and placement; full: "
+                 f"the front end's packets dropped for want of ring room, median share.")
     return "\n".join(lines)
 
 

@@ -203,6 +203,11 @@ class Proc:
 STATS_BLOCK = re.compile(
     r"NIC statistics for port 0.*?RX-packets:\s+(\d+).*?TX-packets:\s+(\d+).*?"
     r"Rx-pps:\s+(\d+).*?Tx-pps:\s+(\d+)", re.S)
+# What testpmd prints when forwarding stops: the run's packets sent and those its forwarding
+# engine made but dropped, because the port took fewer than it offered (guest->host: the
+# virtio ring had no room, the back end had not given enough descriptors back).
+FWD_BLOCK = re.compile(
+    r"Forward statistics for port 0\s.*?TX-packets:\s+(\d+)\s+TX-dropped:\s+(\d+)", re.S)
 
 
 class TestPmd(Proc):
@@ -244,6 +249,16 @@ class TestPmd(Proc):
         rx, tx, rx_pps, tx_pps = (int(v) for v in blocks[want - 1])
         return {"rx": rx, "tx": tx, "rx_pps": rx_pps, "tx_pps": tx_pps,
                 "t": time.monotonic()}
+
+    def fwd_stats(self) -> dict:
+        """The forward statistics `stop` printed last (call after a barrier that follows
+        the stop): what the front end's txonly sent over that forwarding run, warm-up
+        included, and what it made but dropped for want of room in the ring."""
+        blocks = FWD_BLOCK.findall(self.log.read_text(errors="replace"))
+        if not blocks:
+            raise RunError(f"{self.name}: no forward statistics\n{tail(self.log)}")
+        sent, dropped = (int(v) for v in blocks[-1])
+        return {"fe_sent": sent, "fe_dropped": dropped}
 
     def quit(self):
         if self.proc.poll() is None:
@@ -482,6 +497,8 @@ class Bench:
             be.cmd("stop")
         for pmd in (fe, be):
             pmd.stats()  # both forwarding lcores have stopped
+        if cell.dir == "g2h":
+            res.update(fe.fwd_stats())
         res["probe_ns"] = [before, self.probe()]
         del res["t_start"], res["t_end"]
         return res
@@ -524,6 +541,8 @@ class Bench:
                 res = self.window(fe, cell)
                 fe.cmd("stop")
                 fe.stats()  # forwarding has stopped
+                if cell.dir == "g2h":
+                    res.update(fe.fwd_stats())
                 res["probe_ns"] = [before, self.probe(serve)]
             finally:
                 fe.quit()  # stop forwarding, stop the port (GET_VRING_BASE), exit
@@ -839,6 +858,13 @@ def touch_judged(p: dict) -> float | None:
     return p["touch_paired"] if p.get("n_touch_pairs") else p.get("touch_ratio")
 
 
+def fe_dropped_share(r: dict) -> float | None:
+    """The share of the packets a guest->host run's front end made that it dropped, the
+    ring being full (None: not recorded, or nothing made)."""
+    made = r.get("fe_sent", 0) + r.get("fe_dropped", 0)
+    return r["fe_dropped"] / made if "fe_dropped" in r and made else None
+
+
 def by_placement(cell_id: str, runs: list[dict]) -> dict:
     """Per placement (close, far): each back end's median over the runs of that placement,
     the ratio of those medians, and how many runs went in; the median of the pairs of runs
@@ -887,6 +913,15 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
                    if "lines_evicted" in r.get("serve", {}) and r["serve"]["rx_packets"]]
         if evicted:
             out[where]["evicted"] = statistics.median(evicted)
+        # The front end's drops for want of ring room, per back end: how often the back end
+        # fell behind far enough to leave testpmd's txonly no descriptors for a burst it
+        # had already made (guest->host).
+        for b in ("dpdk", "vhostlab"):
+            shares = [x for r in runs if r["cell"] == cell_id and "error" not in r
+                      and r["backend"] == b and r.get("placement") == where
+                      and (x := fe_dropped_share(r)) is not None]
+            if shares:
+                out[where][f"{b}_fe_dropped"] = statistics.median(shares)
     return out
 
 
@@ -1309,7 +1344,12 @@ def write_markdown(path: Path, doc: dict):
         f"{STEADY_MAX:.2f}x is unsteady, see By placement). In "
         "guest→host the front end is the sender: it counts a packet when virtio-user put "
         "it on the ring, and a back end that lags only makes the ring full, so sent and "
-        "received differ by at most the ring (256 packets, < 0.01 % of a window). The "
+        "received differ by at most the ring (256 packets, < 0.01 % of a window)"
+        + ("; txonly drops the packets it made and found no room for, and each run's JSON "
+           "keeps them from testpmd's forward statistics over the forwarding run, warm-up "
+           "included (`fe_dropped`, beside `fe_sent`)"
+           if any("fe_dropped" in r for r in doc["runs"]) else "")
+        + ". The "
         "count over our own wall clock is kept beside it in the JSON (`wall_mpps`), and "
         "serve's own totals for its runs. serve prints its live statistics every "
         f"{SERVE_STATS_INTERVAL:g} s (`--stats-interval`); the mean `idle_share` of the "
@@ -1393,6 +1433,10 @@ def placement_section(doc: dict) -> list[str]:
         i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
         if p.get("evicted"):
             i += f", ev {min(p['evicted'], 1):.2f}"
+        if p.get("vhostlab_fe_dropped") is not None:
+            i += f", full {100 * p['vhostlab_fe_dropped']:.1f} %"
+            if p.get("dpdk_fe_dropped") is not None:
+                i += f" (DPDK {100 * p['dpdk_fe_dropped']:.1f} %)"
         if p["dpdk"] is None and p["vhostlab"] is None:
             return "— | — | — | — | — | " + t
         d = f"{p['dpdk']:.2f} ({p['n_dpdk']})" if p["dpdk"] is not None else "—"
@@ -1455,7 +1499,14 @@ def placement_section(doc: dict) -> list[str]:
         "the other one holds."
         + (" ev: where serve evicted lines, the median of lines evicted per packet "
            "received (evict-after-read, one line a packet while on; its tuner turns it on "
-           "where it pays, which is far apart)." if evicts else ""),
+           "where it pays, which is far apart)." if evicts else "")
+        + (" full: the median share of the packets the front end made that it dropped "
+           "because the ring had no room for them (testpmd's forward statistics, TX-dropped "
+           "against TX-packets plus TX-dropped over the forwarding run, warm-up included), "
+           "with vhostlab and, in brackets, with DPDK's back end: the time txonly spent "
+           "making those packets is lost to it, so a back end that falls behind, even "
+           "briefly, costs the front end rate on top of its own."
+           if any("fe_dropped" in r for r in runs) else ""),
         "",
         "| cell | close: DPDK | close: vhostlab | close: ratio | close: paired "
         "| close: idle | close: touch / DPDK "
