@@ -540,6 +540,19 @@ struct rf_good rf_good_slices(struct rf *f, const struct rf_q *s, struct rf_desc
 	return g;
 }
 
+struct rf_good rf_post_longest_chain(struct rf *f, struct rf_q *s, uint8_t seed)
+{
+	const uint32_t n = f->cfg.qsize;
+	struct rf_desc *d = calloc(n, sizeof(*d));
+
+	assert_non_null(d);
+	struct rf_good g = rf_good_slices(f, s, d, n, seed);
+
+	g.head = rf_post_chain(s, d, n);
+	free(d);
+	return g;
+}
+
 void rf_free_good(struct rf *f, const struct rf_good *g)
 {
 	lab_gmem_free(f->g, g->gpa, f->hdr_len + g->len);

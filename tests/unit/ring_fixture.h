@@ -214,6 +214,9 @@ struct rf_good rf_post_good_n(struct rf *f, struct rf_q *s, uint32_t len, uint8_
  * pattern(seed); RX n eight-byte slices of room, poisoned. head is left 0. */
 struct rf_good rf_good_slices(struct rf *f, const struct rf_q *s, struct rf_desc *d,
 			      uint32_t n, uint8_t seed);
+/* The longest legal chain, posted: exactly queue-size descriptors of rf_good_slices (a walk
+ * bound one short would refuse it). */
+struct rf_good rf_post_longest_chain(struct rf *f, struct rf_q *s, uint8_t seed);
 /* Give a posted good chain's buffer back to the guest allocator (after it was used). */
 void rf_free_good(struct rf *f, const struct rf_good *g);
 /* One burst that must move exactly the packet of g: TX dequeues (up to 512) and gets exactly

@@ -591,14 +591,8 @@ static void scn_lie_next_everywhere(struct rf *f, struct rf_q *s)
  * the middle of the ring so it crosses the end. */
 static void scn_longest_chain(struct rf *f, struct rf_q *s)
 {
-	const uint32_t n = f->cfg.qsize;
-	struct rf_desc *d = calloc(n, sizeof(*d));
+	struct rf_good g = rf_post_longest_chain(f, s, 0x22);
 
-	assert_non_null(d);
-	struct rf_good g = rf_good_slices(f, s, d, n, 0x22);
-
-	g.head = rf_post_chain(s, d, n);
-	free(d);
 	rf_burst_expect_good(f, s, &g);
 	rf_expect_used(s, g.head, rf_good_used_len(f, s, &g));
 	rf_expect_no_used(s);
