@@ -93,8 +93,15 @@ static bool decide(struct vl_evict_tuner *t)
 	return !all && t->last_gain >= VL_EVICT_MIN_GAIN;
 }
 
+/* Hold the verdict just reached: as long as the last hold when it agrees with the verdict
+ * held then (the conditions have not moved), twice as long, else the shortest hold again. */
 static void start_hold(struct vl_evict_tuner *t)
 {
+	if (!t->decided || t->on != t->held_on)
+		t->hold_epochs = VL_EVICT_HOLD_EPOCHS;
+	else if (t->hold_epochs * 2 <= VL_EVICT_HOLD_MAX_EPOCHS)
+		t->hold_epochs *= 2;
+	t->decided = true;
 	t->in_trial = false;
 	t->epoch = 0;
 }
@@ -126,7 +133,11 @@ bool vl_evict_tuner_step(struct vl_evict_tuner *t, uint64_t now_ns, uint64_t pac
 			       rate > t->hold_rate * VL_EVICT_SHIFT;
 
 		t->shifts += shifted;
-		if (shifted || ++t->epoch >= VL_EVICT_HOLD_EPOCHS) {
+		if (shifted || ++t->epoch >= t->hold_epochs) {
+			/* The held verdict goes with the trial (start_hold compares the next one
+			 * with it), unless the rate moved: then nothing held before counts. */
+			t->held_on = t->on;
+			t->decided = t->decided && !shifted;
 			t->in_trial = true;
 			t->epoch = 0;
 			t->on = trial_mode[0];

@@ -183,6 +183,55 @@ static void test_tuner_turns_on_when_it_pays(void **state)
 	assert_int_equal(s.t.shifts, 0);
 }
 
+/* Epochs at mpps while the tuner holds its verdict, up to limit: how many it held. */
+static uint32_t hold_for(struct script *s, double mpps, uint32_t limit)
+{
+	uint32_t n = 0;
+
+	while (!s->t.in_trial && n < limit) {
+		epoch(s, mpps);
+		n++;
+	}
+	return n;
+}
+
+/* Each verdict that agrees with the one held before doubles the next hold, up to
+ * VL_EVICT_HOLD_MAX_EPOCHS; a verdict the other way, or a hold a moved rate cut short,
+ * starts again from VL_EVICT_HOLD_EPOCHS. */
+static void test_tuner_holds_longer_while_verdicts_agree(void **state)
+{
+	(void)state;
+	struct script s;
+	const double off[3] = {5, 5, 5}, on[3] = {10, 10, 10};
+	const double slow[3] = {16, 16, 16}, slower[3] = {13, 13, 13};
+	uint32_t want = VL_EVICT_HOLD_EPOCHS;
+
+	script_init(&s);
+	for (uint32_t k = 0; k < 6; k++) {
+		assert_true(trial(&s, off, on));
+		assert_int_equal(s.t.hold_epochs, want);
+		assert_int_equal(hold_for(&s, 10, 1000), want);
+		if (want * 2 <= VL_EVICT_HOLD_MAX_EPOCHS)
+			want *= 2;
+	}
+	assert_int_equal(want, VL_EVICT_HOLD_MAX_EPOCHS);
+	assert_int_equal(s.t.trials, 6);
+	/* The verdict turns: the shortest hold, then doubling again. */
+	assert_false(trial(&s, slow, slower));
+	assert_int_equal(hold_for(&s, 16, 1000), VL_EVICT_HOLD_EPOCHS);
+	assert_false(trial(&s, slow, slower));
+	assert_int_equal(s.t.hold_epochs, 2 * VL_EVICT_HOLD_EPOCHS);
+	/* A rate that moved cuts the hold short, and the verdict after it is held for the
+	 * shortest hold though it agrees with the one before. */
+	assert_int_equal(hold_for(&s, 16, 10), 10);
+	assert_false(epoch(&s, 8));
+	assert_true(s.t.in_trial);
+	assert_int_equal(s.t.shifts, 1);
+	assert_false(trial(&s, (double[]){8, 8, 8}, (double[]){7, 7, 7}));
+	assert_int_equal(hold_for(&s, 8, 1000), VL_EVICT_HOLD_EPOCHS);
+	assert_int_equal(s.t.shifts, 1);
+}
+
 /* A hold ends early when an epoch's rate moves more than VL_EVICT_SHIFT away from the
  * winner's: down (the CPUs moved apart, or the traffic fell) or up (they moved close). */
 static void test_tuner_retries_when_the_rate_moves(void **state)
@@ -418,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_tuner_turns_on_when_it_pays),
 		cmocka_unit_test(test_tuner_keeps_off_without_a_clear_gain),
 		cmocka_unit_test(test_tuner_retries_when_the_rate_moves),
+		cmocka_unit_test(test_tuner_holds_longer_while_verdicts_agree),
 		cmocka_unit_test(test_tuner_tries_a_split_verdict_again),
 		cmocka_unit_test(test_tuner_ignores_a_steady_drift),
 		cmocka_unit_test(test_tuner_idle_starts_the_trial_over),

@@ -277,7 +277,11 @@ bool vl_vq_tx_line_wait(const struct vl_vq *vq);
  * runs VL_EVICT_TRIAL_EPOCHS epochs of at least VL_EVICT_EPOCH_NS each, off and on in the
  * order off on on off off on (a steady drift in the rate favours neither), then holds the
  * winner for VL_EVICT_HOLD_EPOCHS epochs, or until an epoch's rate moves more than
- * VL_EVICT_SHIFT times away from the winner's in the trial, and tries again. On wins only if
+ * VL_EVICT_SHIFT times away from the winner's in the trial, and tries again. Each trial that
+ * gives the verdict the one before it gave doubles the next hold, up to
+ * VL_EVICT_HOLD_MAX_EPOCHS: half a trial's epochs run the losing setting, which costs where
+ * the verdict is plain, and what would change it (the CPUs moving, the traffic changing)
+ * moves the rate, which ends a hold at once and starts the holds short again. On wins only if
  * each of the trial's three off/on pairs ran faster with it on and their median ratio reaches
  * VL_EVICT_MIN_GAIN: it costs the device time, so a tie keeps it off. A split verdict (the
  * median gain reached, one pair the other way: far apart, one 20 ms epoch's rate can swing by
@@ -289,6 +293,7 @@ bool vl_vq_tx_line_wait(const struct vl_vq *vq);
 #define VL_EVICT_EPOCH_NS 20000000ull /* 20 ms: 100 000 packets at 5 Mpps */
 #define VL_EVICT_TRIAL_EPOCHS 6u
 #define VL_EVICT_HOLD_EPOCHS 50u      /* about a second between trials */
+#define VL_EVICT_HOLD_MAX_EPOCHS 400u /* about 8 s: from the fourth like verdict in a row */
 #define VL_EVICT_MIN_GAIN 1.05
 #define VL_EVICT_RETRIES 2u           /* split verdicts tried again in a row */
 #define VL_EVICT_SHIFT 1.3            /* far apart, rates are about half of close */
@@ -298,6 +303,10 @@ struct vl_evict_tuner {
 	bool on;                /* the decision to apply now */
 	bool in_trial;
 	uint32_t epoch;         /* epochs done in this trial or hold */
+	uint32_t hold_epochs;   /* this hold's length (VL_EVICT_HOLD_EPOCHS, doubled per agreeing
+				   verdict up to VL_EVICT_HOLD_MAX_EPOCHS) */
+	bool decided;           /* a verdict was held since the start or the last shift: */
+	bool held_on;           /* ... that one */
 	uint64_t epoch_start_ns;
 	uint64_t epoch_start_packets;
 	double rate[VL_EVICT_TRIAL_EPOCHS]; /* packets per ns, per trial epoch */
