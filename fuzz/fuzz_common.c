@@ -162,19 +162,9 @@ int fz_out_save(const struct fz_out *o, const char *dir, const char *name)
 
 void fz_fill(uint8_t *dst, uint32_t len, uint64_t seed)
 {
-	uint64_t st = seed * 0xd1b54a32d192ed03ull + 1;
-	uint32_t i = 0;
+	struct lab_rng r = {seed * 0xd1b54a32d192ed03ull + 1};
 
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v = fz_mix(&st);
-
-		memcpy(dst + i, &v, 8);
-	}
-	if (i < len) {
-		uint64_t v = fz_mix(&st);
-
-		memcpy(dst + i, &v, len - i);
-	}
+	lab_rng_fill(&r, dst, len);
 }
 
 /* ---- cached guest memory ------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "rng.h"
 #include "vhostlab/vhostlab.h"
 
 /* The libFuzzer entry point each target defines. */
@@ -78,13 +79,14 @@ int fz_out_save(const struct fz_out *o, const char *dir, const char *name);
 
 /* ---- deterministic helpers ----------------------------------------------------------- */
 
+/* The lab's generator (sim/rng.h) on a bare state word. */
 static inline uint64_t fz_mix(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	struct lab_rng r = {*s};
+	uint64_t v = lab_rng_next(&r);
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	*s = r.s;
+	return v;
 }
 
 /* Fill len bytes with the deterministic stream of `seed` (payloads the harnesses can

@@ -2,6 +2,7 @@
 /* Simulated guest RAM: one memfd, a contiguous guest view and a scattered, guarded host view.
  * The layout and the contract of every call are described in guest_mem.h. */
 #include "guest_mem.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -87,15 +88,15 @@ static uint64_t div_round_up(uint64_t x, uint64_t unit)
 	return x / unit + (x % unit != 0);
 }
 
-/* splitmix64: tiny, good enough to scatter regions, and the same seed always gives the same
- * placement so a failing scenario can be replayed. */
+/* The lab's generator (splitmix64) on a bare state word: the same seed always gives the
+ * same placement, so a failing scenario can be replayed. */
 static uint64_t splitmix64(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	struct lab_rng r = {*state};
+	uint64_t v = lab_rng_next(&r);
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	*state = r.s;
+	return v;
 }
 
 /* ---- configuration --------------------------------------------------------------------- */

@@ -10,13 +10,22 @@ struct lab_rng {
 	uint64_t s;
 };
 
-static inline uint64_t lab_rng_next(struct lab_rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+/* splitmix64's step: the generator adds this to its state before each output. */
+#define LAB_RNG_GAMMA 0x9e3779b97f4a7c15ull
 
+/* splitmix64's output function on a state that already took its step. The trace format's
+ * payload patterns are defined with it (sim/trace/trace_pattern.c): changing it changes
+ * every recorded trace. */
+static inline uint64_t lab_rng_mix(uint64_t z)
+{
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+static inline uint64_t lab_rng_next(struct lab_rng *r)
+{
+	return lab_rng_mix(r->s += LAB_RNG_GAMMA);
 }
 
 static inline struct lab_rng lab_rng_make(uint64_t seed, uint64_t stream)
@@ -39,23 +48,31 @@ static inline int lab_rng_chance(struct lab_rng *r, uint32_t num, uint32_t den)
 	return lab_rng_below(r, den) < num;
 }
 
+/* Fill len bytes with the generator's next outputs, 8 bytes each (the last one cut short),
+ * in the host's byte order. */
+static inline void lab_rng_fill(struct lab_rng *r, uint8_t *dst, uint32_t len)
+{
+	uint32_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = lab_rng_next(r);
+
+		memcpy(dst + i, &v, 8);
+	}
+	if (i < len) {
+		uint64_t v = lab_rng_next(r);
+
+		memcpy(dst + i, &v, len - i);
+	}
+}
+
 /* Fill len bytes with the stream of (seed, key): a packet's contents are a function of its
  * key, so the checker regenerates them instead of storing them. */
 static inline void lab_fill_pattern(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key)
 {
 	struct lab_rng r = lab_rng_make(seed, key);
-	uint32_t i = 0;
 
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v = lab_rng_next(&r);
-
-		memcpy(dst + i, &v, 8);
-	}
-	if (i < len) {
-		uint64_t v = lab_rng_next(&r);
-
-		memcpy(dst + i, &v, len - i);
-	}
+	lab_rng_fill(&r, dst, len);
 }
 
 #endif

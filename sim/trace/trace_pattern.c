@@ -3,16 +3,14 @@
  * a pattern stands for, its FNV-1a digest, and matching a buffer against it. */
 #include <string.h>
 
+#include "rng.h"
 #include "trace.h"
 
-/* The format defines seq: with exactly this function; changing it changes every trace. */
+/* The format defines seq: with exactly this function (one splitmix64 output from state x);
+ * changing it changes every trace. */
 static uint64_t splitmix64(uint64_t x)
 {
-	uint64_t z = x + 0x9e3779b97f4a7c15ull;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return lab_rng_mix(x + LAB_RNG_GAMMA);
 }
 
 /* seq: byte i is byte i % 8 (little end first) of splitmix64(seed + i / 8). Works a word
@@ -41,7 +39,7 @@ static void stream_fill(uint64_t state, uint64_t off, uint8_t *dst, size_t n)
 
 	while (done < n) {
 		uint64_t i = off + done;
-		uint64_t w = splitmix64(state + (i / 8) * 0x9e3779b97f4a7c15ull);
+		uint64_t w = splitmix64(state + (i / 8) * LAB_RNG_GAMMA);
 		unsigned b = (unsigned)(i % 8);
 
 		for (; b < 8 && done < n; b++, done++)
