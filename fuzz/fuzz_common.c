@@ -1398,9 +1398,9 @@ static bool hold_this(struct dp *d)
 	case 1:
 		return true;
 	case 2:
-		return (fz_mix(&d->rng) & 1) != 0;
+		return (lab_rng_step(&d->rng) & 1) != 0;
 	default:
-		return (fz_mix(&d->rng) & 3) == 0;
+		return (lab_rng_step(&d->rng) & 3) == 0;
 	}
 }
 
@@ -1553,7 +1553,7 @@ static void set_rx_offload(struct dp *d, struct vl_offload *ol, uint8_t preset)
 		ol->flags = VL_NET_HDR_F_RSC_INFO;
 		break;
 	case 7: {
-		uint64_t r = fz_mix(&d->rng);
+		uint64_t r = lab_rng_step(&d->rng);
 
 		memcpy(ol, &r, sizeof(*ol) < sizeof(r) ? sizeof(*ol) : sizeof(r));
 		break;

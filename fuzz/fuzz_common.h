@@ -79,16 +79,6 @@ int fz_out_save(const struct fz_out *o, const char *dir, const char *name);
 
 /* ---- deterministic helpers ----------------------------------------------------------- */
 
-/* The lab's generator (sim/rng.h) on a bare state word. */
-static inline uint64_t fz_mix(uint64_t *s)
-{
-	struct lab_rng r = {*s};
-	uint64_t v = lab_rng_next(&r);
-
-	*s = r.s;
-	return v;
-}
-
 /* Fill len bytes with the deterministic stream of `seed` (payloads the harnesses can
  * regenerate to compare against). */
 void fz_fill(uint8_t *dst, uint32_t len, uint64_t seed);

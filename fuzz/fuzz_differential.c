@@ -339,7 +339,7 @@ static int post_chain(struct df *d, struct df_var *v, struct lab_ring *r, struct
 		for (uint32_t i = 0; i < n; i++)
 			slot[i] = (uint8_t)i;
 		for (uint32_t i = n; i > 2; i--) {
-			uint32_t j = 1 + (uint32_t)(fz_mix(&rng) % (i - 1));
+			uint32_t j = 1 + (uint32_t)(lab_rng_step(&rng) % (i - 1));
 			uint8_t tmp = slot[i - 1];
 
 			slot[i - 1] = slot[j];

@@ -88,16 +88,6 @@ static uint64_t div_round_up(uint64_t x, uint64_t unit)
 	return x / unit + (x % unit != 0);
 }
 
-/* The lab's generator (splitmix64) on a bare state word: the same seed always gives the
- * same placement, so a failing scenario can be replayed. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	struct lab_rng r = {*state};
-	uint64_t v = lab_rng_next(&r);
-
-	*state = r.s;
-	return v;
-}
 
 /* ---- configuration --------------------------------------------------------------------- */
 
@@ -241,7 +231,7 @@ static void shuffle(uint32_t *order, uint32_t n, uint64_t *rng)
 	for (uint32_t i = 0; i < n; i++)
 		order[i] = i;
 	for (uint32_t i = n; i > 1; i--) {
-		uint32_t j = (uint32_t)(splitmix64(rng) % i);
+		uint32_t j = (uint32_t)(lab_rng_step(rng) % i);
 		uint32_t t = order[i - 1];
 
 		order[i - 1] = order[j];
@@ -253,7 +243,7 @@ static void shuffle(uint32_t *order, uint32_t n, uint64_t *rng)
  * host offsets do not follow a regular stride. */
 static uint64_t guard_gap(uint64_t *rng, uint64_t max_extra_pages)
 {
-	return LAB_PAGE_SIZE * (1 + splitmix64(rng) % (max_extra_pages + 1));
+	return LAB_PAGE_SIZE * (1 + lab_rng_step(rng) % (max_extra_pages + 1));
 }
 
 /* Reserve the whole host view as PROT_NONE first: the guards are then just the parts that

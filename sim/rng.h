@@ -23,9 +23,15 @@ static inline uint64_t lab_rng_mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
+/* The generator on a bare state word, for callers that keep their state as a uint64_t. */
+static inline uint64_t lab_rng_step(uint64_t *state)
+{
+	return lab_rng_mix(*state += LAB_RNG_GAMMA);
+}
+
 static inline uint64_t lab_rng_next(struct lab_rng *r)
 {
-	return lab_rng_mix(r->s += LAB_RNG_GAMMA);
+	return lab_rng_step(&r->s);
 }
 
 static inline struct lab_rng lab_rng_make(uint64_t seed, uint64_t stream)
