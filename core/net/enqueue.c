@@ -7,8 +7,8 @@
  * keep one enqueue_body with the layout as a run-time argument (too big for their budgets),
  * so the per-chain layout tests of ring/ring.h would not fold away. */
 #include "compiler.h"
-#include "net/copy.h"
-#include "net/net_hdr.h"
+#include "net/enqueue_nonmergeable.h"
+#include "net/rx_fill.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
@@ -68,27 +68,6 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
 	vq->stats.drops[why]++;
 	vl_ring_push_used(vq, L, c, 0);
 	b->committed = pos;
-}
-
-/* Ask now for the lines a receive piece at `host` will be written to: `hdr` header bytes
- * at its start, then payload, `take` bytes in all (1 <= take, hdr <= take). The stores come
- * at the burst's flush (rx_store_hdrs, vl_copy_flush), by which time the lines of the whole
- * burst have been on their way together instead of one miss after another. The payload's
- * first and last lines with intent to write (the same line for most small packets; large
- * ones are copied at once, not batched, and stream the lines between). A line holding
- * header bytes and no payload only to read: rx_store_hdrs usually finds the header right
- * and leaves it, and the driver's copy of the line with it. Every address asked for is
- * inside the piece, but where the piece takes no payload (hdr == take), whose "first payload
- * byte" is one past it: a prefetch never faults, and a line asked for in vain costs only
- * time. */
-static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
-{
-	const uint8_t *data = host + hdr;
-
-	if ((((uintptr_t)host ^ (uintptr_t)data) >> 6) != 0)
-		VL_PREFETCH_R(host);
-	VL_PREFETCH_W(data);
-	VL_PREFETCH_W(host + take - 1);
 }
 
 /* Reserve chains for `need` bytes starting at the first unconsumed avail entry. On success,
@@ -238,77 +217,13 @@ static VL_NOINLINE enum reserve_result rx_reserve_packed(struct vl_vq *vq, struc
 	return rx_reserve(vq, VL_LAYOUT_PACKED, b, need, ahead, nbufs, ndeferred, pos, f);
 }
 
-/* Write header and payload into the reserved chains and record their used entries (after
- * any deferred bad chains). Small payload copies go through the batch. */
+/* Write the packet into the reserved chains (rx_write_pkt) and record their used entries,
+ * after any deferred bad chains. */
 static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 				     const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred,
 				     uint16_t nth)
 {
-	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
-	const uint8_t *hdr = slot->bytes;
-	const struct vl_piece *pc = &vq->pieces[0];
-	uint32_t piece = 0, piece_off = 0;
-
-	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, (uint16_t)nbufs, slot->bytes);
-
-	/* The header is built in this packet's slot of vq->rx_hdrs. The usual case: the first
-	 * piece holds it, and rx_store_hdrs stores it just before the burst's payload batch is
-	 * flushed, so the stores into the guest's buffers come together, after rx_reserve's
-	 * prefetches have had the burst's time to bring the lines. Otherwise (no batching, or
-	 * a header scattered over pieces) it goes through the copy engine now. */
-	uint32_t done = 0;
-
-	slot->dst = NULL;
-	if (pc[0].len >= vq->hdr_len) {
-		if (vq->batch_threshold >= vq->hdr_len) {
-			slot->dst = pc[0].host;
-			slot->gpa = pc[0].gpa;
-			vq->stats.copies_batched++; /* a small copy done at the flush, like one */
-		} else {
-			vl_copy_to_guest(vq, pc[0].host, hdr, vq->hdr_len, pc[0].gpa);
-		}
-		done = piece_off = vq->hdr_len;
-		if (piece_off == pc[0].len) {
-			piece = 1;
-			piece_off = 0;
-		}
-	}
-	while (done < vq->hdr_len) {
-		uint32_t n = pc[piece].len - piece_off;
-
-		if (n > vq->hdr_len - done)
-			n = vq->hdr_len - done;
-		vl_copy_to_guest(vq, pc[piece].host + piece_off, hdr + done, n,
-				 pc[piece].gpa + piece_off);
-		done += n;
-		piece_off += n;
-		if (piece_off == pc[piece].len) {
-			piece++;
-			piece_off = 0;
-		}
-	}
-	/* Pieces of consecutive reserved chains are consecutive in vq->pieces, so the payload
-	 * is one walk over segments and pieces. */
-	for (const struct vl_pkt *seg = pkt; seg; seg = seg->next) {
-		const uint8_t *src = seg->data;
-		uint32_t left = seg->data_len;
-
-		while (left > 0) {
-			uint32_t n = pc[piece].len - piece_off;
-
-			if (n > left)
-				n = left;
-			vl_copy_to_guest(vq, pc[piece].host + piece_off, src, n,
-					 pc[piece].gpa + piece_off);
-			src += n;
-			left -= n;
-			piece_off += n;
-			if (piece_off == pc[piece].len) {
-				piece++;
-				piece_off = 0;
-			}
-		}
-	}
+	rx_write_pkt(vq, pkt, nbufs, nth);
 	for (uint32_t i = 0; i < ndeferred; i++) {
 		vq->stats.drops[vq->rx_deferred_bad[i].why]++;
 		vl_ring_push_used(vq, L, &vq->rx_deferred_bad[i].chain, 0);
@@ -352,77 +267,6 @@ static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl
 	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need && !pkt->next;
 }
 
-/* Fill a packet rx_fits_one accepted: one header slot (or, with batching off, one header
- * copy), one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's
- * lines are asked for now (rx_prefetch), as rx_reserve does, and written at the burst's
- * flush. */
-static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
-					 const struct vl_pkt *pkt, const struct rx_first *f,
-					 uint32_t need, uint16_t nth)
-{
-	const struct vl_piece *pc = &vq->pieces[0];
-	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
-	const uint32_t hdr_len = vq->hdr_len;
-
-	rx_prefetch(pc->host, hdr_len, need);
-	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, 1, slot->bytes);
-	if (vq->batch_threshold >= hdr_len) {
-		slot->dst = pc->host;
-		slot->gpa = pc->gpa;
-		vq->stats.copies_batched++; /* the header: a small copy done at the flush */
-	} else {
-		slot->dst = NULL; /* no batching: stored now, as every copy is */
-		vl_copy_to_guest(vq, pc->host, slot->bytes, hdr_len, pc->gpa);
-	}
-	if (pkt->data_len > 0)
-		vl_copy_to_guest(vq, pc->host + hdr_len, pkt->data, pkt->data_len,
-				 pc->gpa + hdr_len);
-	vl_ring_push_used(vq, L, &f->c, need);
-}
-
-/* rx_store_hdrs for one header length, a constant where it is inlined, so the compare and
- * the copy are a few loads and stores. Returns the headers kept. */
-static VL_ALWAYS_INLINE uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
-						  const uint32_t len)
-{
-	uint32_t kept = 0;
-
-	for (uint16_t i = 0; i < n; i++) {
-		const struct vl_rx_hdr *h = &hdrs[i];
-
-		if (!h->dst)
-			continue;
-		if (memcmp(h->dst, h->bytes, len) == 0)
-			kept++;
-		else
-			memcpy(h->dst, h->bytes, len);
-	}
-	return kept;
-}
-
-/* The headers rx_fill left in vq->rx_hdrs[0..n): one fixed-size copy each (10 or 12 bytes,
- * the only header lengths), inline -- unless the buffer holds those bytes already. A driver
- * that recycles its buffers (DPDK's virtio PMD: the same mbufs come back within a few
- * bursts) finds last time's header there, usually the same one. Its line is then shared
- * between the driver's cache (it read num_buffers) and ours, and reading it costs nothing
- * where a store would take the line from the driver and have it fetched back, two
- * transfers per packet when the two CPUs are far apart. DPDK's enqueue also assigns each
- * header field only when it differs. The bytes may change under us (the guest's buffer):
- * the compare is a hint, and what the guest reads is its own doing either way. */
-static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
-{
-	const uint32_t hdr_len = vq->hdr_len;
-
-	vq->stats.rx_hdrs_kept += hdr_len == 12 ? rx_store_hdrs_of(vq->rx_hdrs, n, 12)
-						: rx_store_hdrs_of(vq->rx_hdrs, n, 10);
-	/* Logged after the stores, kept ones too: the device wrote the header, as far as a
-	 * migration is concerned (one predictable branch per burst when logging is off). */
-	if (vq->log.bitmap)
-		for (uint16_t i = 0; i < n; i++)
-			if (vq->rx_hdrs[i].dst)
-				vl_log_write(&vq->log, vq->rx_hdrs[i].gpa, hdr_len);
-}
-
 static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
 					      uint16_t count, uint8_t *status,
 					      const enum vl_layout L)
@@ -431,12 +275,8 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 	uint16_t handled = 0, delivered = 0;
 	uint64_t bytes = 0; /* added to the stats once, with delivered as the packet count */
 
-	vq->stats.bursts++;
-	if (vq->broken)
+	if (!rx_burst_begin(vq, L))
 		return 0;
-	/* The window reads (avail->idx, the packed scan, lazy here) form one unit per burst. */
-	vl_lab_burst_begin();
-	vl_ring_begin(vq, L);
 
 	for (; handled < count; handled++) {
 		const struct vl_pkt *pkt = pkts[handled];
@@ -444,9 +284,7 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		uint16_t pos;
 
 		if (pkt->pkt_len > VL_PKT_MAX_LEN) {
-			vq->stats.drops[VL_DROP_RX_TOO_BIG]++;
-			if (status)
-				status[handled] = VL_RX_DROPPED_TOO_BIG;
+			rx_dropped_too_big(vq, status, handled);
 			continue;
 		}
 		const uint32_t need = vq->hdr_len + pkt->pkt_len;
@@ -457,12 +295,9 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		if (have && rx_fits_one(vq, pkt, &f, need)) {
 			/* Each delivered packet took at least one chain of the window:
 			 * delivered < size, a valid rx_hdrs slot. */
-			rx_fill_one(vq, L, pkt, &f, need, delivered++);
+			rx_fill_one(vq, L, pkt, &f.c, need, delivered++);
 			b.committed++;
-			bytes += pkt->pkt_len;
-			vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
-			if (status)
-				status[handled] = VL_RX_DELIVERED;
+			rx_delivered(vq, pkt, status, handled, &bytes);
 			continue;
 		}
 		enum reserve_result r = L == VL_LAYOUT_PACKED ?
@@ -487,21 +322,9 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		 * size, a valid rx_hdrs slot. */
 		rx_fill(vq, L, pkt, nbufs, ndeferred, delivered++);
 		b.committed = pos;
-		bytes += pkt->pkt_len;
-		vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
-		if (status)
-			status[handled] = VL_RX_DELIVERED;
+		rx_delivered(vq, pkt, status, handled, &bytes);
 	}
-	vq->stats.packets += delivered;
-	vq->stats.bytes += bytes;
-	if (b.committed == 0)
-		vq->stats.empty_bursts++;
-	vl_ring_consume(vq, L, b.committed);
-	vl_lab_burst_end();
-	/* Every byte in place before the used index tells the guest it is there. */
-	rx_store_hdrs(vq, delivered);
-	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L);
+	rx_burst_end(vq, L, delivered, bytes, b.committed);
 	return handled;
 }
 
@@ -520,6 +343,11 @@ static uint16_t enqueue_packed(struct vl_vq *vq, struct vl_pkt *const *pkts, uin
 uint16_t vl_net_enqueue(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
 			uint8_t *status)
 {
+#ifdef VL_RX_TWO_PATHS
+	/* The two-path build of technique 2's comparison (CMake option VL_RX_TWO_PATHS). */
+	if (!vq->mergeable)
+		return vl_net_enqueue_nonmergeable(vq, pkts, count, status);
+#endif
 	if (vq->layout == VL_LAYOUT_PACKED)
 		return enqueue_packed(vq, pkts, count, status);
 	return enqueue_split(vq, pkts, count, status);
