@@ -1,7 +1,8 @@
 """scripts/seed_claims.py (reports/seed-claims.md): the verdict rules on constructed ratios
 (reproduced and not reproduced, each way), the pairing of A and B cells on a fake bench
-output, the line count, and a --quick run end to end against the binary under test (the
-no-inline and LTO builds are not built here: their rows must say so)."""
+output and on fake builds, the line count, and a --quick run end to end against the binary
+under test (the no-inline, LTO and two-path builds are not built here: their rows must say
+so)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
 from seedclaims import claims as C  # noqa: E402
 from seedclaims import evaluate  # noqa: E402
-from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED, NOT_TESTED,  # noqa: E402
-                                REPORT, REPORT_ONLY, REPRODUCED, Ratio, Stat,
+from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED,  # noqa: E402
+                                NOT_SLOWER, NOT_TESTED, REPORT, REPORT_ONLY, REPRODUCED,
+                                Ratio, Stat,
                                 geomean_ratio, speed_ratio_from_times, verdict)
 
-CLAIM_IDS = ["1a", "1b", "1c", "1d", "2a", "2b", "3a", "3b", "3c", "3d", "4a", "4b", "4c",
-             "5a", "5b"]
+CLAIM_IDS = ["1a", "1b", "1c", "1d", "2a", "2b", "2c", "3a", "3b", "3c", "3d", "4a", "4b",
+             "4c", "5a", "5b"]
 
 
 def test_speed_ratio_from_times():
@@ -77,6 +79,11 @@ def test_geomean():
     (NONE, Ratio(1.03, 0.90, 1.10), REPRODUCED, "within"),
     (NONE, Ratio(0.90, 0.85, 0.95), NOT_REPRODUCED, "a loss beyond"),
     (REPORT, Ratio(1.50, 1.40, 1.60), REPORT_ONLY, "no published figure"),
+    (NOT_SLOWER, Ratio(1.05, 1.01, 1.10), REPRODUCED, "not slower"),
+    (NOT_SLOWER, Ratio(0.985, 0.95, 1.02), REPRODUCED, "not slower"),     # under 2 % off
+    (NOT_SLOWER, Ratio(0.96, 0.90, 1.03), REPRODUCED, "within the noise"),
+    (NOT_SLOWER, Ratio(0.96, 0.93, 0.99), NOT_REPRODUCED, "slower"),       # every rep
+    (NOT_SLOWER, Ratio(0.90, 0.80, 1.05), NOT_REPRODUCED, "slower"),       # over 5 % off
 ])
 def test_verdict_rules(expect, ratio, want, why):
     v, reason = verdict(expect, ratio)
@@ -148,13 +155,55 @@ def test_claim_rows_missing_cells():
     assert [r["verdict"] for r in rows] == [NOT_TESTED]
 
 
+def test_not_slower_pairs():
+    # Every one of 5 pairs slower: beyond the noise, even with the ranges overlapping.
+    r = Ratio(0.96, 0.90, 1.02, paired=[0.95, 0.97, 0.96, 0.94, 0.98])
+    assert verdict(NOT_SLOWER, r)[0] == NOT_REPRODUCED
+    r.paired[0] = 1.01
+    assert verdict(NOT_SLOWER, r)[0] == REPRODUCED
+
+
+def test_build_rows_where_and_control():
+    # Claim 2a: the default build (B) against the two-path one (A), enqueue cells only; the
+    # dequeue cells (the same code in both) are the control.
+    claim = next(c for c in C.BUILD_CLAIMS if c.id == "2a")
+    per_build = {
+        "twopath": [_cell(direction="enqueue", ns=40.0), _cell(direction="enqueue",
+                                                               size=1518, ns=100.0),
+                    _cell(direction="enqueue", mergeable=True, ns=50.0),
+                    _cell(direction="dequeue", ns=30.0)],
+        "default": [_cell(direction="enqueue", ns=38.0), _cell(direction="enqueue",
+                                                               size=1518, ns=100.0),
+                    _cell(direction="enqueue", mergeable=True, ns=10.0),
+                    _cell(direction="dequeue", ns=33.0)],
+    }
+    row, details = evaluate.build_rows(claim, per_build)
+    assert [d["label"] for d in details] == ["64 B", "1518 B"]  # not mergeable, not dequeue
+    assert details[0]["ratio"]["median"] == pytest.approx(40 / 38)
+    assert row["ratio"]["median"] == pytest.approx((40 / 38 * 1.0) ** 0.5)
+    assert row["label"].startswith("geometric mean of 2 enqueue, mergeable=off cells")
+    assert row["verdict"] == REPRODUCED
+    assert "Control, the dequeue cells" in row["reason"]
+    assert f"x{30 / 33:.3f} over 1 cells" in row["reason"]
+    # A build not measured: the row says which.
+    row, details = evaluate.build_rows(claim, {"default": per_build["default"]})
+    assert row["verdict"] == NOT_TESTED and "'twopath' not measured" in row["reason"]
+    assert details == []
+
+
 def test_line_count(tmp_path):
     f = tmp_path / "x.c"
     f.write_text("/* a\n * comment */\nint a;\n\n// b\nint b; /* c */\n")
     assert evaluate.code_lines(f) == 2
     row = evaluate.line_count_row(C.LINE_COUNT_CLAIM, REPO_ROOT)
-    assert row["lines"]["core/net/enqueue.c"] > 100
-    assert "enqueue.c:" in row["figure"]
+    lines = row["lines"]
+    assert lines["core/net/enqueue.c"] > 100 and lines["core/net/rx_fill.h"] > 50
+    second = lines["core/net/enqueue_nonmergeable.c"]
+    assert second > 30
+    unified = lines["core/net/enqueue.c"] + lines["core/net/rx_fill.h"]
+    assert f"unified (enqueue.c, rx_fill.h): {unified} code lines" in row["figure"]
+    assert f"{unified + second}, {second} more" in row["figure"]
+    assert row["verdict"] == REPORT_ONLY and f"saves {second} code lines" in row["reason"]
 
 
 def test_help():
@@ -181,10 +230,13 @@ def test_quick_end_to_end(vhostlab, tmp_path):
         assert any(r["id"] == cid for r in data["rows"])
     allowed = {REPRODUCED, NOT_REPRODUCED, REPORT_ONLY, NOT_TESTED}
     assert {r["verdict"] for r in data["rows"]} <= allowed
-    # The variants were not built: technique 5 says so instead of inventing a figure.
-    five = [r for r in data["rows"] if r["technique"] == 5]
-    assert five and all(r["verdict"] == NOT_TESTED and "not measured" in r["reason"]
-                        for r in five)
+    # The variants were not built: techniques 5 and 2a say so instead of inventing a figure.
+    builds = [r for r in data["rows"] if r["technique"] == 5 or r["id"] == "2a"]
+    assert len(builds) == 3 and all(r["verdict"] == NOT_TESTED and "not measured" in r["reason"]
+                                    for r in builds)
+    # Rows by technique and claim, build claims among the others.
+    ids = [r["id"] for r in data["rows"]]
+    assert ids == sorted(ids, key=lambda i: (int(i[0]), i))
     assert data["mode"] == "quick" and "noise" in md
     assert data["machine"]["cores"] >= 1 and data["commit"]
     assert any("bench" in c for c in data["commands"])

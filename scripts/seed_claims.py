@@ -5,7 +5,8 @@ reports/seed-claims-*.png.
 
 Each comparison's two cells (baseline A, technique B) are measured in the same bench
 invocation, which interleaves their repetitions; technique 5 compares three builds of the
-tree (default, -DVL_FORCE_INLINE=OFF, -DVL_LTO=ON), configured and built under
+tree (default, -DVL_FORCE_INLINE=OFF, -DVL_LTO=ON), and technique 2 the default build with
+one against two receive paths (-DVL_RX_TWO_PATHS=ON); all are configured and built under
 --build-root and run round by round (round 1 of every build, then round 2, ...). The
 verdict rules are in scripts/seedclaims/verdict.py and printed in the report.
 
@@ -39,12 +40,12 @@ def parse_args(argv):
         prog="seed_claims.py",
         description="Reproduce the seeds' claims (techniques.md 1-5) with vhostlab bench and "
                     "write OUT/seed-claims.md, OUT/seed-claims.json, OUT/seed-claims-*.png.",
-        epilog="Full run: about 6-7 minutes on a 2-core machine (three builds, then about 5 "
+        epilog="Full run: about 6-7 minutes on a 2-core machine (four builds, then about 5 "
                "minutes of measurement). --quick: a few seconds with --bin.")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: split ring only, 20000 packets per repetition, 3 "
                         "repetitions unless --reps, no callgrind unless --instructions; the "
-                        "no-inline and LTO builds are measured only if already built")
+                        "no-inline, LTO and two-path builds are measured only if already built")
     p.add_argument("--reps", type=int, default=None,
                    help="interleaved repetitions per cell, and rounds per build "
                         "(default 9; 3 with --quick)")
@@ -56,7 +57,7 @@ def parse_args(argv):
     p.add_argument("--build-root", type=Path,
                    default=Path(os.environ.get("VHOSTLAB_BUILD_ROOT", ROOT / "build"))
                    / "seed-claims",
-                   help="where the default, noinline and lto builds go "
+                   help="where the default, noinline, lto and twopath builds go "
                         "(default $VHOSTLAB_BUILD_ROOT/seed-claims, i.e. build/seed-claims)")
     p.add_argument("--bin", type=Path, default=None,
                    help="an existing vhostlab to measure as the default build (nothing is "
@@ -152,14 +153,16 @@ def main(argv=None) -> int:
 
     rows = []
     for claim in C.CLAIMS:
-        if claim.id == "2b":
-            rows.append(evaluate.line_count_row(C.LINE_COUNT_CLAIM, ROOT))
         rows += evaluate.claim_rows(claim, runs[claim.run]["cells"])
+    rows.append(evaluate.line_count_row(C.LINE_COUNT_CLAIM, ROOT))
     build_details = []
     for claim in C.BUILD_CLAIMS:
         summary, details = evaluate.build_rows(claim, per_build)
         rows.append(summary)
         build_details += details
+    # By technique and claim (build claims are evaluated last); a claim's rows keep their
+    # order.
+    rows.sort(key=lambda r: (r["technique"], r["id"]))
 
     a.out.mkdir(parents=True, exist_ok=True)
     from seedclaims import plots  # matplotlib is only needed once there is data

@@ -91,12 +91,15 @@ def markdown(data: dict) -> str:
           f"publishes a figure, the measured gain must also be at least "
           f"{V.SIZE_SHARE:.0%} of it (else: the direction, not the size).",
           "- loss expected: the mirror image.",
+          f"- not slower expected (B at least as fast as A): **reproduced** when the median "
+          f"ratio is at least {1 - V.MIN_EFFECT:.2f}, or the loss is within the noise (the "
+          f"range not below 1, not every pair slower) and under {V.NO_CHANGE_BAND:.0%}.",
           f"- no change expected: **reproduced** when the median ratio is within "
           f"+-{V.NO_CHANGE_BAND:.0%}.",
           "- no published figure: **report only**. **not tested**: nothing in the tree to "
           "measure it with (the row says what).", ""]
     if data.get("build_details"):
-        L += ["## Technique 5: build variants, cell by cell", "",
+        L += ["## Build variants, cell by cell (techniques 2 and 5)", "",
               "Each build's `vhostlab bench` (which runs that build's `vhostlab-fast`, the "
               "production core) is run once per round, the builds interleaved round by "
               "round; medians and ranges are over the rounds.", ""]

@@ -26,6 +26,10 @@ Rules (also printed in the report):
   no change       reproduced when the median ratio lies within 1 +- NO_CHANGE_BAND (a
                   difference that small is not the effect the claim is about, even if it
                   is consistent); not reproduced otherwise.
+  not slower      (B must be at least as fast as A) reproduced when the median ratio is at
+                  least 1 - MIN_EFFECT, or the loss stays within the noise (neither the
+                  range below 1 nor every pair slower) and under NO_CHANGE_BAND; not
+                  reproduced otherwise: A was faster.
   no figure       nothing published to compare with: the row only reports ("report").
 Instruction counts (callgrind) are exact: they are reported beside the time ratio as the
 noise-free second figure, and quoted in the reason when they disagree with the times.
@@ -42,7 +46,7 @@ MIN_PAIRS = 5          # the paired sign test needs this many repetitions (2^-5 
 NO_CHANGE_BAND = 0.05  # "no change" claims: within +-5 %
 SIZE_SHARE = 0.5       # a published gain or loss: at least half of it must be measured
 
-GAIN, LOSS, NONE, REPORT = "gain", "loss", "none", "report"
+GAIN, LOSS, NONE, NOT_SLOWER, REPORT = "gain", "loss", "none", "not slower", "report"
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -131,6 +135,15 @@ def verdict(expect: str, r: Ratio, published: Optional[float] = None) -> tuple[s
         side = "gain" if r.median > 1 else "loss"
         return NOT_REPRODUCED, (f"{measured}: a {side} beyond +-{NO_CHANGE_BAND:.0%} where no "
                                 f"change was claimed{instr}")
+    if expect == NOT_SLOWER:
+        n = len(r.paired or [])
+        slower_everywhere = r.hi < 1.0 or (n >= MIN_PAIRS and r.paired_above() == 0)
+        if r.median >= 1.0 - MIN_EFFECT:
+            return REPRODUCED, f"{measured}: not slower (at least x{1 - MIN_EFFECT:.2f}){instr}"
+        if not slower_everywhere and r.median >= 1.0 - NO_CHANGE_BAND:
+            return REPRODUCED, (f"{measured}: slower, but within the noise and under "
+                                f"{NO_CHANGE_BAND:.0%}{instr}")
+        return NOT_REPRODUCED, f"slower: {measured}{instr}"
     if expect not in (GAIN, LOSS):
         raise ValueError(f"unknown expectation {expect!r}")
     want_up = expect == GAIN
