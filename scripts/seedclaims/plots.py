@@ -91,6 +91,6 @@ def builds(per_build: dict[str, list[dict]], path: Path) -> Path:
     ax.set_xticklabels(["/".join(c["name"].split("/")[:3]) for c in base], rotation=30,
                        ha="right", fontsize=7)
     ax.set_ylabel("Mpps (core alone, median over rounds)")
-    ax.set_title("Technique 5: build variants")
+    ax.set_title("Build variants: technique 5 (noinline, lto) and 2 (twopath)")
     ax.legend(fontsize=8)
     return _save(fig, path)
