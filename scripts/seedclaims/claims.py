@@ -75,7 +75,7 @@ CLAIMS = [
           hint="one large memcpy per packet costs the same deferred or not; the deferred "
                "queue adds only a store of four words per copy"),
     Claim("2b", 2, "enqueue, mergeable on vs off (one unified path)",
-          "14.47 -> 14.87 Mpps PVP, mergeable off, vs the two-path code", REPORT, "mergeable",
+          "(no figure published: what one path costs each mode)", REPORT, "mergeable",
           base={"mergeable": False}, treat={"mergeable": True}),
     Claim("3a", 3, "zero-copy vs copy dequeue, 1500 B",
           "+50 % for 1500-byte dequeue", GAIN, "zero_copy",
