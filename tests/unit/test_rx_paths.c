@@ -6,9 +6,10 @@
  * chains of one piece or several (the header cut over tiny pieces), indirect tables, chains
  * too small for a header, read-only ones, ones outside guest memory, packets too big for
  * their chain, multi-segment packets, bursts larger than what is posted -- one enqueued by
- * each path. After every burst: the same return value and per-packet status, the same used
- * entries in the same order, the same counters (the whole stats block) and the same guest
- * memory, ring area and RAM, byte for byte. Each case also checks that the traffic reached
+ * each path; then a packet over the size limit and a chain that breaks the queue. After
+ * every burst: the same return value and per-packet status, the same used entries in the
+ * same order, the same counters (the whole stats block) and the same guest memory, ring area
+ * and RAM, byte for byte. Each case also checks that the traffic reached
  * every one of those outcomes, so a generator that stopped making some kind of chain fails. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,6 +87,34 @@ static uint32_t free_slot(const struct twin *t)
 	return 0;
 }
 
+/* Post the chain d[0..n) (in slot s's memory) on both fixtures, as one indirect
+ * descriptor naming a table of them in the slot's last 256 bytes when indirect. */
+static void post_in_slot(struct twin *t, uint32_t s, const struct rf_desc *d, uint32_t n,
+			 bool indirect)
+{
+	const uint64_t gpa = t->slot_gpa[s];
+
+	for (int k = 0; k < 2; k++) {
+		struct rf *f = &t->f[k];
+		uint16_t id;
+
+		rf_fill(f, gpa, 0xA5, SLOT_SIZE);
+		if (indirect) {
+			const uint64_t table = gpa + SLOT_SIZE - 256;
+
+			rf_write_qtable(f, &f->rx, table, d, n);
+			id = rf_post_indirect(&f->rx, table, n * 16);
+		} else {
+			id = rf_post_chain(&f->rx, d, n);
+		}
+		assert_true(id < 1024);
+		assert_int_equal(t->slot_of_id[k][id], -1);
+		t->slot_of_id[k][id] = (int32_t)s;
+	}
+	t->slot_busy[s] = true;
+	t->out++;
+}
+
 /* Post one random chain in slot s on both fixtures. The kinds, by what the device must do
  * with them: fill (one piece; several, the header over pieces of 1..hdr_len+3 bytes; an
  * indirect table), refuse as too small for a header, or refuse outright (read-only piece,
@@ -131,25 +160,7 @@ static void post_random(struct twin *t, struct lab_rng *r, uint32_t s)
 	} else {
 		d[n++] = (struct rf_desc){ gpa, hdr, VL_DESC_F_WRITE }; /* room for a header only */
 	}
-	for (int k = 0; k < 2; k++) {
-		struct rf *f = &t->f[k];
-		uint16_t id;
-
-		rf_fill(f, gpa, 0xA5, SLOT_SIZE);
-		if (indirect) {
-			const uint64_t table = gpa + SLOT_SIZE - 256;
-
-			rf_write_qtable(f, &f->rx, table, d, n);
-			id = rf_post_indirect(&f->rx, table, n * 16);
-		} else {
-			id = rf_post_chain(&f->rx, d, n);
-		}
-		assert_true(id < 1024);
-		assert_int_equal(t->slot_of_id[k][id], -1);
-		t->slot_of_id[k][id] = (int32_t)s;
-	}
-	t->slot_busy[s] = true;
-	t->out++;
+	post_in_slot(t, s, d, n, indirect);
 }
 
 /* Random offloads, so header bytes differ from packet to packet. */
@@ -206,26 +217,22 @@ static void assert_twins_equal(struct twin *t)
 	assert_true(memcmp(rf_ptr(&t->f[0], ag, as), rf_ptr(&t->f[1], ag, as), as) == 0);
 }
 
-static void one_burst(struct twin *t, struct lab_rng *r)
+/* One burst of n packets of lengths len[] and offloads ol[] (NULL: none) on both twins:
+ * the same return value and statuses. Returns the packets handled. */
+static uint16_t burst_of(struct twin *t, uint32_t n, const uint32_t *len,
+			 const struct vl_offload *ol)
 {
-	static const uint32_t lens[] = { 0, 1, 60, 64, 64, 65, 500, 1518, 1518, 1600, 3000,
-					 5000 };
-	uint32_t n = 1 + lab_rng_below(r, MAX_BURST);
-	uint32_t len[MAX_BURST];
-	struct vl_offload ol[MAX_BURST];
 	uint8_t st[2][MAX_BURST];
 	uint16_t ret[2];
 
-	for (uint32_t i = 0; i < n; i++) {
-		len[i] = lens[lab_rng_below(r, sizeof(lens) / sizeof(lens[0]))];
-		random_ol(r, len[i], &ol[i]);
-	}
+	assert_true(n <= MAX_BURST);
 	for (int k = 0; k < 2; k++) {
 		struct vl_pkt *pkts[MAX_BURST];
 
 		for (uint32_t i = 0; i < n; i++) {
 			pkts[i] = rf_make_pkt(&t->f[k], len[i], (uint8_t)(len[i] + i));
-			pkts[i]->ol = ol[i];
+			if (ol)
+				pkts[i]->ol = ol[i];
 		}
 		memset(st[k], 0xee, sizeof(st[k]));
 		ret[k] = k == 0 ? vl_net_enqueue(t->f[k].rx.q, pkts, (uint16_t)n, st[k])
@@ -235,6 +242,67 @@ static void one_burst(struct twin *t, struct lab_rng *r)
 	}
 	assert_int_equal(ret[0], ret[1]);
 	assert_memory_equal(st[0], st[1], ret[0]);
+	return ret[0];
+}
+
+static void one_burst(struct twin *t, struct lab_rng *r)
+{
+	static const uint32_t lens[] = { 0, 1, 60, 64, 64, 65, 500, 1518, 1518, 1600, 3000,
+					 5000 };
+	uint32_t n = 1 + lab_rng_below(r, MAX_BURST);
+	uint32_t len[MAX_BURST];
+	struct vl_offload ol[MAX_BURST];
+
+	for (uint32_t i = 0; i < n; i++) {
+		len[i] = lens[lab_rng_below(r, sizeof(lens) / sizeof(lens[0]))];
+		random_ol(r, len[i], &ol[i]);
+	}
+	(void)burst_of(t, n, len, ol);
+}
+
+/* The ends of the random traffic, on both twins: a packet over VL_PKT_MAX_LEN (dropped
+ * before any chain is looked at), then a chain with no id the device could return it under
+ * (split: a head of queue size in the avail ring; packed: a buffer id of queue size),
+ * which breaks the queue, and a burst on the broken queue. */
+static void ends(struct twin *t)
+{
+	static const uint32_t zeros[MAX_BURST];
+	const uint32_t over[2] = { VL_PKT_MAX_LEN + 1, 0 };
+
+	/* Drain what is posted with empty packets, which every good chain holds. */
+	while (burst_of(t, MAX_BURST, zeros, NULL) == MAX_BURST)
+		pop_all(t);
+	pop_all(t);
+	const uint32_t slot = free_slot(t);
+	const struct rf_desc good = { t->slot_gpa[slot], 2048, VL_DESC_F_WRITE };
+
+	post_in_slot(t, slot, &good, 1, false);
+	assert_int_equal(burst_of(t, 2, over, NULL), 2);
+	assert_twins_equal(t);
+
+	for (int k = 0; k < 2; k++) {
+		struct rf_q *s = &t->f[k].rx;
+		const uint16_t size = (uint16_t)t->f[k].cfg.qsize;
+
+		if (s->layout == VL_LAYOUT_SPLIT) {
+			lab_vring_add_avail(&s->vr, size);
+			lab_vring_kick(&s->vr);
+		} else {
+			const uint16_t pos = rf_pavail_enc(s) & 0x7fff;
+			const struct rf_desc d = { t->slot_gpa[0], 64, VL_DESC_F_WRITE };
+
+			(void)rf_post_chain(s, &d, 1);
+			rf_pdesc(s, pos)->id = size;
+		}
+	}
+	assert_int_equal(burst_of(t, 1, zeros, NULL), 0);
+	assert_true(vl_vq_broken(t->f[0].rx.q) && vl_vq_broken(t->f[1].rx.q));
+	assert_int_equal(vl_vq_broken_reason(t->f[0].rx.q), vl_vq_broken_reason(t->f[1].rx.q));
+	assert_int_equal(vl_vq_broken_reason(t->f[0].rx.q),
+			 t->f[0].rx.layout == VL_LAYOUT_SPLIT ? VL_DROP_HEAD_OUT_OF_RANGE
+							      : VL_DROP_ID_OUT_OF_RANGE);
+	assert_int_equal(burst_of(t, 1, zeros, NULL), 0);
+	assert_twins_equal(t);
 }
 
 static void run_case(const struct rxp_case *c)
@@ -259,6 +327,10 @@ static void run_case(const struct rxp_case *c)
 
 	/* The traffic reached every outcome the two paths must agree on. */
 	const struct vl_vq_stats *s = vl_vq_stats(t->f[0].rx.q);
+	const uint64_t too_big = s->drops[VL_DROP_RX_TOO_BIG];
+
+	ends(t);
+	assert_int_equal(s->drops[VL_DROP_RX_TOO_BIG], too_big + 1);
 
 	assert_true(s->packets > 0);
 	assert_true(s->drops[VL_DROP_RX_TOO_BIG] > 0);
@@ -267,7 +339,6 @@ static void run_case(const struct rxp_case *c)
 	assert_true(s->drops[VL_DROP_UNMAPPED] > 0);
 	assert_true(s->rx_no_room > 0);
 	assert_true(s->empty_bursts > 0);
-	assert_false(vl_vq_broken(t->f[0].rx.q));
 	for (int k = 0; k < 2; k++)
 		rf_teardown(&t->f[k]);
 	test_free(t);
