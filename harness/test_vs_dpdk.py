@@ -608,6 +608,18 @@ def test_placement_classes_and_medians():
     assert t["touch_paired"] == pytest.approx((36 / 40 + 52 / 44) / 2)
     assert t["touch_ratio"] == pytest.approx(44 / 42)
     assert vs_dpdk.touch_judged(t) == t["touch_paired"]
+    # vhostlab against the touch run of its own round: 45/50 and 33/30 (median 1.0), where
+    # the ratio of the medians is 39/40; the round whose touch run was mixed does not pair.
+    # These runs have no DPDK run at all: the figure needs none.
+    vt = vs_dpdk.by_placement("c", in_twos(
+        ("touch", 50.0, "close"), ("vhostlab", 45.0, "close"),
+        ("vhostlab", 33.0, "close"), ("touch", 30.0, "close"),
+        ("touch", 90.0, "mixed"), ("vhostlab", 20.0, "close")))["close"]
+    assert vt["n_vs_touch_pairs"] == 2
+    assert vt["vs_touch_paired"] == pytest.approx((45 / 50 + 33 / 30) / 2)
+    assert vt["n_touch_pairs"] == 0 and vt["n_pairs"] == 0
+    assert "vs_touch_paired" not in vs_dpdk.by_placement("c", paired)["close"]  # no touch
+    assert vs_dpdk.short_words(vt) == " (vhostlab / touch 1.00 on 2 pairs)"
     # serve's idle share: the median over vhostlab's runs of that placement only.
     runs += [
         {"cell": "c", "backend": "vhostlab", "mpps": 45.0, "placement": "close",

@@ -818,20 +818,22 @@ PAIR = ("dpdk", "vhostlab")
 
 
 def rep_pairs(cell_id: str, runs: list[dict], keep=lambda r: True,
-              backend: str = "vhostlab") -> list[float]:
-    """`backend` / DPDK (vhostlab, or the touch ceiling) for each repetition or fill round
-    (`rep`) with a run of each of the cell, neither failed, both kept by `keep`."""
+              backend: str = "vhostlab", base: str = "dpdk") -> list[float]:
+    """`backend` / `base` (vhostlab or the touch ceiling over DPDK; vhostlab over touch) for
+    each repetition or fill round (`rep`) with a run of each of the cell, neither failed,
+    both kept by `keep`."""
     by_rep: dict[int, dict[str, float]] = {}
     for r in runs:
-        if (r["cell"] == cell_id and "error" not in r and r["backend"] in ("dpdk", backend)
+        if (r["cell"] == cell_id and "error" not in r and r["backend"] in (base, backend)
                 and keep(r)):
             by_rep.setdefault(r["rep"], {})[r["backend"]] = r["mpps"]
-    return [x[backend] / x["dpdk"] for x in by_rep.values()
-            if "dpdk" in x and backend in x and x["dpdk"] > 0]
+    return [x[backend] / x[base] for x in by_rep.values()
+            if base in x and backend in x and x[base] > 0]
 
 
 def placement_pairs(cell_id: str, runs: list[dict], where: str,
-                    suspect: set[int] | None = None, backend: str = "vhostlab") -> list[float]:
+                    suspect: set[int] | None = None, backend: str = "vhostlab",
+                    base: str = "dpdk") -> list[float]:
     """`backend` / DPDK for each repetition or fill round whose two runs of the cell were
     both steady in placement `where`: the two ran seconds apart, so a slow or fast spell of
     the machine usually falls on both, where two medians over runs minutes apart need not.
@@ -839,11 +841,13 @@ def placement_pairs(cell_id: str, runs: list[dict], where: str,
     None) is left out: that run most likely spent its window in the other placement, and
     one such pair would decide a placement with few pairs, where one run barely moves a
     median. vhostlab's pairs decide the verdict; touch's decide whether a cell short of the
-    goal is capped (placement_verdict)."""
+    goal is capped (placement_verdict); vhostlab's over touch's (base "touch") say how near
+    the ceiling vhostlab ran in the same round."""
     if suspect is None:
         suspect = {id(r) for r in suspect_runs(runs)[0]}
     return rep_pairs(cell_id, runs,
-                     lambda r: r.get("placement") == where and id(r) not in suspect, backend)
+                     lambda r: r.get("placement") == where and id(r) not in suspect, backend,
+                     base)
 
 
 def judged_ratio(p: dict) -> float | None:
@@ -902,6 +906,11 @@ def by_placement(cell_id: str, runs: list[dict]) -> dict:
             tp = placement_pairs(cell_id, runs, where, suspect, "touch")
             out[where].update({"touch_paired": statistics.median(tp) if tp else None,
                                "n_touch_pairs": len(tp)})
+            # vhostlab against the ceiling taken in the same round: the room a back end
+            # that reads its packets has left there, whichever spell the round fell in.
+            vt = placement_pairs(cell_id, runs, where, suspect, "vhostlab", "touch")
+            out[where].update({"vs_touch_paired": statistics.median(vt) if vt else None,
+                               "n_vs_touch_pairs": len(vt)})
         mine = [r for r in runs if r["cell"] == cell_id and "error" not in r
                 and r["backend"] == "vhostlab" and r.get("placement") == where]
         idle = [r["serve_idle"] for r in mine if r.get("serve_idle") is not None]
@@ -1232,8 +1241,7 @@ def write_markdown(path: Path, doc: dict):
                 + (": " + ", ".join(
                     f"`{r['cell']}` " + " / ".join(
                         f"{w} {judged_ratio(r['placement'][w]):.2f}×"
-                        + (f" (serve idle {100 * r['placement'][w]['serve_idle']:.0f} %)"
-                           if r["placement"][w].get("serve_idle") is not None else "")
+                        + short_words(r["placement"][w])
                         for w in ("close", "far")
                         if judged_ratio(r["placement"][w]) is not None
                         and judged_ratio(r["placement"][w]) < TARGET) for r in short)
@@ -1378,6 +1386,18 @@ def write_markdown(path: Path, doc: dict):
     path.write_text("\n".join(lines))
 
 
+def short_words(p: dict) -> str:
+    """Beside a placement short of the goal with room left: how busy serve was, and how near
+    the touch ceiling of the same rounds it ran."""
+    words = []
+    if p.get("serve_idle") is not None:
+        words.append(f"serve idle {100 * p['serve_idle']:.0f} %")
+    if p.get("n_vs_touch_pairs"):
+        words.append(f"vhostlab / touch {p['vs_touch_paired']:.2f} on "
+                     f"{p['n_vs_touch_pairs']} pair{'s' if p['n_vs_touch_pairs'] > 1 else ''}")
+    return f" ({', '.join(words)})" if words else ""
+
+
 def capped_words(rows: list[dict], where: str) -> str:
     """Of a placement's cells below the goal, those where even the touch ceiling is: no back
     end that reads its packets could reach the goal there, whatever it did."""
@@ -1430,6 +1450,8 @@ def placement_section(doc: dict) -> list[str]:
              else "—")
         if p.get("n_touch_pairs"):
             t += f", paired {p['touch_paired']:.2f} ({p['n_touch_pairs']})"
+        if p.get("n_vs_touch_pairs"):
+            t += f"; vhostlab / touch {p['vs_touch_paired']:.2f} ({p['n_vs_touch_pairs']})"
         i = f"{100 * p['serve_idle']:.0f} %" if p.get("serve_idle") is not None else "—"
         if p.get("evicted"):
             i += f", ev {min(p['evicted'], 1):.2f}"
@@ -1491,7 +1513,10 @@ def placement_section(doc: dict) -> list[str]:
             if touch_evicted else
             "; touch evicted no line in these runs, so where serve's evictions paid, which "
             "is far apart, it is no ceiling for serve") if evicts else "")
-        + "). Idle: the median over "
+        + "). vhostlab / touch: the median over the rounds with a vhostlab and a touch run "
+        "both steady in that placement of vhostlab / touch within the round (how many): how "
+        "near the ceiling vhostlab ran, whether the round fell in a slow or a fast spell; "
+        "under 1, the room a back end that reads its packets had left. Idle: the median over "
         "vhostlab's runs of that placement of the share of the window serve's loop spent in "
         "rounds that moved nothing (its live statistics, `idle_share`): high, serve waited "
         "for the front end, which set the rate; near 0, serve was busy all the time -- which "
