@@ -123,8 +123,9 @@ void bench_print_table(FILE *out, const struct bench_opts *o, const struct bench
 	char cpu[128];
 
 	bench_cpu_name(cpu, sizeof(cpu));
-	fprintf(out, "core: %s   cpu: %s   burst %u, queue size %u, %u interleaved reps of ",
-		cli_core_build(), cpu, o->burst, o->queue_size, o->reps);
+	fprintf(out, "core: %s (build %s)   cpu: %s   burst %u, queue size %u, %u interleaved "
+		     "reps of ", cli_core_build(), cli_build_variant(), cpu, o->burst,
+		o->queue_size, o->reps);
 	if (o->packets)
 		fprintf(out, "%" PRIu64 " packets\n", o->packets);
 	else
@@ -247,7 +248,8 @@ void bench_print_json(FILE *out, const struct bench_opts *o, const struct bench_
 	char cpu[128];
 
 	bench_cpu_name(cpu, sizeof(cpu));
-	fprintf(out, "{\n  \"core\": \"%s\",\n  \"cpu\": ", cli_core_build());
+	fprintf(out, "{\n  \"core\": \"%s\",\n  \"build\": \"%s\",\n  \"cpu\": ",
+		cli_core_build(), cli_build_variant());
 	cli_json_string(out, cpu);
 	fprintf(out, ",\n  \"compiler\": ");
 	cli_json_string(out, __VERSION__);

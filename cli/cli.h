@@ -23,6 +23,12 @@ int cmd_bench(int argc, char **argv);
  * lab's hooks): which core this program runs. cli/core_build.c. */
 const char *cli_core_build(void);
 
+/* The build variant this program was configured as, named as scripts/seed_claims.py names
+ * its builds: "default", or what differs from it joined by '+' ("noinline": built with
+ * -DVL_FORCE_INLINE=OFF, "lto": -DVL_LTO=ON, "twopath": -DVL_RX_TWO_PATHS=ON).
+ * cli/core_build.c. */
+const char *cli_build_variant(void);
+
 /* In the lab build, exec vhostlab-fast (the production core) with the subcommand's argv
  * (argv[0] is the subcommand's name) when it sits beside this binary and nothing asks for
  * the hooks (serve --record, VHOSTLAB_CORE=lab-hooks). Returns only when it did not. */

@@ -26,6 +26,34 @@ const char *cli_core_build(void)
 #endif
 }
 
+const char *cli_build_variant(void)
+{
+	static char name[32];
+
+	if (name[0])
+		return name;
+	/* Each part is constant: the string is the same whichever call fills it first. */
+	const char *parts[3];
+	int n = 0;
+
+#ifdef VL_NO_FORCE_INLINE
+	parts[n++] = "noinline";
+#endif
+#ifdef VL_BUILT_LTO
+	parts[n++] = "lto";
+#endif
+#ifdef VL_RX_TWO_PATHS
+	parts[n++] = "twopath";
+#endif
+	if (n == 0)
+		return "default";
+	size_t at = 0;
+
+	for (int i = 0; i < n; i++)
+		at += (size_t)snprintf(name + at, sizeof(name) - at, "%s%s", i ? "+" : "", parts[i]);
+	return name;
+}
+
 #ifdef VL_GUEST_LOAD_HOOKS
 /* Does the command line ask for something only the hooked core can do? */
 static bool needs_hooks(int argc, char **argv)

@@ -126,7 +126,8 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("vhostlab %s (core: %s)\n", VHOSTLAB_VERSION, cli_core_build());
+		printf("vhostlab %s (core: %s, build: %s)\n", VHOSTLAB_VERSION, cli_core_build(),
+		       cli_build_variant());
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "help")) {

@@ -90,6 +90,8 @@ def test_bench_quick_json_is_sane(vhostlab):
     assert res.returncode == 0, res.describe()
     doc = res.json()
     assert doc["core"] in ("production", "lab-hooks")
+    # The build variant, as --version names it (the Release build the suite runs: default).
+    assert f"build: {doc['build']})" in vhostlab("--version").stdout
     # The lab build hands bench over to vhostlab-fast when it sits beside it.
     if (Path(vhostlab.path).parent / "vhostlab-fast").exists():
         assert doc["core"] == "production"

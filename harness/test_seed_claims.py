@@ -206,6 +206,15 @@ def test_line_count(tmp_path):
     assert row["verdict"] == REPORT_ONLY and f"saves {second} code lines" in row["reason"]
 
 
+def test_check_variant(vhostlab):
+    # The build under test is the default variant; named anything else, it is refused.
+    from seedclaims import measure
+    fast = Path(vhostlab.path).parent / "vhostlab-fast"
+    measure.check_variant(fast, "default")
+    with pytest.raises(RuntimeError, match="not the 'twopath' build"):
+        measure.check_variant(fast, "twopath")
+
+
 def test_help():
     p = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True)
     assert p.returncode == 0

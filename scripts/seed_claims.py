@@ -111,6 +111,7 @@ def executables(a, commands) -> dict:
         prebuilt = a.build_root / name / "cli" / "vhostlab"
         if a.quick and not (name == "default" and not a.bin):
             if prebuilt.exists() and (prebuilt.parent / "vhostlab-fast").exists():
+                measure.check_variant(prebuilt.parent / "vhostlab-fast", name)
                 exes[name] = prebuilt
             else:
                 measure.log(f"--quick: build '{name}' not built under {a.build_root}: skipped")

@@ -32,7 +32,19 @@ def build_variant(root: Path, build_root: Path, name: str, jobs: int,
         commands.append(" ".join(cmd))
         log(" ".join(cmd))
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    check_variant(d / "cli" / "vhostlab-fast", name)
     return d / "cli" / "vhostlab"
+
+
+def check_variant(exe: Path, name: str) -> None:
+    """The program must say it is the variant its directory is named for (`--version`,
+    "build: NAME"): a build directory configured by hand with other options would otherwise
+    be measured under the wrong name."""
+    out = subprocess.run([str(exe), "--version"], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    if f"build: {name})" not in out:
+        raise RuntimeError(f"{exe} is not the '{name}' build: its --version says "
+                           f"{out.strip()!r}")
 
 
 def bench(exe: Path, args: list[str], commands: list[str]) -> dict:
