@@ -26,32 +26,28 @@ const char *cli_core_build(void)
 #endif
 }
 
-const char *cli_build_variant(void)
-{
-	static char name[32];
-
-	if (name[0])
-		return name;
-	/* Each part is constant: the string is the same whichever call fills it first. */
-	const char *parts[3];
-	int n = 0;
-
+/* Each differing option as "+name" (or nothing), joined at compile time. */
 #ifdef VL_NO_FORCE_INLINE
-	parts[n++] = "noinline";
+#define VARIANT_NOINLINE "+noinline"
+#else
+#define VARIANT_NOINLINE ""
 #endif
 #ifdef VL_BUILT_LTO
-	parts[n++] = "lto";
+#define VARIANT_LTO "+lto"
+#else
+#define VARIANT_LTO ""
 #endif
 #ifdef VL_RX_TWO_PATHS
-	parts[n++] = "twopath";
+#define VARIANT_TWOPATH "+twopath"
+#else
+#define VARIANT_TWOPATH ""
 #endif
-	if (n == 0)
-		return "default";
-	size_t at = 0;
 
-	for (int i = 0; i < n; i++)
-		at += (size_t)snprintf(name + at, sizeof(name) - at, "%s%s", i ? "+" : "", parts[i]);
-	return name;
+const char *cli_build_variant(void)
+{
+	static const char joined[] = VARIANT_NOINLINE VARIANT_LTO VARIANT_TWOPATH;
+
+	return joined[0] ? joined + 1 : "default";
 }
 
 #ifdef VL_GUEST_LOAD_HOOKS
