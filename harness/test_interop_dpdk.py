@@ -442,8 +442,10 @@ def test_idle_pause_bounds_idle_polls(vhostlab, testpmd, workdir):
             <= result["seconds"] - busy * 50e-9), (result["idle_seconds"], result["seconds"], q)
 
 
-NULL_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
-NULL_RUNS = [("null", c) for c in NULL_CELLS] + [("touch", c) for c in (NULL_CELLS[0], NULL_CELLS[3])]
+NULL_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_}
+              for ring in ("split", "packed") for ord_ in (1, 0)]
+NULL_RUNS = ([("null", c) for c in NULL_CELLS]
+             + [("touch", c) for c in (NULL_CELLS[0], NULL_CELLS[3])])
 
 
 @pytest.mark.parametrize("mode,cell", NULL_RUNS,
@@ -684,7 +686,8 @@ def test_text_summary(vhostlab, testpmd, workdir, cell):
     assert total and int(total[1]) == rx, out
 
 
-ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_} for ring in ("split", "packed") for ord_ in (1, 0)]
+ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_}
+            for ring in ("split", "packed") for ord_ in (1, 0)]
 
 
 @pytest.mark.parametrize("cell", ZC_CELLS, ids=[f"{c['ring']}-ord{c['ord']}" for c in ZC_CELLS])
@@ -884,7 +887,8 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab, testpmd, workdir):
             tp.traffic(serve, 0.2, "start tx_first 4")
             counts = tp.quit()
             serve.wait_event("disconnected", i, [tp.log])
-            assert counts["rx"] >= 4 * CIRCULATING, f"connection {i}: traffic did not flow: {counts}"
+            assert counts["rx"] >= 4 * CIRCULATING, \
+                f"connection {i}: traffic did not flow: {counts}"
             assert 0 <= counts["tx"] - counts["rx"] <= CIRCULATING, f"connection {i}: {counts}"
             figures.append((i, fd_count(pid), rss_kib(pid)))
         result = serve.stop()

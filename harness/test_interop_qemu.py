@@ -237,7 +237,7 @@ class Cell:
 
     def run_qemu(self, qemu: str, guest: dict) -> float:
         g = Path(guest["dir"])
-        dev = f"virtio-net-pci,netdev=n0,mac=52:54:00:12:34:56,vectors=0"
+        dev = "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:56,vectors=0"
         if self.cell["ring"] == "packed":
             dev += ",packed=on"
         if not self.cell["mrg"]:

@@ -143,7 +143,8 @@ def test_default_matrix_passes(default_run):
 def test_default_matrix_top_level(default_run):
     res, doc = default_run
     assert isinstance(doc.get("configs"), list), res.describe()
-    assert has_type(doc.get("seed"), int) and doc["seed"] == 1, f"default seed is 1: {doc.get('seed')}"
+    assert has_type(doc.get("seed"), int) and doc["seed"] == 1, \
+        f"default seed is 1: {doc.get('seed')}"
     assert has_type(doc.get("wall_seconds"), (int, float)), doc.get("wall_seconds")
     assert doc["wall_seconds"] >= 0
     assert doc["ok"] == all(c.get("ok") is True for c in doc["configs"]), (

@@ -174,7 +174,8 @@ def main(argv=None) -> int:
                       "Technique 1: batching (both directions, non-mergeable)",
                       a.out / "seed-claims-batching.png"),
         plots.by_size(runs["zero_copy"]["cells"], "zero_copy",
-                      "Technique 3: zero-copy vs copy dequeue", a.out / "seed-claims-zero-copy.png"),
+                      "Technique 3: zero-copy vs copy dequeue",
+                      a.out / "seed-claims-zero-copy.png"),
         plots.alloc(runs["alloc"]["cells"], a.out / "seed-claims-alloc.png"),
     ]
     if len(per_build) > 1:

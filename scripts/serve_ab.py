@@ -285,7 +285,8 @@ def table(variants: list[str], rows: list[dict], runs: list[dict]) -> str:
     unsteady = sum(1 for r in runs if r.get("placement") == "unsteady" and "error" not in r)
     failed = sum(1 for r in runs if "error" in r)
     lines.append(f"{len(runs)} runs: {mixed} mixed (placement changed), {unsteady} unsteady "
-                 f"(interval rates over {V.STEADY_MAX}x apart), both left out; {failed} failed. Ratio: median / {variants[0]}'s median; paired: median "
+                 f"(interval rates over {V.STEADY_MAX}x apart), both left out; {failed} failed. "
+                 f"Ratio: median / {variants[0]}'s median; paired: median "
                  f"of run / {variants[0]}'s run in the same repetition and placement; full: "
                  f"the front end's packets dropped for want of ring room, median share.")
     return "\n".join(lines)

@@ -1162,7 +1162,7 @@ def write_markdown(path: Path, doc: dict):
         lines += [
             f"Then filled (`--fill {fill['steady_runs_wanted']}`): wherever a cell's figures "
             f"in one placement rested on fewer than {fill['steady_runs_wanted']} "
-            + (f"pairs of DPDK and vhostlab runs taken back to back, both steady there, or "
+            + ("pairs of DPDK and vhostlab runs taken back to back, both steady there, or "
                + ("as many such pairs of DPDK and touch runs" if fill.get("touch_pairs")
                   else f"fewer than {fill['steady_runs_wanted']} steady touch runs")
                if fill.get("pairs") else "steady runs of DPDK, vhostlab or touch")
@@ -1375,7 +1375,7 @@ def write_markdown(path: Path, doc: dict):
         "- **Interleaving**: for each repetition, for each ring configuration, for each "
         "cell, the back ends one after the other, the order reversed every other cell and "
         "repetition, so slow drifts of the machine fall on both sides.",
-        f"- **Negotiated features** (hex, per ring configuration): "
+        "- **Negotiated features** (hex, per ring configuration): "
         + "; ".join(f"{k}: DPDK {v.get('dpdk', '?')}, vhostlab {v.get('vhostlab', '?')}"
                     for k, v in sorted(meta["negotiated"].items())) + ".",
         "",

@@ -140,7 +140,8 @@ struct hdesc {
 	int next_raw;
 };
 
-#define HD(a, l, f) ((struct hdesc){.addr = (a), .len = (l), .flags = (f), .next_to = -1, .next_raw = -1})
+#define HD(a, l, f) \
+	((struct hdesc){.addr = (a), .len = (l), .flags = (f), .next_to = -1, .next_raw = -1})
 
 static uint16_t dir_flag(const struct lab_hostile_env *e)
 {

@@ -934,7 +934,8 @@ static const struct tcfg configs[] = {
 	{ "packed coarse", VL_LAYOUT_PACKED, 256, RF_COARSE, 0, false, 60, 6 },
 	{ "packed 4k mrg event", VL_LAYOUT_PACKED, 100, RF_4K, F_MRG | F_EVENT, false, 60, 7 },
 	{ "packed 4k mrg in-order zc", VL_LAYOUT_PACKED, 63, RF_4K, F_MRG | F_IN_ORDER, true, 60, 8 },
-	{ "packed coarse event in-order", VL_LAYOUT_PACKED, 256, RF_COARSE, F_EVENT | F_IN_ORDER, false, 60, 9 },
+	{ "packed coarse event in-order", VL_LAYOUT_PACKED, 256, RF_COARSE, F_EVENT | F_IN_ORDER,
+	  false, 60, 9 },
 	{ "packed 4k event zc", VL_LAYOUT_PACKED, 37, RF_4K, F_EVENT, true, 60, 10 },
 };
 #define NCONFIGS (sizeof(configs) / sizeof(configs[0]))

@@ -504,7 +504,9 @@ static void scn_zero_len_middle(struct rf *f, struct rf_q *s)
 static void scn_zero_len_only(struct rf *f, struct rf_q *s)
 {
 	uint64_t buf = rf_alloc(f, 64);
-	struct rf_desc d[3] = { { buf, 0, rf_dirf(s) }, { buf, 0, rf_dirf(s) }, { buf + 8, 0, rf_dirf(s) } };
+	struct rf_desc d[3] = {
+		{ buf, 0, rf_dirf(s) }, { buf, 0, rf_dirf(s) }, { buf + 8, 0, rf_dirf(s) },
+	};
 	const uint16_t bad[2] = { rf_post_chain(s, d, 3), rf_post_chain(s, d, 1) };
 
 	rf_expect_bad_then_good(f, s, bad, 2,
