@@ -23,7 +23,8 @@ from seedclaims import evaluate  # noqa: E402
 from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED,  # noqa: E402
                                 NOT_SLOWER, NOT_TESTED, REPORT, REPORT_ONLY, REPRODUCED,
                                 Ratio, Stat,
-                                geomean_ratio, speed_ratio_from_times, verdict)
+                                geomean_ratio, pairs_beyond_noise, sign_test_p,
+                                speed_ratio_from_times, verdict)
 
 CLAIM_IDS = ["1a", "1b", "1c", "1d", "2a", "2b", "2c", "3a", "3b", "3c", "3d", "4a", "4b",
              "4c", "5a", "5b"]
@@ -59,6 +60,41 @@ def test_paired_ratios():
                                 reps_a=[100, 200, 90, 95, 60], reps_b=[80, 150, 70, 75, 85])
     v, reason = verdict(GAIN, r4)
     assert v == NOT_REPRODUCED and "only 4 of 5 pairs" in reason
+    assert "chance 0.19" in reason  # (5 + 1) / 32
+
+
+def _nine_pairs(faster):
+    """A 10 % gain in every round but the first 9 - faster, where B ran 10 % slower; one
+    slow repetition of A (200 ns) makes the min/max ranges overlap."""
+    reps_a = [100.0] * 9
+    reps_a[-1] = 200.0
+    reps_b = [110.0 if i < 9 - faster else 100 / 1.1 for i in range(9)]
+    reps_b[-1] = 100 / 1.1
+    a = Stat(sorted(reps_a)[4], min(reps_a), max(reps_a))
+    b = Stat(sorted(reps_b)[4], min(reps_b), max(reps_b))
+    return speed_ratio_from_times(a, b, reps_a=reps_a, reps_b=reps_b)
+
+
+def test_sign_test():
+    assert sign_test_p(5, 5) == pytest.approx(1 / 32)
+    assert sign_test_p(8, 9) == pytest.approx(10 / 512)
+    assert sign_test_p(7, 9) == pytest.approx(46 / 512)
+    assert sign_test_p(0, 4) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        sign_test_p(6, 5)
+    # The smallest count on one side that passes at SIGN_ALPHA, for 5..9 pairs.
+    least = {n: min(k for k in range(n + 1) if pairs_beyond_noise(k, n)) for n in range(5, 10)}
+    assert least == {5: 5, 6: 6, 7: 7, 8: 7, 9: 8}
+    assert not any(pairs_beyond_noise(k, 4) for k in range(5))  # under MIN_PAIRS
+    # Nine rounds with the ranges overlapping: 8 faster passes, 7 does not.
+    r8, r7 = _nine_pairs(8), _nine_pairs(7)
+    assert r8.lo < 1.0 and r7.lo < 1.0 and r8.median > 1.02 and r7.median > 1.02
+    assert verdict(GAIN, r8)[0] == REPRODUCED
+    v, reason = verdict(GAIN, r7)
+    assert v == NOT_REPRODUCED and "only 7 of 9 pairs" in reason and "chance 0.09" in reason
+    # The mirror image for an expected loss: B the baseline, A the technique.
+    loss8 = Ratio(1 / r8.median, 1 / r8.hi, 1 / r8.lo, paired=[1 / p for p in r8.paired])
+    assert verdict(LOSS, loss8)[0] == REPRODUCED
 
 
 def test_geomean():

@@ -85,15 +85,18 @@ def markdown(data: dict) -> str:
     L += ["### Rules", "",
           f"- gain expected: **reproduced** when the median gain is at least "
           f"{V.MIN_EFFECT:.0%} and beyond the noise: the min/max ranges of A and B do not "
-          f"overlap, or B was faster in every pair of the same round (at least "
-          f"{V.MIN_PAIRS} pairs: a sign test, chance 2^-n); else **not reproduced**, saying "
+          f"overlap, or B was faster in so many pairs of the same round that a one-sided "
+          f"sign test puts the chance of it, were A and B the same, at most "
+          f"{V.SIGN_ALPHA:.2f} (at least {V.MIN_PAIRS} pairs: all of 5-7, 7 of 8, 8 of 9; "
+          f"one preempted repetition spoils one pair); else **not reproduced**, saying "
           f"whether it went the other way or stayed in the noise. Where the claim "
           f"publishes a figure, the measured gain must also be at least "
           f"{V.SIZE_SHARE:.0%} of it (else: the direction, not the size).",
           "- loss expected: the mirror image.",
           f"- not slower expected (B at least as fast as A): **reproduced** when the median "
           f"ratio is at least {1 - V.MIN_EFFECT:.2f}, or the loss is within the noise (the "
-          f"range not below 1, not every pair slower) and under {V.NO_CHANGE_BAND:.0%}.",
+          f"range not below 1, the pairs not slower by the sign test) and under "
+          f"{V.NO_CHANGE_BAND:.0%}.",
           f"- no change expected: **reproduced** when the median ratio is within "
           f"+-{V.NO_CHANGE_BAND:.0%}.",
           "- no published figure: **report only**. **not tested**: nothing in the tree to "
