@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
 from seedclaims import claims as C  # noqa: E402
 from seedclaims import evaluate  # noqa: E402
+import seed_claims  # noqa: E402  (the script itself, for commit())
 from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED,  # noqa: E402
                                 NOT_SLOWER, NOT_TESTED, REPORT, REPORT_ONLY, REPRODUCED,
                                 Ratio, Stat,
@@ -285,3 +286,26 @@ def test_quick_end_to_end(vhostlab, tmp_path):
     assert data["mode"] == "quick" and "noise" in md
     assert data["machine"]["cores"] >= 1 and data["commit"]
     assert any("bench" in c for c in data["commands"])
+
+
+def test_commit_leaves_out_its_own_outputs(tmp_path):
+    # An earlier run's report in OUT does not make the tree "plus uncommitted changes";
+    # any other change does.
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    git("init", "-q")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "seed-claims.md").write_text("old\n")
+    (tmp_path / "core.c").write_text("int a;\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    out = tmp_path / "reports"
+    assert not seed_claims.commit(out, tmp_path).endswith("(plus uncommitted changes)")
+    (out / "seed-claims.md").write_text("new\n")
+    assert not seed_claims.commit(out, tmp_path).endswith("(plus uncommitted changes)")
+    # Elsewhere, the report counts: OUT is not the reports directory.
+    assert seed_claims.commit(tmp_path / "elsewhere", tmp_path).endswith(
+        "(plus uncommitted changes)")
+    (tmp_path / "core.c").write_text("int b;\n")
+    assert seed_claims.commit(out, tmp_path).endswith("(plus uncommitted changes)")

@@ -91,12 +91,21 @@ def machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count()}
 
 
-def commit() -> str:
+def commit(out: Path, root: Path = ROOT) -> str:
+    """HEAD, and whether the tree differs from it -- not counting the files this script
+    writes into OUT (an earlier run's report, tracked in reports/, changes nothing
+    measured)."""
     def git(*args):
-        return subprocess.run(["git", "-C", str(ROOT), *args], stdout=subprocess.PIPE,
+        return subprocess.run(["git", "-C", str(root), *args], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     head = git("rev-parse", "HEAD").stdout.strip() or "unknown"
-    dirty = git("diff", "--quiet", "HEAD").returncode != 0
+    spec = ["--", "."]
+    try:
+        rel = out.resolve().relative_to(root.resolve())
+        spec.append(f":(exclude){(rel / 'seed-claims*').as_posix()}")
+    except ValueError:
+        pass  # OUT outside the tree: nothing of it to leave out
+    dirty = git("diff", "--quiet", "HEAD", *spec).returncode != 0
     return head + (" (plus uncommitted changes)" if dirty else "")
 
 
@@ -124,7 +133,7 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     # The tree as measured: taken before this run writes its own outputs, which are tracked
     # files in reports/ and would otherwise always make the tree look modified.
-    measured = commit()
+    measured = commit(a.out)
     commands = ["scripts/seed_claims.py " + " ".join(argv if argv is not None else sys.argv[1:])]
     layouts = "split" if a.quick else "split,packed"
     reps = ["--reps", str(a.reps)]
