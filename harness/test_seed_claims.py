@@ -19,12 +19,13 @@ SCRIPT = REPO_ROOT / "scripts" / "seed_claims.py"
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
 from seedclaims import claims as C  # noqa: E402
-from seedclaims import evaluate  # noqa: E402
+from seedclaims import evaluate, report  # noqa: E402
 import seed_claims  # noqa: E402  (the script itself, for commit())
 from seedclaims.verdict import (GAIN, LOSS, NONE, NOT_REPRODUCED,  # noqa: E402
                                 NOT_SLOWER, NOT_TESTED, REPORT, REPORT_ONLY, REPRODUCED,
                                 Ratio, Stat,
-                                geomean_ratio, pairs_beyond_noise, sign_test_p,
+                                geomean_ratio, least_on_side, pairs_beyond_noise,
+                                sign_test_p,
                                 speed_ratio_from_times, verdict)
 
 CLAIM_IDS = ["1a", "1b", "1c", "1d", "2a", "2b", "2c", "3a", "3b", "3c", "3d", "4a", "4b",
@@ -86,6 +87,9 @@ def test_sign_test():
     # The smallest count on one side that passes at SIGN_ALPHA, for 5..9 pairs.
     least = {n: min(k for k in range(n + 1) if pairs_beyond_noise(k, n)) for n in range(5, 10)}
     assert least == {5: 5, 6: 6, 7: 7, 8: 7, 9: 8}
+    assert all(least_on_side(n) == k for n, k in least.items()) and least_on_side(4) is None
+    # The report prints the same counts.
+    assert report.least_counts() == "5 of 5, 6 of 6, 7 of 7, 7 of 8, 8 of 9"
     assert not any(pairs_beyond_noise(k, 4) for k in range(5))  # under MIN_PAIRS
     # Nine rounds with the ranges overlapping: 8 faster passes, 7 does not.
     r8, r7 = _nine_pairs(8), _nine_pairs(7)

@@ -59,6 +59,12 @@ def rows_table(rows: list[dict]) -> list[str]:
     return out
 
 
+def least_counts(ns=range(5, 10)) -> str:
+    """'5 of 5, ..., 8 of 9': how many pairs of n the sign test asks for, from verdict.py."""
+    return ", ".join(f"{V.least_on_side(n)} of {n}" for n in ns
+                     if V.least_on_side(n) is not None)
+
+
 def markdown(data: dict) -> str:
     m = data["machine"]
     L = ["# The seeds' claims, reproduced", "",
@@ -87,7 +93,7 @@ def markdown(data: dict) -> str:
           f"{V.MIN_EFFECT:.0%} and beyond the noise: the min/max ranges of A and B do not "
           f"overlap, or B was faster in so many pairs of the same round that a one-sided "
           f"sign test puts the chance of it, were A and B the same, at most "
-          f"{V.SIGN_ALPHA:.2f} (at least {V.MIN_PAIRS} pairs: all of 5-7, 7 of 8, 8 of 9; "
+          f"{V.SIGN_ALPHA:.2f} (at least {V.MIN_PAIRS} pairs: {least_counts()}; "
           f"one preempted repetition spoils one pair); else **not reproduced**, saying "
           f"whether it went the other way or stayed in the noise. Where the claim "
           f"publishes a figure, the measured gain must also be at least "

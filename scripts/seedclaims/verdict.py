@@ -32,8 +32,7 @@ Rules (also printed in the report):
   not slower      (B must be at least as fast as A) reproduced when the median ratio is at
                   least 1 - MIN_EFFECT, or the loss stays within the noise (neither the
                   range below 1 nor the pairs slower by the sign test) and under
-                  NO_CHANGE_BAND; not
-                  reproduced otherwise: A was faster.
+                  NO_CHANGE_BAND; not reproduced otherwise: A was faster.
   no figure       nothing published to compare with: the row only reports ("report").
 Instruction counts (callgrind) are exact: they are reported beside the time ratio as the
 noise-free second figure, and quoted in the reason when they disagree with the times.
@@ -97,6 +96,11 @@ def sign_test_p(k: int, n: int) -> float:
 def pairs_beyond_noise(on_side: int, n: int) -> bool:
     """Do on_side of n paired ratios, on the claimed side, pass the sign test?"""
     return n >= MIN_PAIRS and sign_test_p(on_side, n) <= SIGN_ALPHA
+
+
+def least_on_side(n: int) -> Optional[int]:
+    """The fewest of n pairs on the claimed side that pass the sign test (None: none do)."""
+    return next((k for k in range(n + 1) if pairs_beyond_noise(k, n)), None)
 
 
 def speed_ratio_from_times(a: Stat, b: Stat, instr_a: Optional[float] = None,
