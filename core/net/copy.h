@@ -15,7 +15,7 @@
 
 #include "compiler.h"
 #include "net/evict.h"
-#include "ring/vq_internal.h"
+#include "net/net_queue.h"
 
 /* One body for both directions; from_guest is a constant in each wrapper below, so the
  * direction's tests fold away. log_gpa: the guest address dst stands for (its pages go to
@@ -25,14 +25,14 @@
 static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const void *src,
 					  uint32_t len, uint64_t log_gpa, const bool from_guest)
 {
-	if (len <= vq->batch_threshold && vq->batch_count < vq->size) {
+	if (len <= vq->batch_threshold && vq->batch_count < vq->rq.size) {
 		struct vl_copy *c = &vq->batch[vq->batch_count++];
 
 		c->dst = dst;
 		c->src = src;
 		c->len = len;
 		c->log_gpa = log_gpa;
-		vq->stats.copies_batched++;
+		vq->rq.stats.copies_batched++;
 		/* A dequeue copy asks for its source's first line now: the flush copies it only
 		 * after the rest of the burst's walk, which the miss then overlaps. With the
 		 * driver's CPU far away the line comes from its cache, hundreds of ns off, and
@@ -40,18 +40,18 @@ static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const voi
 		 * (docs/architecture.md has the A/B). Payload prefetch's switch governs it. */
 		if (from_guest && !vq->tx_prefetch_off) {
 			VL_PREFETCH_R(src);
-			vq->stats.copy_prefetches++;
+			vq->rq.stats.copy_prefetches++;
 		}
 		return;
 	}
 	memcpy(dst, src, len);
 	if (!from_guest) {
-		vl_log_write(&vq->log, log_gpa, len);
+		vl_log_write(&vq->rq.log, log_gpa, len);
 	} else if (vq->evict_reads) {
 		vl_evict_line(src);
-		vq->stats.lines_evicted++;
+		vq->rq.stats.lines_evicted++;
 	}
-	vq->stats.copies_direct++;
+	vq->rq.stats.copies_direct++;
 }
 
 /* Enqueue: len bytes of host memory into the guest's, at guest address gpa (dirty-logged). */
@@ -80,13 +80,13 @@ static VL_ALWAYS_INLINE void vl_copy_flush(struct vl_vq *vq)
 		for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
 			if (c[i].log_gpa == VL_NO_LOG) {
 				vl_evict_line(c[i].src);
-				vq->stats.lines_evicted++;
+				vq->rq.stats.lines_evicted++;
 			}
 	/* Logged after the copies (one predictable branch per burst when logging is off). */
-	if (vq->log.bitmap)
+	if (vq->rq.log.bitmap)
 		for (uint32_t i = 0, n = vq->batch_count; i < n; i++)
 			if (c[i].log_gpa != VL_NO_LOG)
-				vl_log_write(&vq->log, c[i].log_gpa, c[i].len);
+				vl_log_write(&vq->rq.log, c[i].log_gpa, c[i].len);
 	vq->batch_count = 0;
 }
 

@@ -35,12 +35,12 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 	/* The usual case inline: the whole header in the first piece, read as one fixed-size
 	 * copy (10 or 12 bytes, the only header lengths); a header that straddles pieces
 	 * takes the general walk. */
-	if (vq->pieces[0].len >= vq->hdr_len && vq->hdr_len == 12)
-		vl_guest_load_bytes(hdr, vq->pieces[0].host, 12);
-	else if (vq->pieces[0].len >= vq->hdr_len && vq->hdr_len == 10)
-		vl_guest_load_bytes(hdr, vq->pieces[0].host, 10);
+	if (vq->rq.pieces[0].len >= vq->hdr_len && vq->hdr_len == 12)
+		vl_guest_load_bytes(hdr, vq->rq.pieces[0].host, 12);
+	else if (vq->rq.pieces[0].len >= vq->hdr_len && vq->hdr_len == 10)
+		vl_guest_load_bytes(hdr, vq->rq.pieces[0].host, 10);
 	else
-		vl_net_hdr_gather(vq->pieces, np, vq->hdr_len, hdr);
+		vl_net_hdr_gather(vq->rq.pieces, np, vq->hdr_len, hdr);
 	return vl_net_hdr_to_offload(hdr, *pkt_len, ol);
 }
 
@@ -54,7 +54,7 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 	/* The usual case on its own: one piece holds header and payload, one segment the
 	 * packet (sized to the chain, so the lengths agree). */
 	if (np == 1 && !pkt->next) {
-		vl_copy_from_guest(vq, pkt->data, vq->pieces[0].host + skip, pkt->data_len);
+		vl_copy_from_guest(vq, pkt->data, vq->rq.pieces[0].host + skip, pkt->data_len);
 		return;
 	}
 	/* Several pieces into one segment (a Linux guest's headers and data apart): the pieces
@@ -63,22 +63,22 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 		uint8_t *dst = pkt->data;
 
 		for (uint32_t i = 0; i < np; i++) {
-			uint32_t left = vq->pieces[i].len;
+			uint32_t left = vq->rq.pieces[i].len;
 
 			if (skip >= left) {
 				skip -= left;
 				continue;
 			}
 			left -= skip;
-			vl_copy_from_guest(vq, dst, vq->pieces[i].host + skip, left);
+			vl_copy_from_guest(vq, dst, vq->rq.pieces[i].host + skip, left);
 			dst += left;
 			skip = 0;
 		}
 		return;
 	}
 	for (uint32_t i = 0; i < np; i++) {
-		const uint8_t *src = vq->pieces[i].host;
-		uint32_t left = vq->pieces[i].len;
+		const uint8_t *src = vq->rq.pieces[i].host;
+		uint32_t left = vq->rq.pieces[i].len;
 
 		if (skip >= left) {
 			skip -= left;
@@ -107,7 +107,7 @@ static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, stru
 
 static inline void count_drop(struct vl_vq *vq, enum vl_drop why)
 {
-	vq->stats.drops[why]++;
+	vq->rq.stats.drops[why]++;
 }
 
 /* Return a chain the device is done with: at once, or -- under IN_ORDER, behind a chain a
@@ -118,7 +118,7 @@ static VL_ALWAYS_INLINE void tx_done(struct vl_vq *vq, const enum vl_layout L,
 	if (!plain && vl_zc_must_queue(vq))
 		vl_zc_take(vq, c, true);
 	else
-		vl_ring_push_used(vq, L, c, 0);
+		vl_ring_push_used(&vq->rq, L, c, 0);
 }
 
 /* Packet heads for this burst (technique 4): exactly one per available chain under the
@@ -129,11 +129,11 @@ static VL_ALWAYS_INLINE uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool
 {
 	uint32_t want = vq->alloc_policy == VL_ALLOC_BURST ? count : avail;
 
-	if (want > vq->size)
-		want = vq->size;
+	if (want > vq->rq.size)
+		want = vq->rq.size;
 	if (want == 0)
 		return 0;
-	vq->stats.alloc_calls++;
+	vq->rq.stats.alloc_calls++;
 	if (vl_pool_alloc_bulk(pool, vq->heads, want) != 0) {
 		/* A pool that is merely short gives what it has; one that refuses (or has
 		 * nothing) gives nothing this burst. */
@@ -144,7 +144,7 @@ static VL_ALWAYS_INLINE uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool
 		else
 			want = have;
 	}
-	vq->stats.alloc_bufs += want;
+	vq->rq.stats.alloc_bufs += want;
 	return want;
 }
 
@@ -152,7 +152,7 @@ static VL_ALWAYS_INLINE uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool
 static inline void tx_give_back_heads(struct vl_vq *vq, uint32_t from, uint32_t to)
 {
 	vl_pkt_free_bulk(vq->heads + from, to - from);
-	vq->stats.alloc_unused += to - from;
+	vq->rq.stats.alloc_unused += to - from;
 }
 
 /* Grow head `used` to pkt_len bytes. When the pool is short, the heads not yet used are
@@ -191,8 +191,8 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	if (!vl_tx_burst_start(vq, &count))
 		return 0;
 	vl_lab_burst_begin(); /* the window reads: avail->idx, the packed scan */
-	vl_ring_begin(vq, L);
-	uint16_t n = vl_ring_avail_tx(vq, L, count);
+	vl_ring_begin(&vq->rq, L);
+	uint16_t n = vl_ring_avail_tx(&vq->rq, L, count);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
 	/* Payload prefetch (vl_ring_prefetch_ahead) unless turned off, for the copies made at
@@ -202,7 +202,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	const bool pf_try = (plain || !vq->zc_on) && !vq->tx_prefetch_off &&
 			    vq->tx_prefetch_skip == 0;
 	uint32_t pf_next = pf_try && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
-	const uint64_t pf_before = vq->stats.payload_prefetches;
+	const uint64_t pf_before = vq->rq.stats.payload_prefetches;
 
 	if (!pf_try && n > 0 && vq->tx_prefetch_skip > 0)
 		vq->tx_prefetch_skip--;
@@ -214,7 +214,9 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 	 * zero after the call and redid the first piece's checks. Callgrind, split 64 bytes.) */
 	for (uint16_t i = 0; i < n;) {
 		if (i == pf_next)
-			pf_next = vl_ring_prefetch_ahead(vq, L, i, n, false);
+			pf_next = vl_ring_prefetch_ahead(&vq->rq, L, i, n, vq->hdr_len,
+							 (uint64_t)vq->hdr_len +
+								 vq->batch_threshold);
 
 		const uint16_t run_end = pf_next < n ? (uint16_t)pf_next : n;
 
@@ -227,7 +229,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 			 * each field is read once into a local; what follows uses locals and
 			 * payload. */
 			vl_lab_chain_begin();
-			enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c,
+			enum vl_drop why = vl_ring_fetch(&vq->rq, L, consumed, VL_DIR_DEVICE_READS, &c,
 							 &np, &total);
 
 			/* This chain has no id it could be returned under: stop. (The packed scan
@@ -241,7 +243,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 			/* Under IN_ORDER every chain behind a held one needs a lease; at the bound
 			 * the burst stops so the guest keeps the rest of its descriptors. */
 			if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
-				vq->stats.zc_stalls++;
+				vq->rq.stats.zc_stalls++;
 				vl_lab_chain_end();
 				goto burst_end;
 			}
@@ -258,7 +260,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 			}
 			if (used_heads == nheads) {
 				/* Leave this chain available: the next burst serves it. */
-				vq->stats.alloc_failures++;
+				vq->rq.stats.alloc_failures++;
 				goto burst_end;
 			}
 			struct vl_pkt *pkt = vq->heads[used_heads];
@@ -268,9 +270,9 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				const uint8_t *one;
 
 				if (pkt_len < vq->zc_min_len) {
-					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
+					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
 				} else if (!vl_zc_room(vq)) {
-					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
+					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
 				} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
 					pkt->data = (uint8_t *)(uintptr_t)one;
 					pkt->data_len = pkt_len;
@@ -279,7 +281,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				} else if (vl_zc_gather(vq, pool, np, pkt_len, pkt)) {
 					zc = true;
 				} else {
-					vq->stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
+					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_SCATTERED]++;
 				}
 			}
 			if (zc) {
@@ -288,12 +290,12 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				pkt->release = vl_zc_release;
 				pkt->release_ctx = vq;
 				pkt->release_tag = vl_zc_take(vq, &c, false);
-				vq->stats.zc_packets++;
+				vq->rq.stats.zc_packets++;
 			} else {
 				if (tx_extend(vq, pkt, pkt_len, used_heads, &nheads) != 0) {
 					/* Segment chaining failed even with the spare heads given
 					 * back: this chain stays available for the next burst. */
-					vq->stats.alloc_failures++;
+					vq->rq.stats.alloc_failures++;
 					goto burst_end;
 				}
 				tx_copy_payload(vq, np, pkt);
@@ -304,25 +306,25 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				pkt->ol = ol;
 			pkts[got++] = pkt;
 			bytes += pkt_len;
-			vq->stats.size_bins[vl_size_bin(pkt_len)]++;
+			vq->rq.stats.size_bins[vl_size_bin(pkt_len)]++;
 			consumed++;
 		}
 	}
 burst_end:
-	vq->stats.packets += got;
-	vq->stats.bytes += bytes;
+	vq->rq.stats.packets += got;
+	vq->rq.stats.bytes += bytes;
 	if (pf_try && n > 0)
 		vq->tx_prefetch_skip =
-			vq->stats.payload_prefetches == pf_before ? VL_TX_PREFETCH_RETRY : 0;
+			vq->rq.stats.payload_prefetches == pf_before ? VL_TX_PREFETCH_RETRY : 0;
 	if (used_heads < nheads)
 		tx_give_back_heads(vq, used_heads, nheads);
 	if (consumed == 0)
-		vq->stats.empty_bursts++;
-	vl_ring_consume(vq, L, consumed);
+		vq->rq.stats.empty_bursts++;
+	vl_ring_consume(&vq->rq, L, consumed);
 	vl_lab_burst_end();
 	/* Copies first: once used->idx moves, the guest may reuse the buffers we read. */
 	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L);
+	vl_ring_flush_used(&vq->rq, L);
 	return got;
 }
 
@@ -357,7 +359,7 @@ uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **
 	 * one, so zc_order_count only falls before the body runs. */
 	const bool plain = !vq->zc_on && vq->zc_order_count == 0 && !vq->tx_offloads;
 
-	if (vq->layout == VL_LAYOUT_PACKED)
+	if (vq->rq.layout == VL_LAYOUT_PACKED)
 		return plain ? dequeue_packed_plain(vq, pool, pkts, count)
 			     : dequeue_packed(vq, pool, pkts, count);
 	return plain ? dequeue_split_plain(vq, pool, pkts, count)

@@ -25,15 +25,15 @@ static inline uint8_t first_packet_byte(struct vl_vq *vq, uint32_t np)
 	uint8_t b = 0;
 
 	for (uint32_t i = 0; i < np; i++) {
-		if (skip < vq->pieces[i].len) {
-			vl_guest_load_bytes(&b, vq->pieces[i].host + skip, 1);
+		if (skip < vq->rq.pieces[i].len) {
+			vl_guest_load_bytes(&b, vq->rq.pieces[i].host + skip, 1);
 			if (vq->evict_reads) {
-				vl_evict_line(vq->pieces[i].host + skip);
-				vq->stats.lines_evicted++;
+				vl_evict_line(vq->rq.pieces[i].host + skip);
+				vq->rq.stats.lines_evicted++;
 			}
 			break;
 		}
-		skip -= vq->pieces[i].len;
+		skip -= vq->rq.pieces[i].len;
 	}
 	return b;
 }
@@ -47,8 +47,8 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 	if (!vl_tx_burst_start(vq, &count))
 		return 0;
 	vl_lab_burst_begin();
-	vl_ring_begin(vq, L);
-	uint16_t n = vl_ring_avail_tx(vq, L, count);
+	vl_ring_begin(&vq->rq, L);
+	uint16_t n = vl_ring_avail_tx(&vq->rq, L, count);
 	uint32_t pf_next = touch && !vq->tx_prefetch_off && n > 0 ? 0 : VL_TX_PREFETCH_NONE;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -56,7 +56,8 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		 * lines it reads at once (any packet here), so the ceiling stays one for a back
 		 * end that reads its packets. Before np and total are set, as in dequeue. */
 		if (i == pf_next)
-			pf_next = vl_ring_prefetch_ahead(vq, L, i, n, true);
+			pf_next = vl_ring_prefetch_ahead(&vq->rq, L, i, n, vq->hdr_len,
+							 vq->hdr_len);
 
 		struct vl_chain c;
 		uint32_t np = 0, total = 0;
@@ -67,7 +68,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		 * buffers themselves are never read (touch: one byte of each good packet,
 		 * below). */
 		vl_lab_chain_begin();
-		enum vl_drop why = vl_ring_fetch(vq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
+		enum vl_drop why = vl_ring_fetch(&vq->rq, L, consumed, VL_DIR_DEVICE_READS, &c, &np,
 						 &total);
 		vl_lab_chain_end();
 		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE)
@@ -75,12 +76,12 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		if (vl_zc_must_queue(vq)) {
 			/* IN_ORDER behind a chain a zero-copy packet still holds: in its turn. */
 			if (!vl_zc_room(vq)) {
-				vq->stats.zc_stalls++;
+				vq->rq.stats.zc_stalls++;
 				break;
 			}
 			vl_zc_take(vq, &c, true);
 		} else {
-			vl_ring_push_used(vq, L, &c, 0);
+			vl_ring_push_used(&vq->rq, L, &c, 0);
 		}
 		consumed++;
 		/* The chain's length decides as in dequeue: no packet, or one over 64 KiB. */
@@ -89,7 +90,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 		else if (why == VL_DROP_NONE && total - vq->hdr_len > VL_PKT_MAX_LEN)
 			why = VL_DROP_TX_TOO_BIG;
 		if (why != VL_DROP_NONE) {
-			vq->stats.drops[why]++;
+			vq->rq.stats.drops[why]++;
 			continue;
 		}
 		good++;
@@ -98,10 +99,10 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 			firsts += first_packet_byte(vq, np);
 	}
 	if (consumed == 0)
-		vq->stats.empty_bursts++;
-	vl_ring_consume(vq, L, consumed);
+		vq->rq.stats.empty_bursts++;
+	vl_ring_consume(&vq->rq, L, consumed);
 	vl_lab_burst_end();
-	vl_ring_flush_used(vq, L);
+	vl_ring_flush_used(&vq->rq, L);
 	if (bytes)
 		*bytes += sum;
 	if (first_bytes)
@@ -121,7 +122,7 @@ static uint16_t discard_packed(struct vl_vq *vq, uint16_t count, uint64_t *bytes
 
 uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
 {
-	if (vq->layout == VL_LAYOUT_PACKED)
+	if (vq->rq.layout == VL_LAYOUT_PACKED)
 		return discard_packed(vq, count, bytes);
 	return discard_split(vq, count, bytes);
 }
@@ -129,7 +130,7 @@ uint16_t vl_net_discard(struct vl_vq *vq, uint16_t count, uint64_t *bytes)
 uint16_t vl_net_discard_touch(struct vl_vq *vq, uint16_t count, uint64_t *bytes,
 			      uint64_t *first_bytes)
 {
-	if (vq->layout == VL_LAYOUT_PACKED)
+	if (vq->rq.layout == VL_LAYOUT_PACKED)
 		return discard_body(vq, count, bytes, first_bytes, VL_LAYOUT_PACKED, true);
 	return discard_body(vq, count, bytes, first_bytes, VL_LAYOUT_SPLIT, true);
 }

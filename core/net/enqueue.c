@@ -30,7 +30,7 @@ struct rx_burst {
 struct rx_first {
 	struct vl_chain c;
 	enum vl_drop why;
-	uint32_t np;   /* pieces it took in vq->pieces, from index 0 */
+	uint32_t np;   /* pieces it took in vq->rq.pieces, from index 0 */
 	uint32_t len;  /* bytes those pieces hold */
 };
 
@@ -44,8 +44,8 @@ static inline void rx_bad_chain(struct vl_vq *vq, const enum vl_layout L, struct
 				uint32_t *ndeferred)
 {
 	if (nbufs == 0) {
-		vq->stats.drops[why]++;
-		vl_ring_push_used(vq, L, c, 0);
+		vq->rq.stats.drops[why]++;
+		vl_ring_push_used(&vq->rq, L, c, 0);
 		b->committed++;
 	} else {
 		struct vl_rx_deferred *d = &vq->rx_deferred_bad[(*ndeferred)++];
@@ -63,10 +63,10 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
 					 enum vl_drop why, uint32_t nbufs, uint16_t pos)
 {
 	for (uint32_t i = 0; i < nbufs; i++)
-		vl_ring_push_used(vq, L, &vq->rx_bufs[i].chain, 0);
-	vq->stats.rx_bufs_wasted += nbufs;
-	vq->stats.drops[why]++;
-	vl_ring_push_used(vq, L, c, 0);
+		vl_ring_push_used(&vq->rq, L, &vq->rx_bufs[i].chain, 0);
+	vq->rq.stats.rx_bufs_wasted += nbufs;
+	vq->rq.stats.drops[why]++;
+	vl_ring_push_used(&vq->rq, L, c, 0);
 	b->committed = pos;
 }
 
@@ -108,8 +108,8 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 		 * window is already known, one more chain is all there is to ask. */
 		uint32_t want = (uint32_t)*pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
 
-		if (vl_ring_avail(vq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= *pos) {
-			if (vq->broken)
+		if (vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= *pos) {
+			if (vq->rq.broken)
 				return RESERVE_NO_ROOM; /* the caller stops */
 			/* Even a ring full of this guest's buffers cannot hold the packet:
 			 * waiting would stall the queue forever. (Deferred bad chains stay in
@@ -118,7 +118,7 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 			 * descriptor (chains of several descriptors run the guest out of
 			 * descriptors before the avail ring fills). */
 			if (vq->mergeable && b->committed == 0 &&
-			    (ring_descs >= vq->size || vl_ring_full(vq, L))) {
+			    (ring_descs >= vq->rq.size || vl_ring_full(&vq->rq, L))) {
 				b->drop_reason = VL_DROP_RX_TOO_BIG;
 				return RESERVE_DROP;
 			}
@@ -126,7 +126,7 @@ static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const e
 		}
 		/* One chain's guest reads form one unit (RX reads no header). */
 		vl_lab_chain_begin();
-		why = vl_ring_fetch(vq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
+		why = vl_ring_fetch(&vq->rq, L, *pos, VL_DIR_DEVICE_WRITES, &c, &np, &len);
 		vl_lab_chain_end();
 fetched:
 		/* This chain has no id it could be returned under: stop. (The packed scan ahead
@@ -147,7 +147,7 @@ fetched:
 			why = VL_DROP_RX_BUF_TOO_SMALL;
 		if (why != VL_DROP_NONE) {
 			np = first;
-			if (vq->in_order && *nbufs > 0) {
+			if (vq->rq.in_order && *nbufs > 0) {
 				rx_bad_chain_in_order(vq, L, b, &c, why, *nbufs, *pos);
 				*nbufs = 0;
 				np = 0;
@@ -169,10 +169,10 @@ fetched:
 		 * cap < need inside the loop. */
 		{
 			const uint32_t hdr = *nbufs > 0 ? 0 : vq->hdr_len;
-			const uint32_t plen = vq->pieces[first].len, left = need - cap;
+			const uint32_t plen = vq->rq.pieces[first].len, left = need - cap;
 			const uint32_t take = plen < left ? plen : left;
 
-			rx_prefetch(vq->pieces[first].host, hdr < take ? hdr : take, take);
+			rx_prefetch(vq->rq.pieces[first].host, hdr < take ? hdr : take, take);
 		}
 		struct vl_rx_buf *rb = &vq->rx_bufs[(*nbufs)++];
 
@@ -225,15 +225,15 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 {
 	rx_write_pkt(vq, pkt, nbufs, nth);
 	for (uint32_t i = 0; i < ndeferred; i++) {
-		vq->stats.drops[vq->rx_deferred_bad[i].why]++;
-		vl_ring_push_used(vq, L, &vq->rx_deferred_bad[i].chain, 0);
+		vq->rq.stats.drops[vq->rx_deferred_bad[i].why]++;
+		vl_ring_push_used(&vq->rq, L, &vq->rx_deferred_bad[i].chain, 0);
 	}
 	uint32_t left = vq->hdr_len + pkt->pkt_len;
 
 	for (uint32_t i = 0; i < nbufs; i++) {
 		uint32_t used = vq->rx_bufs[i].cap < left ? vq->rx_bufs[i].cap : left;
 
-		vl_ring_push_used(vq, L, &vq->rx_bufs[i].chain, used);
+		vl_ring_push_used(&vq->rq, L, &vq->rx_bufs[i].chain, used);
 		left -= used;
 	}
 }
@@ -249,12 +249,12 @@ static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layo
 	/* As in rx_reserve: pos < size <= 32768, ahead <= 65535. */
 	const uint32_t want = pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
 
-	if (vl_ring_avail(vq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
+	if (vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
 		return false;
 	f->np = 0;
 	f->len = 0;
 	vl_lab_chain_begin();
-	f->why = vl_ring_fetch(vq, L, (uint16_t)pos, VL_DIR_DEVICE_WRITES, &f->c, &f->np, &f->len);
+	f->why = vl_ring_fetch(&vq->rq, L, (uint16_t)pos, VL_DIR_DEVICE_WRITES, &f->c, &f->np, &f->len);
 	vl_lab_chain_end();
 	return true;
 }
@@ -264,7 +264,7 @@ static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layo
 static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
 					 const struct rx_first *f, uint32_t need)
 {
-	return f->why == VL_DROP_NONE && f->len >= need && vq->pieces[0].len >= need && !pkt->next;
+	return f->why == VL_DROP_NONE && f->len >= need && vq->rq.pieces[0].len >= need && !pkt->next;
 }
 
 static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
@@ -306,12 +306,12 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 			rx_reserve_split(vq, &b, need, ahead, &nbufs, &ndeferred, &pos,
 					 have ? &f : NULL);
 		if (r == RESERVE_NO_ROOM) {
-			if (!vq->broken)
-				vq->stats.rx_no_room++;
+			if (!vq->rq.broken)
+				vq->rq.stats.rx_no_room++;
 			break;
 		}
 		if (r == RESERVE_DROP) {
-			vq->stats.drops[b.drop_reason]++;
+			vq->rq.stats.drops[b.drop_reason]++;
 			if (status)
 				status[handled] = b.drop_reason == VL_DROP_RX_TOO_BIG
 							  ? VL_RX_DROPPED_TOO_BIG
@@ -348,7 +348,7 @@ uint16_t vl_net_enqueue(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t c
 	if (!vq->mergeable)
 		return vl_net_enqueue_nonmergeable(vq, pkts, count, status);
 #endif
-	if (vq->layout == VL_LAYOUT_PACKED)
+	if (vq->rq.layout == VL_LAYOUT_PACKED)
 		return enqueue_packed(vq, pkts, count, status);
 	return enqueue_split(vq, pkts, count, status);
 }

@@ -17,7 +17,7 @@
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
 
-/* Fetch the chain at window position pos into *c (its pieces from vq->pieces[0], *len bytes
+/* Fetch the chain at window position pos into *c (its pieces from vq->rq.pieces[0], *len bytes
  * in all). False when the window holds no chain there. `ahead` (packets left) sizes the
  * packed scan as the unified path does. */
 static VL_ALWAYS_INLINE bool nm_fetch(struct vl_vq *vq, const enum vl_layout L, uint16_t pos,
@@ -28,11 +28,11 @@ static VL_ALWAYS_INLINE bool nm_fetch(struct vl_vq *vq, const enum vl_layout L, 
 	const uint32_t want = (uint32_t)pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
 	uint32_t np = 0;
 
-	if (vl_ring_avail(vq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
+	if (vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
 		return false;
 	*len = 0;
 	vl_lab_chain_begin();
-	*why = vl_ring_fetch(vq, L, pos, VL_DIR_DEVICE_WRITES, c, &np, len);
+	*why = vl_ring_fetch(&vq->rq, L, pos, VL_DIR_DEVICE_WRITES, c, &np, len);
 	vl_lab_chain_end();
 	return true;
 }
@@ -54,8 +54,8 @@ static VL_NOINLINE bool nm_skip_bad(struct vl_vq *vq, const enum vl_layout L, ui
 			return true;
 		if (why == VL_DROP_HEAD_OUT_OF_RANGE || why == VL_DROP_ID_OUT_OF_RANGE)
 			return false;
-		vq->stats.drops[why]++;
-		vl_ring_push_used(vq, L, c, 0);
+		vq->rq.stats.drops[why]++;
+		vl_ring_push_used(&vq->rq, L, c, 0);
 		(*pos)++;
 		if (!nm_fetch(vq, L, *pos, ahead, c, len, &why))
 			return false;
@@ -88,8 +88,8 @@ static VL_ALWAYS_INLINE uint16_t nm_body(struct vl_vq *vq, struct vl_pkt *const 
 		if (!nm_fetch(vq, L, pos, ahead, &c, &len, &why) ||
 		    ((why != VL_DROP_NONE || len < need) &&
 		     !nm_skip_bad(vq, L, &pos, ahead, &c, &len, why))) {
-			if (!vq->broken)
-				vq->stats.rx_no_room++;
+			if (!vq->rq.broken)
+				vq->rq.stats.rx_no_room++;
 			break;
 		}
 		if (len < need) {
@@ -99,15 +99,15 @@ static VL_ALWAYS_INLINE uint16_t nm_body(struct vl_vq *vq, struct vl_pkt *const 
 		}
 		/* Each delivered packet took a chain of the window: delivered < size, a valid
 		 * rx_hdrs slot. */
-		if (vq->pieces[0].len >= need && !pkt->next) {
+		if (vq->rq.pieces[0].len >= need && !pkt->next) {
 			rx_fill_one(vq, L, pkt, &c, need, delivered++);
 		} else {
-			const uint32_t plen = vq->pieces[0].len;
+			const uint32_t plen = vq->rq.pieces[0].len;
 
-			rx_prefetch(vq->pieces[0].host, plen < hdr_len ? plen : hdr_len,
+			rx_prefetch(vq->rq.pieces[0].host, plen < hdr_len ? plen : hdr_len,
 				    plen < need ? plen : need);
 			rx_write_pkt(vq, pkt, 1, delivered++);
-			vl_ring_push_used(vq, L, &c, need);
+			vl_ring_push_used(&vq->rq, L, &c, need);
 		}
 		pos++;
 		rx_delivered(vq, pkt, status, handled, &bytes);
@@ -120,7 +120,7 @@ static VL_ALWAYS_INLINE uint16_t nm_body(struct vl_vq *vq, struct vl_pkt *const 
 uint16_t vl_net_enqueue_nonmergeable(struct vl_vq *vq, struct vl_pkt *const *pkts,
 				     uint16_t count, uint8_t *status)
 {
-	if (vq->layout == VL_LAYOUT_PACKED)
+	if (vq->rq.layout == VL_LAYOUT_PACKED)
 		return nm_body(vq, pkts, count, status, VL_LAYOUT_PACKED);
 	return nm_body(vq, pkts, count, status, VL_LAYOUT_SPLIT);
 }

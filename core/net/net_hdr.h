@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "ring/vq_internal.h"
+#include "net/net_queue.h"
 #include "vhostlab/vl_pkt.h"
 
 /* Copy the first hdr_len bytes described by pieces[0..np) into hdr (hdr_len <= 12; the

@@ -36,7 +36,7 @@ static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint
 	VL_PREFETCH_W(host + take - 1);
 }
 
-/* Write a packet's header (num_buffers = nbufs) and payload over vq->pieces from index 0,
+/* Write a packet's header (num_buffers = nbufs) and payload over vq->rq.pieces from index 0,
  * the pieces of the chains reserved for it, in order. The header is built in the packet's
  * slot nth of vq->rx_hdrs. Small payload copies go through the batch. */
 static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
@@ -44,7 +44,7 @@ static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt 
 {
 	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
 	const uint8_t *hdr = slot->bytes;
-	const struct vl_piece *pc = &vq->pieces[0];
+	const struct vl_piece *pc = &vq->rq.pieces[0];
 	uint32_t piece = 0, piece_off = 0;
 
 	vl_net_hdr_from_offload(&pkt->ol, vq->mergeable, (uint16_t)nbufs, slot->bytes);
@@ -61,7 +61,7 @@ static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt 
 		if (vq->batch_threshold >= vq->hdr_len) {
 			slot->dst = pc[0].host;
 			slot->gpa = pc[0].gpa;
-			vq->stats.copies_batched++; /* a small copy done at the flush, like one */
+			vq->rq.stats.copies_batched++; /* a small copy done at the flush, like one */
 		} else {
 			vl_copy_to_guest(vq, pc[0].host, hdr, vq->hdr_len, pc[0].gpa);
 		}
@@ -85,7 +85,7 @@ static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt 
 			piece_off = 0;
 		}
 	}
-	/* Pieces of consecutive reserved chains are consecutive in vq->pieces, so the payload
+	/* Pieces of consecutive reserved chains are consecutive in vq->rq.pieces, so the payload
 	 * is one walk over segments and pieces. */
 	for (const struct vl_pkt *seg = pkt; seg; seg = seg->next) {
 		const uint8_t *src = seg->data;
@@ -110,14 +110,14 @@ static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt 
 }
 
 /* The usual case: a one-segment packet whose header and data the chain c's first piece
- * (vq->pieces[0]) holds whole. One header slot (or, with batching off, one header copy),
+ * (vq->rq.pieces[0]) holds whole. One header slot (or, with batching off, one header copy),
  * one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's lines
  * are asked for now (rx_prefetch), as rx_reserve does, and written at the burst's flush. */
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
 					 const struct vl_pkt *pkt, const struct vl_chain *c,
 					 uint32_t need, uint16_t nth)
 {
-	const struct vl_piece *pc = &vq->pieces[0];
+	const struct vl_piece *pc = &vq->rq.pieces[0];
 	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
 	const uint32_t hdr_len = vq->hdr_len;
 
@@ -126,7 +126,7 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 	if (vq->batch_threshold >= hdr_len) {
 		slot->dst = pc->host;
 		slot->gpa = pc->gpa;
-		vq->stats.copies_batched++; /* the header: a small copy done at the flush */
+		vq->rq.stats.copies_batched++; /* the header: a small copy done at the flush */
 	} else {
 		slot->dst = NULL; /* no batching: stored now, as every copy is */
 		vl_copy_to_guest(vq, pc->host, slot->bytes, hdr_len, pc->gpa);
@@ -134,7 +134,7 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 	if (pkt->data_len > 0)
 		vl_copy_to_guest(vq, pc->host + hdr_len, pkt->data, pkt->data_len,
 				 pc->gpa + hdr_len);
-	vl_ring_push_used(vq, L, c, need);
+	vl_ring_push_used(&vq->rq, L, c, need);
 }
 
 /* rx_store_hdrs for one header length, a constant where it is inlined, so the compare and
@@ -171,25 +171,25 @@ static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 {
 	const uint32_t hdr_len = vq->hdr_len;
 
-	vq->stats.rx_hdrs_kept += hdr_len == 12 ? rx_store_hdrs_of(vq->rx_hdrs, n, 12)
+	vq->rq.stats.rx_hdrs_kept += hdr_len == 12 ? rx_store_hdrs_of(vq->rx_hdrs, n, 12)
 						: rx_store_hdrs_of(vq->rx_hdrs, n, 10);
 	/* Logged after the stores, kept ones too: the device wrote the header, as far as a
 	 * migration is concerned (one predictable branch per burst when logging is off). */
-	if (vq->log.bitmap)
+	if (vq->rq.log.bitmap)
 		for (uint16_t i = 0; i < n; i++)
 			if (vq->rx_hdrs[i].dst)
-				vl_log_write(&vq->log, vq->rx_hdrs[i].gpa, hdr_len);
+				vl_log_write(&vq->rq.log, vq->rx_hdrs[i].gpa, hdr_len);
 }
 
 /* The start of a burst: false when the queue is broken (nothing is read then). The window
  * reads (avail->idx, the packed scan, lazy here) form one unit per burst. */
 static VL_ALWAYS_INLINE bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
 {
-	vq->stats.bursts++;
-	if (vq->broken)
+	vq->rq.stats.bursts++;
+	if (vq->rq.broken)
 		return false;
 	vl_lab_burst_begin();
-	vl_ring_begin(vq, L);
+	vl_ring_begin(&vq->rq, L);
 	return true;
 }
 
@@ -197,7 +197,7 @@ static VL_ALWAYS_INLINE bool rx_burst_begin(struct vl_vq *vq, const enum vl_layo
 static VL_ALWAYS_INLINE void rx_dropped_too_big(struct vl_vq *vq, uint8_t *status,
 						uint16_t handled)
 {
-	vq->stats.drops[VL_DROP_RX_TOO_BIG]++;
+	vq->rq.stats.drops[VL_DROP_RX_TOO_BIG]++;
 	if (status)
 		status[handled] = VL_RX_DROPPED_TOO_BIG;
 }
@@ -208,7 +208,7 @@ static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt 
 					  uint8_t *status, uint16_t handled, uint64_t *bytes)
 {
 	*bytes += pkt->pkt_len;
-	vq->stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
+	vq->rq.stats.size_bins[vl_size_bin(pkt->pkt_len)]++;
 	if (status)
 		status[handled] = VL_RX_DELIVERED;
 }
@@ -219,15 +219,15 @@ static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt 
 static VL_ALWAYS_INLINE void rx_burst_end(struct vl_vq *vq, const enum vl_layout L,
 					  uint16_t delivered, uint64_t bytes, uint16_t consumed)
 {
-	vq->stats.packets += delivered;
-	vq->stats.bytes += bytes;
+	vq->rq.stats.packets += delivered;
+	vq->rq.stats.bytes += bytes;
 	if (consumed == 0)
-		vq->stats.empty_bursts++;
-	vl_ring_consume(vq, L, consumed);
+		vq->rq.stats.empty_bursts++;
+	vl_ring_consume(&vq->rq, L, consumed);
 	vl_lab_burst_end();
 	rx_store_hdrs(vq, delivered);
 	vl_copy_flush(vq);
-	vl_ring_flush_used(vq, L);
+	vl_ring_flush_used(&vq->rq, L);
 }
 
 #endif

@@ -9,18 +9,18 @@
 
 int vl_zc_setup(struct vl_vq *vq)
 {
-	vq->leases = vl_calloc(vq->size, sizeof(*vq->leases));
-	vq->zc_order = vl_calloc(vq->size, sizeof(*vq->zc_order));
-	vq->zc_done = vl_calloc(vq->size, sizeof(*vq->zc_done));
-	vq->zc_free = vl_calloc(vq->size, sizeof(*vq->zc_free));
+	vq->leases = vl_calloc(vq->rq.size, sizeof(*vq->leases));
+	vq->zc_order = vl_calloc(vq->rq.size, sizeof(*vq->zc_order));
+	vq->zc_done = vl_calloc(vq->rq.size, sizeof(*vq->zc_done));
+	vq->zc_free = vl_calloc(vq->rq.size, sizeof(*vq->zc_free));
 	if (!vq->leases || !vq->zc_order || !vq->zc_done || !vq->zc_free) {
 		vl_zc_teardown(vq);
 		return VL_ERR_NOMEM;
 	}
-	for (uint32_t i = 0; i < vq->size; i++)
-		vq->zc_free[i] = (uint16_t)(vq->size - 1 - i);
-	vq->zc_nfree = vq->size;
-	vq->zc_max = vq->size / 2 ? vq->size / 2 : 1;
+	for (uint32_t i = 0; i < vq->rq.size; i++)
+		vq->zc_free[i] = (uint16_t)(vq->rq.size - 1 - i);
+	vq->zc_nfree = vq->rq.size;
+	vq->zc_max = vq->rq.size / 2 ? vq->rq.size / 2 : 1;
 	vq->zc_min_len = 0;
 	return VL_OK;
 }
@@ -44,8 +44,8 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
 	vq->leases[slot].done = done;
 	vq->leases[slot].zc = !done;
 	vq->zc_held++;
-	if (vq->in_order)
-		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->size] = slot;
+	if (vq->rq.in_order)
+		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->rq.size] = slot;
 	else if (done)
 		vq->zc_done[vq->zc_ndone++] = slot;
 	return slot;
@@ -60,8 +60,8 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 	/* The payload starts in the first piece the header does not fill whole; from there on
 	 * every piece is a segment (none is empty: a walk adds no piece for a zero-length
 	 * descriptor, and each piece of a range split over regions holds at least a byte). */
-	while (first < np && skip >= vq->pieces[first].len) {
-		skip -= vq->pieces[first].len;
+	while (first < np && skip >= vq->rq.pieces[first].len) {
+		skip -= vq->rq.pieces[first].len;
 		first++;
 	}
 	const uint32_t first_off = skip, nseg = np - first;
@@ -70,15 +70,15 @@ bool vl_zc_gather(struct vl_vq *vq, struct vl_pool *pool, uint32_t np, uint32_t 
 	 * allocation below takes nseg - 1. */
 	if (nseg < 2 || nseg > VL_ZC_MAX_SEGS)
 		return false;
-	vq->stats.alloc_calls++;
+	vq->rq.stats.alloc_calls++;
 	if (vl_pool_alloc_bulk(pool, segs, nseg - 1) != 0)
 		return false;
-	vq->stats.alloc_bufs += nseg - 1;
+	vq->rq.stats.alloc_bufs += nseg - 1;
 
 	struct vl_pkt *prev = NULL;
 
 	for (uint32_t i = first; i < np; i++) {
-		const struct vl_piece *p = &vq->pieces[i];
+		const struct vl_piece *p = &vq->rq.pieces[i];
 		const uint32_t off = i == first ? first_off : 0;
 		struct vl_pkt *seg = i == first ? head : segs[i - first - 1];
 
@@ -100,30 +100,30 @@ void vl_zc_release(struct vl_pkt *pkt)
 	uint16_t slot = (uint16_t)pkt->release_tag;
 
 	vq->leases[slot].done = true;
-	if (!vq->in_order)
+	if (!vq->rq.in_order)
 		vq->zc_done[vq->zc_ndone++] = slot;
 }
 
 static void give_back(struct vl_vq *vq, uint16_t slot)
 {
-	vl_vq_push_used(vq, &vq->leases[slot].chain, 0);
+	vl_ring_shadow_push(&vq->rq, &vq->leases[slot].chain, 0);
 	vq->zc_free[vq->zc_nfree++] = slot;
 	vq->zc_held--;
 	/* Chains copied or dropped behind a held one (IN_ORDER) had no zero-copy packet. */
 	if (vq->leases[slot].zc)
-		vq->stats.zc_returned++;
+		vq->rq.stats.zc_returned++;
 }
 
 void vl_zc_return(struct vl_vq *vq)
 {
-	if (vq->in_order) {
+	if (vq->rq.in_order) {
 		while (vq->zc_order_count > 0) {
 			uint16_t slot = vq->zc_order[vq->zc_order_head];
 
 			if (!vq->leases[slot].done)
 				break;
 			give_back(vq, slot);
-			vq->zc_order_head = (vq->zc_order_head + 1) % vq->size;
+			vq->zc_order_head = (vq->zc_order_head + 1) % vq->rq.size;
 			vq->zc_order_count--;
 		}
 		return;

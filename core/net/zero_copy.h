@@ -9,7 +9,7 @@
 #define VL_NET_ZERO_COPY_H
 
 #include "compiler.h"
-#include "ring/vq_internal.h"
+#include "net/net_queue.h"
 
 /* Allocate the lease tables (control path). Returns VL_OK or VL_ERR_NOMEM. */
 int vl_zc_setup(struct vl_vq *vq);
@@ -18,7 +18,7 @@ void vl_zc_teardown(struct vl_vq *vq);
 /* Does a consumed chain have to wait in the lease order instead of going back at once? */
 static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
 {
-	return vq->in_order && vq->zc_order_count > 0;
+	return vq->rq.in_order && vq->zc_order_count > 0;
 }
 
 /* Take a lease for chain c; done = already finished (copied or dropped, waiting its turn).
@@ -53,13 +53,13 @@ void vl_zc_return(struct vl_vq *vq);
  * False on a broken queue (the burst does nothing); else *count is what the burst may take. */
 static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count)
 {
-	vq->stats.bursts++;
-	if (vq->broken)
+	vq->rq.stats.bursts++;
+	if (vq->rq.broken)
 		return false;
 	if (vq->zc_held)
 		vl_zc_return(vq);
-	if (*count > vq->size - vq->shadow_count)
-		*count = (uint16_t)(vq->size - vq->shadow_count);
+	if (*count > vq->rq.size - vq->rq.shadow_count)
+		*count = (uint16_t)(vq->rq.size - vq->rq.shadow_count);
 	return true;
 }
 
@@ -71,7 +71,7 @@ static VL_ALWAYS_INLINE const uint8_t *vl_zc_payload(const struct vl_vq *vq, uin
 	uint32_t skip = vq->hdr_len;
 
 	for (uint32_t i = 0; i < np; i++) {
-		const struct vl_piece *p = &vq->pieces[i];
+		const struct vl_piece *p = &vq->rq.pieces[i];
 
 		if (skip >= p->len) {
 			skip -= p->len;

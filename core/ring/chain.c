@@ -2,7 +2,7 @@
 /* Layout-neutral chain building: a guest range becomes host pieces, one per memory region it
  * touches. The one place where descriptor addresses meet the memory table. */
 #include "ring/guest_load.h"
-#include "ring/vq_internal.h"
+#include "ring/ring_queue.h"
 
 enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
 				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
@@ -38,7 +38,7 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 	return VL_DROP_NONE;
 }
 
-enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				    const uint8_t **table)
 {
 	/* Copied out piece by piece, each guest byte read once (the walk then reads only the
@@ -51,14 +51,14 @@ enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t le
 		/* addr + done wraps only past a range ending at 2^64-1: not a continuation. */
 		if (done > 0 && addr + done < addr)
 			return VL_DROP_UNMAPPED;
-		const uint8_t *src = vl_mem_xlate(vq->mem, addr + done, &chunk);
+		const uint8_t *src = vl_mem_xlate(rq->mem, addr + done, &chunk);
 
 		if (!src)
 			return VL_DROP_UNMAPPED;
-		vl_guest_load_bytes(vq->indirect_copy + done, src, (size_t)chunk);
+		vl_guest_load_bytes(rq->indirect_copy + done, src, (size_t)chunk);
 		done += chunk;
 	}
-	*table = vq->indirect_copy;
+	*table = rq->indirect_copy;
 	return VL_DROP_NONE;
 }
 
@@ -67,22 +67,22 @@ int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
 	return vl_mem_find(mem, addr);
 }
 
-uint8_t *vl_chain_xlate_miss(struct vl_vq *vq, uint64_t addr, uint32_t len)
+uint8_t *vl_chain_xlate_miss(struct vl_ring *rq, uint64_t addr, uint32_t len)
 {
-	const struct vl_mem *mem = vq->mem;
+	const struct vl_mem *mem = rq->mem;
 	int64_t i = vl_mem_find(mem, addr);
 
 	if (i < 0)
 		return NULL;
 	const struct vl_mem_range *r = &mem->ranges[i];
 
-	vq->mem_hint = (uint32_t)i;
-	vq->xl_gpa = r->gpa;
+	rq->mem_hint = (uint32_t)i;
+	rq->xl_gpa = r->gpa;
 	/* A range's bytes: last - gpa + 1 overflows only for a range of all 2^64 bytes, which
 	 * a region's 64-bit size cannot express; the sum of the ranges' could, so saturate. */
-	vq->xl_size = r->last - r->gpa < UINT64_MAX ? r->last - r->gpa + 1 : UINT64_MAX;
-	vq->xl_host = r->host;
+	rq->xl_size = r->last - r->gpa < UINT64_MAX ? r->last - r->gpa + 1 : UINT64_MAX;
+	rq->xl_host = r->host;
 	const uint64_t off = addr - r->gpa;
 
-	return len <= vq->xl_size - off ? r->host + off : NULL;
+	return len <= rq->xl_size - off ? r->host + off : NULL;
 }

@@ -25,18 +25,18 @@ static VL_ALWAYS_INLINE uint16_t avail_bits(bool wrap)
 }
 
 /* The window state lives in locals while the loop runs: each flags load is an acquire,
- * after which the compiler would otherwise reload every vq field it touches. */
-void vl_packed_scan(struct vl_vq *vq, uint32_t want)
+ * after which the compiler would otherwise reload every rq field it touches. */
+void vl_packed_scan(struct vl_ring *rq, uint32_t want)
 {
-	const uint32_t size = vq->size;
-	const struct vl_packed_desc *ring = vq->pdesc;
-	uint16_t *pflags = vq->pflags;
-	struct vl_packed_chain *chains = vq->pchains;
-	uint32_t scanned = vq->pscanned, descs = vq->pscan_descs;
-	uint16_t pos = vq->avail_pos;
-	bool wrap = vq->avail_wrap;
+	const uint32_t size = rq->size;
+	const struct vl_packed_desc *ring = rq->pdesc;
+	uint16_t *pflags = rq->pflags;
+	struct vl_packed_chain *chains = rq->pchains;
+	uint32_t scanned = rq->pscanned, descs = rq->pscan_descs;
+	uint16_t pos = rq->avail_pos;
+	bool wrap = rq->avail_wrap;
 
-	if (scanned >= want || vq->pscan_end)
+	if (scanned >= want || rq->pscan_end)
 		return;
 	advance(&pos, &wrap, descs, size);
 	uint16_t bits = avail_bits(wrap);
@@ -79,7 +79,7 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 		while (flags & VL_DESC_F_NEXT) {
 			/* A chain longer than what is left of the ring would run into itself. */
 			if (descs + n >= size) {
-				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
 				goto end;
 			}
 			flags = vl_guest_load16_acquire(&ring[pos].flags);
@@ -87,7 +87,7 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 			 * descriptors (spec 2.8.6): a visible head with a missing tail is a lie,
 			 * and the positions that follow cannot be trusted. */
 			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits) {
-				vl_vq_break(vq, VL_DROP_CHAIN_INCOMPLETE);
+				vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
 				goto end;
 			}
 			pflags[pos] = flags;
@@ -103,16 +103,16 @@ void vl_packed_scan(struct vl_vq *vq, uint32_t want)
 		descs += n;
 		room = want - scanned < size - descs ? want - scanned : size - descs;
 	}
-	vq->pscanned = scanned;
-	vq->pscan_descs = descs;
+	rq->pscanned = scanned;
+	rq->pscan_descs = descs;
 	/* Room ran out before want: the whole ring is in the window, nothing more can come. */
 	if (scanned < want)
-		vq->pscan_end = true;
+		rq->pscan_end = true;
 	return;
 end:
-	vq->pscanned = scanned;
-	vq->pscan_descs = descs;
-	vq->pscan_end = true;
+	rq->pscanned = scanned;
+	rq->pscan_descs = descs;
+	rq->pscan_end = true;
 }
 
 /* Walk an indirect table: entries are consecutive (NEXT is ignored, spec 2.8.8); only WRITE
@@ -123,7 +123,7 @@ end:
  * packet (DPDK's own vhost library never checks). Reading memory the guest offered for
  * writing harms nothing; the other direction -- writing a device-readable buffer -- stays a
  * drop everywhere, and so does WRITE on TX outside packed indirect tables. */
-static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, uint32_t entries,
+static enum vl_drop packed_walk_table(struct vl_ring *rq, const uint8_t *table, uint32_t entries,
 				      enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
 	for (uint32_t i = 0; i < entries; i++) {
@@ -134,9 +134,9 @@ static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, ui
 			return VL_DROP_NESTED_INDIRECT;
 		if (dir == VL_DIR_DEVICE_READS && (d.flags & VL_DESC_F_WRITE)) {
 			d.flags &= (uint16_t)~VL_DESC_F_WRITE;
-			vq->stats.tx_write_ignored++;
+			rq->stats.tx_write_ignored++;
 		}
-		enum vl_drop why = vl_chain_add_desc(vq, d.addr, d.len, d.flags, dir, np, total);
+		enum vl_drop why = vl_chain_add_desc(rq, d.addr, d.len, d.flags, dir, np, total);
 
 		if (why != VL_DROP_NONE)
 			return why;
@@ -144,21 +144,21 @@ static enum vl_drop packed_walk_table(struct vl_vq *vq, const uint8_t *table, ui
 	return VL_DROP_NONE;
 }
 
-enum vl_drop vl_packed_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+enum vl_drop vl_packed_walk_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				     enum vl_dir dir, uint32_t *np, uint32_t *total)
 {
 	const uint8_t *table;
 	uint32_t entries;
-	enum vl_drop why = vl_chain_map_indirect(vq, addr, len, &table, &entries);
+	enum vl_drop why = vl_chain_map_indirect(rq, addr, len, &table, &entries);
 
-	return why != VL_DROP_NONE ? why : packed_walk_table(vq, table, entries, dir, np, total);
+	return why != VL_DROP_NONE ? why : packed_walk_table(rq, table, entries, dir, np, total);
 }
 
-enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+enum vl_drop vl_packed_fetch(struct vl_ring *rq, uint16_t pos, enum vl_dir dir,
 			     struct vl_chain *c, uint32_t *np, uint32_t *total)
 {
-	const struct vl_packed_chain *pc = &vq->pchains[pos];
-	const uint32_t size = vq->size;
+	const struct vl_packed_chain *pc = &rq->pchains[pos];
+	const uint32_t size = rq->size;
 	uint16_t p = pc->start;
 	bool wrap = pc->wrap;
 
@@ -169,25 +169,25 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 	bool last_wrap = wrap;
 
 	advance(&last, &last_wrap, pc->ndescs - 1u, size);
-	uint16_t id = vl_guest_load16(&vq->pdesc[last].id);
+	uint16_t id = vl_guest_load16(&rq->pdesc[last].id);
 
 	if (id >= size) {
-		vl_vq_break(vq, VL_DROP_ID_OUT_OF_RANGE);
+		vl_ring_break(rq, VL_DROP_ID_OUT_OF_RANGE);
 		return VL_DROP_ID_OUT_OF_RANGE;
 	}
 	c->id = id;
 	c->ndescs = pc->ndescs;
 
 	for (uint32_t i = 0; i < pc->ndescs; i++, advance(&p, &wrap, 1, size)) {
-		const uint16_t flags = vq->pflags[p]; /* read once, by the scan */
-		const uint64_t addr = vl_guest_load64(&vq->pdesc[p].addr);
-		const uint32_t len = vl_guest_load32(&vq->pdesc[p].len);
+		const uint16_t flags = rq->pflags[p]; /* read once, by the scan */
+		const uint64_t addr = vl_guest_load64(&rq->pdesc[p].addr);
+		const uint32_t len = vl_guest_load32(&rq->pdesc[p].len);
 
 		/* Spec 2.8.8: an indirect descriptor is never part of a NEXT list (a chain of one
 		 * is vl_packed_fetch_inline's). */
 		if (flags & VL_DESC_F_INDIRECT)
 			return VL_DROP_INDIRECT_WITH_NEXT;
-		enum vl_drop why = vl_chain_add_desc(vq, addr, len, flags, dir, np, total);
+		enum vl_drop why = vl_chain_add_desc(rq, addr, len, flags, dir, np, total);
 
 		if (why != VL_DROP_NONE)
 			return why;
@@ -195,34 +195,35 @@ enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
 	return VL_DROP_NONE;
 }
 
-void vl_packed_consume(struct vl_vq *vq, uint16_t n)
+void vl_packed_consume(struct vl_ring *rq, uint16_t n)
 {
-	uint32_t descs = vq->pscan_descs; /* the usual case: the whole window was consumed */
+	uint32_t descs = rq->pscan_descs; /* the usual case: the whole window was consumed */
 
-	if (n < vq->pscanned) {
+	if (n < rq->pscanned) {
 		descs = 0;
 		for (uint16_t i = 0; i < n; i++)
-			descs += vq->pchains[i].ndescs;
+			descs += rq->pchains[i].ndescs;
 	}
-	advance(&vq->avail_pos, &vq->avail_wrap, descs, vq->size);
-	vq->stats.chains += n;
-	vl_packed_begin(vq);
+	advance(&rq->avail_pos, &rq->avail_wrap, descs, rq->size);
+	rq->stats.chains += n;
+	vl_packed_begin(rq);
 }
 
-void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len)
+void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, uint32_t skip,
+				 uint64_t min_len)
 {
-	const struct vl_packed_chain *chains = vq->pchains;
-	const struct vl_packed_desc *ring = vq->pdesc;
+	const struct vl_packed_chain *chains = rq->pchains;
+	const struct vl_packed_desc *ring = rq->pdesc;
 	struct vl_payload_prefetch p;
 
-	vl_payload_prefetch_begin(&p, vq, any_len);
+	vl_payload_prefetch_begin(&p, rq, skip, min_len);
 	/* Each chain's first descriptor, whatever follows it (see vl_split_prefetch_payloads). */
 	for (uint16_t i = from; i < to; i++) {
 		const struct vl_packed_desc *d = &ring[chains[i].start];
 
 		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
 	}
-	vl_payload_prefetch_end(&p, vq);
+	vl_payload_prefetch_end(&p, rq);
 }
 
 /* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we
@@ -231,44 +232,44 @@ void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, b
  * before every kick decision, and a store per burst would take the line from its core (a
  * load leaves it shared). The area is the device's, so the load is not a guest input (no
  * lab hook); comparing with it still puts the wish back if something overwrote it. */
-void vl_packed_update_kick_wish(struct vl_vq *vq, bool force)
+void vl_packed_update_kick_wish(struct vl_ring *rq, bool force)
 {
 	uint16_t flags = VL_RING_EVENT_DISABLE;
 	uint16_t off_wrap = 0;
-	bool with_off = vq->want_kicks && vq->event_idx;
+	bool with_off = rq->want_kicks && rq->event_idx;
 
 	if (with_off) {
-		off_wrap = (uint16_t)(vq->avail_pos | (vq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
+		off_wrap = (uint16_t)(rq->avail_pos | (rq->avail_wrap ? VL_PACKED_WRAP_BIT : 0));
 		flags = VL_RING_EVENT_DESC;
-	} else if (vq->want_kicks) {
+	} else if (rq->want_kicks) {
 		flags = VL_RING_EVENT_ENABLE;
 	}
-	if (!force && __atomic_load_n(&vq->device_event->flags, __ATOMIC_RELAXED) == flags &&
+	if (!force && __atomic_load_n(&rq->device_event->flags, __ATOMIC_RELAXED) == flags &&
 	    (!with_off ||
-	     __atomic_load_n(&vq->device_event->off_wrap, __ATOMIC_RELAXED) == off_wrap))
+	     __atomic_load_n(&rq->device_event->off_wrap, __ATOMIC_RELAXED) == off_wrap))
 		return;
 	if (with_off)
-		__atomic_store_n(&vq->device_event->off_wrap, off_wrap, __ATOMIC_RELAXED);
-	__atomic_store_n(&vq->device_event->flags, flags, __ATOMIC_RELEASE);
-	vl_log_write(&vq->log, vq->cfg.device_gpa, sizeof(struct vl_packed_event));
+		__atomic_store_n(&rq->device_event->off_wrap, off_wrap, __ATOMIC_RELAXED);
+	__atomic_store_n(&rq->device_event->flags, flags, __ATOMIC_RELEASE);
+	vl_log_write(&rq->log, rq->cfg.device_gpa, sizeof(struct vl_packed_event));
 }
 
 /* Did the used descriptors just written, from (old_pos, old_wrap) up to the current used
  * position, pass the one the guest asked to hear about? Positions are mapped onto a line of
  * 2 * size slots (wrap counter 1 -> upper half), where one flush moves at most size. */
-static bool packed_need_call(const struct vl_vq *vq, uint16_t old_pos, bool old_wrap)
+static bool packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap)
 {
 	/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and
 	 * flags come from the same guest write. */
-	uint32_t snap = vl_guest_load_event(vq->driver_event);
+	uint32_t snap = vl_guest_load_event(rq->driver_event);
 	uint16_t off_wrap = (uint16_t)snap, flags = (uint16_t)(snap >> 16) & 3u;
-	const uint32_t size = vq->size, line = 2 * size;
+	const uint32_t size = rq->size, line = 2 * size;
 
 	if (flags == VL_RING_EVENT_DISABLE)
 		return false;
 	/* ENABLE, the reserved value 3, and DESC without event idx: notify (a spurious call
 	 * is harmless, a missing one hangs the guest). */
-	if (flags != VL_RING_EVENT_DESC || !vq->event_idx)
+	if (flags != VL_RING_EVENT_DESC || !rq->event_idx)
 		return true;
 	uint32_t off = off_wrap & 0x7fffu;
 
@@ -276,28 +277,28 @@ static bool packed_need_call(const struct vl_vq *vq, uint16_t old_pos, bool old_
 		return true;
 	uint32_t ev = off + ((off_wrap & VL_PACKED_WRAP_BIT) ? size : 0);
 	uint32_t from = old_pos + (old_wrap ? size : 0);
-	uint32_t to = vq->used_pos + (vq->used_wrap ? size : 0);
+	uint32_t to = rq->used_pos + (rq->used_wrap ? size : 0);
 
 	return (ev + line - from) % line < (to + line - from) % line;
 }
 
-void vl_packed_flush_used(struct vl_vq *vq)
+void vl_packed_flush_used(struct vl_ring *rq)
 {
-	const uint32_t n = vq->shadow_count;
-	const uint16_t old_pos = vq->used_pos;
-	const bool old_wrap = vq->used_wrap;
+	const uint32_t n = rq->shadow_count;
+	const uint16_t old_pos = rq->used_pos;
+	const bool old_wrap = rq->used_wrap;
 
-	vl_packed_update_kick_wish(vq, false);
+	vl_packed_update_kick_wish(rq, false);
 	if (n == 0) {
-		vq->needs_call = false;
-		vl_log_flush(&vq->log);
+		rq->needs_call = false;
+		vl_log_flush(&rq->log);
 		return;
 	}
 	/* Position, wrap counter and the flags they imply live in locals: each flags store is
-	 * a release, after which the compiler would otherwise reload the vq fields. */
-	struct vl_packed_desc *ring = vq->pdesc;
-	const struct vl_used_elem *sh = vq->shadow;
-	const uint32_t size = vq->size;
+	 * a release, after which the compiler would otherwise reload the rq fields. */
+	struct vl_packed_desc *ring = rq->pdesc;
+	const struct vl_used_elem *sh = rq->shadow;
+	const uint32_t size = rq->size;
 	uint32_t pos = old_pos;
 	bool wrap = old_wrap;
 	uint16_t wbits = wrap ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0;
@@ -320,32 +321,32 @@ void vl_packed_flush_used(struct vl_vq *vq)
 			wbits ^= VL_PDESC_F_AVAIL | VL_PDESC_F_USED;
 		}
 	}
-	vq->used_pos = (uint16_t)pos;
-	vq->used_wrap = wrap;
+	rq->used_pos = (uint16_t)pos;
+	rq->used_wrap = wrap;
 	/* The first used descriptor last: it exposes the whole burst, data included. */
-	__atomic_store_n(&vq->pdesc[old_pos].flags, head_flags, __ATOMIC_RELEASE);
+	__atomic_store_n(&rq->pdesc[old_pos].flags, head_flags, __ATOMIC_RELEASE);
 	/* Logged only now: a full page cache is flushed to the bitmap on the way, and the head's
 	 * page must not be marked before its flags are written. len, id and flags: the last 8
 	 * bytes of each descriptor. */
-	if (vq->log.bitmap) {
+	if (rq->log.bitmap) {
 		uint16_t lpos = old_pos;
 		bool lwrap = old_wrap;
 
 		for (uint32_t i = 0; i < n; i++) {
-			vl_log_write(&vq->log, vq->cfg.desc_gpa + 16ull * lpos + 8, 8);
-			advance(&lpos, &lwrap, vq->shadow[i].ndescs, vq->size);
+			vl_log_write(&rq->log, rq->cfg.desc_gpa + 16ull * lpos + 8, 8);
+			advance(&lpos, &lwrap, rq->shadow[i].ndescs, rq->size);
 		}
 	}
-	vq->stats.used_entries += n;
-	vq->shadow_count = 0;
+	rq->stats.used_entries += n;
+	rq->shadow_count = 0;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
-	vq->needs_call = packed_need_call(vq, old_pos, old_wrap);
+	rq->needs_call = packed_need_call(rq, old_pos, old_wrap);
 	vl_lab_chain_end();
-	if (vq->needs_call)
-		vq->stats.calls_needed++;
+	if (rq->needs_call)
+		rq->stats.calls_needed++;
 	else
-		vq->stats.calls_suppressed++;
-	vl_log_flush(&vq->log);
+		rq->stats.calls_suppressed++;
+	vl_log_flush(&rq->log);
 }

@@ -10,26 +10,26 @@
 
 #include "compiler.h"
 #include "ring/guest_load.h"
-#include "ring/vq_internal.h"
+#include "ring/ring_queue.h"
 
 /* Start a burst: the window of available chains is found lazily by vl_packed_avail. */
-static VL_ALWAYS_INLINE void vl_packed_begin(struct vl_vq *vq)
+static VL_ALWAYS_INLINE void vl_packed_begin(struct vl_ring *rq)
 {
-	vq->pscanned = 0;
-	vq->pscan_descs = 0;
-	vq->pscan_end = false;
+	rq->pscanned = 0;
+	rq->pscan_descs = 0;
+	rq->pscan_end = false;
 }
 
 /* Scan forward until `want` chains are known or a descriptor is not available. */
-void vl_packed_scan(struct vl_vq *vq, uint32_t want);
+void vl_packed_scan(struct vl_ring *rq, uint32_t want);
 
 /* Complete chains available in this burst's window, at most `want`. Each descriptor's flags
  * are read once (load-acquire, so its other fields are read after) and kept for the walk. */
-static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want)
+static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_ring *rq, uint16_t want)
 {
-	if (vq->pscanned < want && !vq->pscan_end && !vq->broken)
-		vl_packed_scan(vq, want);
-	return (uint16_t)(vq->pscanned < want ? vq->pscanned : want);
+	if (rq->pscanned < want && !rq->pscan_end && !rq->broken)
+		vl_packed_scan(rq, want);
+	return (uint16_t)(rq->pscanned < want ? rq->pscanned : want);
 }
 
 /* Line wait (vl_vq_set_tx_line_wait): of the n chains vl_packed_avail found, how many to take
@@ -41,89 +41,90 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_vq *vq, uint16_t want
  * failure) may leave them once more. And a driver that posts one packet at a time is never
  * kept waiting. A scan that broke the queue (a lie further on) serves every sound chain
  * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
-static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_vq *vq, uint16_t n)
+static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_t n)
 {
 	/* pscan_end also marks a window holding the whole ring (room ran out): every
 	 * descriptor is available then, none is the driver's to write. */
-	if (!vq->pscan_end || vq->broken || vq->pscan_descs == vq->size)
+	if (!rq->pscan_end || rq->broken || rq->pscan_descs == rq->size)
 		return n;
-	uint32_t end = vq->avail_pos + vq->pscan_descs; /* both < size <= 32768 */
+	uint32_t end = rq->avail_pos + rq->pscan_descs; /* both < size <= 32768 */
 
-	if (end >= vq->size)
-		end -= vq->size;
+	if (end >= rq->size)
+		end -= rq->size;
 	/* Descriptors are 16 bytes: how far into its line the first one not available sits. A
 	 * line that would start before position 0 (a ring not 64-byte aligned) is left alone. */
-	const uint32_t into = (uint32_t)(((uintptr_t)&vq->pdesc[end] & 63u) >> 4);
+	const uint32_t into = (uint32_t)(((uintptr_t)&rq->pdesc[end] & 63u) >> 4);
 
 	if (into == 0 || into > end)
 		return n;
 	const uint32_t line = end - into;
 	uint16_t k = n;
 
-	while (k > 0 && vq->pchains[k - 1].start >= line && vq->pchains[k - 1].start < end)
+	while (k > 0 && rq->pchains[k - 1].start >= line && rq->pchains[k - 1].start < end)
 		k--;
 	if (k == 0 || k == n)
 		return n;
-	vq->stats.tx_line_waits++;
+	rq->stats.tx_line_waits++;
 	return k;
 }
 
 /* True when every descriptor of the ring is available to the device. */
-static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_vq *vq)
+static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_ring *rq)
 {
-	vl_packed_avail(vq, (uint16_t)(vq->size < 0xffffu ? vq->size : 0xffffu));
-	return vq->pscan_descs == vq->size;
+	vl_packed_avail(rq, (uint16_t)(rq->size < 0xffffu ? rq->size : 0xffffu));
+	return rq->pscan_descs == rq->size;
 }
 
 /* Read the buffer id and walk chain `pos` of the window (pos < vl_packed_avail), a chain of
  * two descriptors or more (vl_packed_fetch_inline takes those of one). An id outside
- * [0, size) breaks the queue (the guest could not match it); the caller sees vq->broken. */
-enum vl_drop vl_packed_fetch(struct vl_vq *vq, uint16_t pos, enum vl_dir dir,
+ * [0, size) breaks the queue (the guest could not match it); the caller sees rq->broken. */
+enum vl_drop vl_packed_fetch(struct vl_ring *rq, uint16_t pos, enum vl_dir dir,
 			     struct vl_chain *c, uint32_t *np, uint32_t *total);
 
 /* Map and walk the table of an indirect descriptor (addr, len as read); *total is the caller's
  * to reset. */
-enum vl_drop vl_packed_walk_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+enum vl_drop vl_packed_walk_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				     enum vl_dir dir, uint32_t *np, uint32_t *total);
 
 /* Payload prefetch (vq_internal.h) for window chains [from, to): those of one direct
  * descriptor (flags as the scan read them). Length and address are peeked. */
-void vl_packed_prefetch_payloads(struct vl_vq *vq, uint16_t from, uint16_t to, bool any_len);
+void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, uint32_t skip,
+				 uint64_t min_len);
 
 /* vl_packed_fetch with the usual cases inline: a chain of one descriptor, direct (every
  * receive buffer of DPDK's and Linux's drivers, most transmit ones) or indirect (how they
  * transmit several pieces). Its id, address and length are read once each, in the order
  * vl_packed_fetch reads them, and an id out of range breaks the queue here. */
-static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_vq *vq, uint16_t pos,
+static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_ring *rq, uint16_t pos,
 							    enum vl_dir dir, struct vl_chain *c,
 							    uint32_t *np, uint32_t *total)
 {
-	const struct vl_packed_chain *pc = &vq->pchains[pos];
+	const struct vl_packed_chain *pc = &rq->pchains[pos];
 	const uint16_t p = pc->start;
-	const uint16_t flags = vq->pflags[p]; /* read once, by the scan */
+	const uint16_t flags = rq->pflags[p]; /* read once, by the scan */
 
 	if (pc->ndescs != 1)
-		return vl_packed_fetch(vq, pos, dir, c, np, total);
-	const uint16_t id = vl_guest_load16(&vq->pdesc[p].id);
+		return vl_packed_fetch(rq, pos, dir, c, np, total);
+	const uint16_t id = vl_guest_load16(&rq->pdesc[p].id);
 
-	if (id >= vq->size) {
-		vl_vq_break(vq, VL_DROP_ID_OUT_OF_RANGE);
+	if (id >= rq->size) {
+		vl_ring_break(rq, VL_DROP_ID_OUT_OF_RANGE);
 		return VL_DROP_ID_OUT_OF_RANGE;
 	}
 	c->id = id;
 	c->ndescs = 1;
 	*total = 0;
-	const uint64_t addr = vl_guest_load64(&vq->pdesc[p].addr);
-	const uint32_t len = vl_guest_load32(&vq->pdesc[p].len);
+	const uint64_t addr = vl_guest_load64(&rq->pdesc[p].addr);
+	const uint32_t len = vl_guest_load32(&rq->pdesc[p].len);
 
 	if (flags & VL_DESC_F_INDIRECT)
-		return vl_packed_walk_indirect(vq, addr, len, dir, np, total);
-	return vl_chain_add_desc(vq, addr, len, flags, dir, np, total);
+		return vl_packed_walk_indirect(rq, addr, len, dir, np, total);
+	return vl_chain_add_desc(rq, addr, len, flags, dir, np, total);
 }
 
 /* Consume the first n chains of the window (their descriptors now belong to the device
  * until it writes them used). */
-void vl_packed_consume(struct vl_vq *vq, uint16_t n);
+void vl_packed_consume(struct vl_ring *rq, uint16_t n);
 
 /* Write the burst's used descriptors: id and len of each, flags of all but the first, then
  * (release) the first one's flags, so the guest never sees part of a burst (spec 2.8.21:
@@ -134,10 +135,10 @@ void vl_packed_consume(struct vl_vq *vq, uint16_t n);
  * DPDK 22.11's in-order virtio-user, packed 64-byte guest->host ran at 39.39 Mpps that way and
  * 47.12 with a used descriptor per chain (median of 7 interleaved runs each, CPUs close; far
  * apart 16.87 -> 18.19). Split writes every used element too. */
-void vl_packed_flush_used(struct vl_vq *vq);
+void vl_packed_flush_used(struct vl_ring *rq);
 
 /* Write the device's kick wish into the device event suppression area: always when `force`,
  * else only when it differs from what was stored last. */
-void vl_packed_update_kick_wish(struct vl_vq *vq, bool force);
+void vl_packed_update_kick_wish(struct vl_ring *rq, bool force);
 
 #endif

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "double_fetch.h"
+#include "net/net_queue.h" /* struct vl_vq around the ring queue it drives */
 #include "ring/packed.h"
 #include "ring/split.h"
 #include "ring_fixture.h"
@@ -238,27 +239,27 @@ static void test_detector_adversarial(void **state)
 /* ---- a double fetch injected on purpose --------------------------------------------------
  * What vl_split_fetch would look like with the classic bug: the head is read, validated, then
  * read again and the second value used. Test-only code, built from the core's own helpers. */
-static enum vl_drop buggy_split_fetch(struct vl_vq *vq, uint16_t pos, struct vl_chain *c,
+static enum vl_drop buggy_split_fetch(struct vl_ring *rq, uint16_t pos, struct vl_chain *c,
 				      uint32_t *np, uint32_t *total)
 {
-	uint16_t slot = (uint16_t)(vq->last_avail_idx + pos) & (uint16_t)(vq->size - 1);
-	uint16_t h = vl_guest_load16(&vq->avail->ring[slot]);
+	uint16_t slot = (uint16_t)(rq->last_avail_idx + pos) & (uint16_t)(rq->size - 1);
+	uint16_t h = vl_guest_load16(&rq->avail->ring[slot]);
 
-	if (h >= vq->size)
+	if (h >= rq->size)
 		return VL_DROP_HEAD_OUT_OF_RANGE;
-	h = vl_guest_load16(&vq->avail->ring[slot]); /* the bug: a second fetch */
+	h = vl_guest_load16(&rq->avail->ring[slot]); /* the bug: a second fetch */
 	c->id = h;
 	c->ndescs = 1;
-	if (h >= vq->size)
+	if (h >= rq->size)
 		return VL_DROP_HEAD_OUT_OF_RANGE; /* (the unsafe original would not check) */
-	return vl_split_walk(vq, h, NULL, VL_DIR_DEVICE_READS, np, total);
+	return vl_split_walk(rq, h, NULL, VL_DIR_DEVICE_READS, np, total);
 }
 
 /* The packed variant: re-reading a descriptor's flags in the chain after the scan kept them
- * (the core keeps the scan's copy in vq->pflags precisely to avoid this). */
-static uint16_t buggy_packed_reread_flags(struct vl_vq *vq)
+ * (the core keeps the scan's copy in rq->pflags precisely to avoid this). */
+static uint16_t buggy_packed_reread_flags(struct vl_ring *rq)
 {
-	return vl_guest_load16(&vq->pdesc[vq->pchains[0].start].flags);
+	return vl_guest_load16(&rq->pdesc[rq->pchains[0].start].flags);
 }
 
 static void test_injected_split(void **state)
@@ -276,10 +277,10 @@ static void test_injected_split(void **state)
 	lab_df_set_mode(LAB_DF_DETECT);
 	lab_df_reset();
 	vl_lab_burst_begin();
-	vl_split_begin(f.tx.q);
-	assert_int_equal(vl_split_avail(f.tx.q, 8), 1);
+	vl_split_begin(&f.tx.q->rq);
+	assert_int_equal(vl_split_avail(&f.tx.q->rq, 8), 1);
 	vl_lab_chain_begin();
-	assert_int_equal(buggy_split_fetch(f.tx.q, 0, &c, &np, &total), VL_DROP_NONE);
+	assert_int_equal(buggy_split_fetch(&f.tx.q->rq, 0, &c, &np, &total), VL_DROP_NONE);
 	vl_lab_chain_end();
 	vl_lab_burst_end();
 	assert_int_equal(lab_df_violations(), 1);
@@ -287,7 +288,7 @@ static void test_injected_split(void **state)
 	char where[32];
 	uint16_t slot = (uint16_t)(vl_vq_last_avail(f.tx.q) & (f.cfg.qsize - 1));
 
-	snprintf(where, sizeof(where), "%p", (void *)&f.tx.q->avail->ring[slot]);
+	snprintf(where, sizeof(where), "%p", (void *)&f.tx.q->rq.avail->ring[slot]);
 	if (!strstr(msg, where))
 		fail_msg("violation report '%s' does not name %s", msg, where);
 	assert_int_equal(c.id, g.head);
@@ -297,9 +298,9 @@ static void test_injected_split(void **state)
 	lab_df_reset();
 	np = total = 0;
 	vl_lab_burst_begin();
-	vl_split_begin(f.tx.q);
+	vl_split_begin(&f.tx.q->rq);
 	vl_lab_chain_begin();
-	(void)buggy_split_fetch(f.tx.q, 0, &c, &np, &total);
+	(void)buggy_split_fetch(&f.tx.q->rq, 0, &c, &np, &total);
 	vl_lab_chain_end();
 	vl_lab_burst_end();
 	assert_int_equal(lab_df_violations(), 1);
@@ -328,10 +329,10 @@ static void test_injected_packed(void **state)
 	lab_df_set_mode(LAB_DF_DETECT);
 	lab_df_reset();
 	vl_lab_burst_begin();
-	vl_packed_begin(f.tx.q);
-	assert_int_equal(vl_packed_avail(f.tx.q, 8), 1);
+	vl_packed_begin(&f.tx.q->rq);
+	assert_int_equal(vl_packed_avail(&f.tx.q->rq, 8), 1);
 	vl_lab_chain_begin();
-	(void)buggy_packed_reread_flags(f.tx.q);
+	(void)buggy_packed_reread_flags(&f.tx.q->rq);
 	vl_lab_chain_end();
 	vl_lab_burst_end();
 	assert_int_equal(lab_df_violations(), 1);

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Virtqueue state shared by the ring layouts and the net datapath. Not a public header. */
-#ifndef VL_VQ_INTERNAL_H
-#define VL_VQ_INTERNAL_H
+/* The ring layer's queue: what a virtqueue is whatever rides on it -- the layout's areas and
+ * positions, chain walking scratch, the shadow used ring, notification state, the dirty log.
+ * The net layer keeps its own state (copy batch, receive reservations, zero-copy leases,
+ * eviction) beside it in struct vl_vq (net/net_queue.h); nothing here knows about packets.
+ * Not a public header. */
+#ifndef VL_RING_QUEUE_H
+#define VL_RING_QUEUE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -9,7 +13,6 @@
 #include "compiler.h"
 #include "mem/dirty_log.h"
 #include "mem/mem_internal.h"
-#include "vhostlab/vl_pkt.h"
 #include "vhostlab/vl_virtio.h"
 #include "vhostlab/vl_vq.h"
 
@@ -23,23 +26,6 @@ struct vl_piece {
 	uint32_t len;
 	uint64_t gpa;     /* guest-physical address of host[0], for the dirty log */
 };
-
-/* A deferred small copy (technique 1). */
-/* An RX packet's header, waiting to be stored at dst (guest address gpa). */
-struct vl_rx_hdr {
-	uint8_t *dst;
-	uint64_t gpa;
-	uint8_t bytes[12];
-};
-
-struct vl_copy {
-	void *dst;
-	const void *src;
-	uint32_t len;
-	uint64_t log_gpa; /* guest address of dst to log, or VL_NO_LOG (host destination) */
-};
-
-#define VL_NO_LOG UINT64_MAX
 
 /* A chain as the net layer sees it, whatever the layout. */
 struct vl_chain {
@@ -61,42 +47,16 @@ struct vl_packed_chain {
 	bool wrap;       /* the driver wrap counter its descriptors were made available with */
 };
 
-/* A bad RX chain met after a good one while reserving for a packet: returned, and its drop
- * counted, only when that packet commits (else it stays in the ring and is walked again). */
-struct vl_rx_deferred {
-	struct vl_chain chain;
-	enum vl_drop why;
-};
-
-/* A TX chain consumed but not yet returned because a zero-copy packet holds it (or, under
- * IN_ORDER, because one ahead of it does). */
-struct vl_zc_lease {
-	struct vl_chain chain;
-	bool done;        /* its packet was freed (or it was copied): may go back */
-	bool zc;          /* a zero-copy packet held it (false: only queued behind one) */
-};
-
-/* One guest RX chain reserved for the packet being enqueued. */
-struct vl_rx_buf {
-	struct vl_chain chain;
-	uint32_t first_piece;
-	uint32_t npieces;
-	uint32_t cap;     /* bytes the chain can take */
-};
-
 /* Which way data flows through a chain; decides which descriptor flag is an offence. */
 enum vl_dir {
 	VL_DIR_DEVICE_READS,  /* TX: guest buffers the device only reads */
 	VL_DIR_DEVICE_WRITES, /* RX: guest buffers the device fills */
 };
 
-struct vl_vq {
+struct vl_ring {
 	enum vl_layout layout;
 	uint32_t size;
 	uint64_t features;
-	uint32_t hdr_len;          /* virtio-net header bytes: 10 or 12 */
-	bool mergeable;            /* VIRTIO_NET_F_MRG_RXBUF negotiated */
-	bool tx_offloads;          /* VIRTIO_NET_F_CSUM negotiated: TX headers carry offloads */
 	bool indirect_ok;          /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
 	bool in_order;             /* VIRTIO_F_IN_ORDER negotiated */
 	bool event_idx;            /* VIRTIO_RING_F_EVENT_IDX negotiated */
@@ -138,25 +98,9 @@ struct vl_vq {
 	struct vl_used_elem *shadow; /* [size] */
 	uint32_t shadow_count;
 
-	/* Small-copy batch (technique 1): bounded by the queue size, flushed per burst. */
-	struct vl_copy *batch;     /* [size] */
-	uint32_t batch_count;
-	uint32_t batch_threshold;
-	bool evict_reads;          /* vl_vq_set_evict_reads: dequeue evicts copied lines */
-	bool tx_prefetch_off;      /* vl_vq_set_tx_prefetch(vq, false) (zeroed: on) */
-	uint8_t tx_prefetch_skip;  /* dequeue bursts with chains left to make without payload
-				    * prefetch: the last one that tried found nothing to ask for
-				    * (dequeue.c) */
-
 	/* Scratch for chain walking. */
 	struct vl_piece *pieces;   /* [VL_CHAIN_MAX_PIECES] */
 	uint8_t *indirect_copy;    /* [16 * size]: tables not contiguous in host memory */
-	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
-	struct vl_rx_deferred *rx_deferred_bad; /* [size]: bad RX chains met after a good one */
-	/* [size]: the virtio-net header of each packet of an RX burst, written into the guest
-	 * buffer just before the payload batch is flushed (at most one packet per chain:
-	 * size slots are enough). */
-	struct vl_rx_hdr *rx_hdrs;
 	/* Split walks: seen[i] == seen_stamp when descriptor (or table entry) i was visited by
 	 * the current walk, so a loop stops before any descriptor is read twice. */
 	uint16_t *seen;            /* [size] */
@@ -164,56 +108,46 @@ struct vl_vq {
 
 	bool broken;
 	enum vl_drop broken_reason;
-	/* Zero-copy dequeue: leases by slot, the order they were taken (for IN_ORDER), the
-	 * slots whose packets were freed (without IN_ORDER), free slots. */
-	bool zc_on;
-	uint32_t zc_min_len;
-	uint32_t zc_max;
-	struct vl_zc_lease *leases; /* [size] */
-	uint16_t *zc_order;         /* [size] ring of slots, oldest first */
-	uint32_t zc_order_head, zc_order_count;
-	uint16_t *zc_done;          /* [size] slots ready to go back, in free order */
-	uint32_t zc_ndone;
-	uint16_t *zc_free;          /* [size] stack of free slots */
-	uint32_t zc_nfree;
-	uint32_t zc_held;           /* leases not yet returned */
-	enum vl_alloc_policy alloc_policy;
-	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
-
 	bool needs_call;
 	struct vl_dirty_log log;
+	/* The queue's public statistics: the ring counts chains, used entries, drops and
+	 * notifications; the net layer counts packets, bytes and copies in the same block. */
 	struct vl_vq_stats stats;
 };
 
-/* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). Forced inline: once per
- * packet. Between 65 and 1518 bytes the class is the length's bit count less 5 (65-127 -> 2,
- * 128-255 -> 3, 256-511 -> 4, 512-1023 -> 5, 1024-1518 -> 6): one count-leading-zeros,
- * where a loop over the bounds cost 21 instructions per 1518-byte packet (callgrind). */
-static VL_ALWAYS_INLINE uint32_t vl_size_bin(uint32_t len)
-{
-	if (len < 64)
-		return 0;
-	if (len == 64)
-		return 1;
-	if (len <= 1518)
-		return (uint32_t)(32 - __builtin_clz(len)) - 5u; /* len > 0: clz is defined */
-	return 7;
-}
-
 /* Latch-free helpers shared by the layouts. Forced inline: one shadow used element per
  * chain, three stores. */
-static VL_ALWAYS_INLINE void vl_vq_push_used(struct vl_vq *vq, const struct vl_chain *c,
+static VL_ALWAYS_INLINE void vl_ring_shadow_push(struct vl_ring *rq, const struct vl_chain *c,
 					     uint32_t len)
 {
-	struct vl_used_elem *e = &vq->shadow[vq->shadow_count++];
+	struct vl_used_elem *e = &rq->shadow[rq->shadow_count++];
 
 	e->id = c->id;
 	e->ndescs = c->ndescs;
 	e->len = len;
 }
 
+/* Control path of the ring queue (ring/ring_queue.c). */
+
+/* The embedder's configuration is one a ring can be made of: VL_OK or the vl_err code. */
+int vl_ring_check_config(const struct vl_vq_config *cfg);
+/* Make rq a queue over mem as cfg says: scratch allocated, ring areas translated (each
+ * aligned and in one host mapping), positions resumed, the kick wish published. VL_OK, or a
+ * vl_err code with nothing left allocated. */
+int vl_ring_init(struct vl_ring *rq, const struct vl_mem *mem, const struct vl_vq_config *cfg);
+/* Free what vl_ring_init allocated (rq is zeroed; a zeroed rq is fine). */
+void vl_ring_fini(struct vl_ring *rq);
+/* Translate the ring areas in a new memory table; on error rq keeps the old one. */
+int vl_ring_set_mem(struct vl_ring *rq, const struct vl_mem *mem);
+/* Positions in vhost-user's GET_VRING_BASE encoding (vl_vq_last_avail, vl_vq_last_used). */
+uint16_t vl_ring_last_avail(const struct vl_ring *rq);
+uint16_t vl_ring_last_used(const struct vl_ring *rq);
+void vl_ring_set_dirty_log(struct vl_ring *rq, uint8_t *bitmap, uint64_t bytes);
+/* Store the device's wish for kicks (vl_vq_set_kicks says what the caller must do next). */
+void vl_ring_set_kicks(struct vl_ring *rq, bool want);
+
 /* Latch the queue as broken (a guest offence at queue level). Cold: never in a healthy run. */
-void vl_vq_break(struct vl_vq *vq, enum vl_drop reason) __attribute__((cold));
+void vl_ring_break(struct vl_ring *rq, enum vl_drop reason) __attribute__((cold));
 
 /* Append the translated pieces of guest range [addr, addr+len) to pieces[*np..cap), adding
  * len to *total. Fails (returning the reason, pieces possibly partly appended) when a byte is
@@ -222,16 +156,16 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
 				uint32_t *total);
 
-/* The buffer [addr, addr + len) when one range of vq->mem holds it whole, else NULL; the range
- * it was found in becomes the cached one (vq->xl_*) and vq->mem_hint. Out of line: the cache
+/* The buffer [addr, addr + len) when one range of rq->mem holds it whole, else NULL; the range
+ * it was found in becomes the cached one (rq->xl_*) and rq->mem_hint. Out of line: the cache
  * misses only when a guest's buffers move to another region. */
-uint8_t *vl_chain_xlate_miss(struct vl_vq *vq, uint64_t addr, uint32_t len);
+uint8_t *vl_chain_xlate_miss(struct vl_ring *rq, uint64_t addr, uint32_t len);
 
 /* One buffer descriptor of a chain, either layout: its direction must match the chain's (TX
  * buffers device-readable, RX buffers device-writable), then its bytes become pieces
  * (zero-length descriptors add nothing). Forced inline into both walks: it runs per
  * descriptor and its direction test folds with the caller's constant dir. */
-static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_t addr,
+static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint64_t addr,
 						       uint32_t len, uint16_t flags,
 						       enum vl_dir dir, uint32_t *np,
 						       uint32_t *total)
@@ -246,15 +180,15 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 	if (*np < VL_CHAIN_MAX_PIECES && len <= UINT32_MAX - *total) {
 		/* The whole buffer in the cached range: an address below it wraps high, and
 		 * off < xl_size makes xl_size - off safe. */
-		const uint64_t off = addr - vq->xl_gpa;
+		const uint64_t off = addr - rq->xl_gpa;
 		uint8_t *host;
 
-		if (off < vq->xl_size && len <= vq->xl_size - off)
-			host = vq->xl_host + off;
+		if (off < rq->xl_size && len <= rq->xl_size - off)
+			host = rq->xl_host + off;
 		else
-			host = vl_chain_xlate_miss(vq, addr, len);
+			host = vl_chain_xlate_miss(rq, addr, len);
 		if (host != NULL) {
-			struct vl_piece *pc = &vq->pieces[(*np)++];
+			struct vl_piece *pc = &rq->pieces[(*np)++];
 
 			pc->host = host;
 			pc->len = len;
@@ -263,7 +197,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_vq *vq, uint64_
 			return VL_DROP_NONE;
 		}
 	}
-	return vl_chain_add_range(vq->mem, addr, len, vq->pieces, VL_CHAIN_MAX_PIECES, np, total);
+	return vl_chain_add_range(rq->mem, addr, len, rq->pieces, VL_CHAIN_MAX_PIECES, np, total);
 }
 
 /* Payload prefetch: ask for the first packet byte of a guest buffer (the byte after the
@@ -283,8 +217,8 @@ struct vl_payload_prefetch {
 	uintptr_t to_host;  /* addr + to_host: the host address of addr + hdr_len (an integer,
 			     * wrapping: a prefetch of any address is harmless, pointer
 			     * arithmetic outside an object is not) */
-	uint32_t hint;      /* vq->mem_hint, written back at the end */
-	uint32_t hdr_len;
+	uint32_t hint;      /* rq->mem_hint, written back at the end */
+	uint32_t hdr_len;   /* bytes before the payload's first byte */
 	uint64_t min_len;   /* only buffers longer than this (header included) */
 	uint64_t issued;    /* added to stats.payload_prefetches at the end */
 };
@@ -304,15 +238,15 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetc
 	p->to_host = (uintptr_t)r->host + p->hdr_len - (uintptr_t)r->gpa;
 }
 
+/* Start a run for buffers whose payload starts skip bytes in (the virtio-net header's
+ * length) and that are longer than min_len bytes (the net layer's choice: what it will copy
+ * at once). */
 static VL_ALWAYS_INLINE void vl_payload_prefetch_begin(struct vl_payload_prefetch *p,
-						       const struct vl_vq *vq, bool any_len)
+						       const struct vl_ring *rq, uint32_t skip,
+						       uint64_t min_len)
 {
-	*p = (struct vl_payload_prefetch){.mem = vq->mem, .hint = vq->mem_hint,
-					  .hdr_len = vq->hdr_len};
-	/* Longer than the header, and than the header and batch_threshold for dequeue: a copy
-	 * the batch defers runs in the flush loop beside the burst's others, whose misses
-	 * overlap already. */
-	p->min_len = (uint64_t)vq->hdr_len + (any_len ? 0 : vq->batch_threshold);
+	*p = (struct vl_payload_prefetch){.mem = rq->mem, .hint = rq->mem_hint, .hdr_len = skip,
+					  .min_len = min_len};
 	if (p->hint < p->mem->n)
 		vl_payload_prefetch_range(p, p->hint);
 }
@@ -343,42 +277,42 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch 
 }
 
 static VL_ALWAYS_INLINE void vl_payload_prefetch_end(const struct vl_payload_prefetch *p,
-						     struct vl_vq *vq)
+						     struct vl_ring *rq)
 {
-	vq->mem_hint = p->hint;
-	vq->stats.payload_prefetches += p->issued;
+	rq->mem_hint = p->hint;
+	rq->stats.payload_prefetches += p->issued;
 }
 
 /* The table of an indirect descriptor that straddles host mappings, copied into
- * vq->indirect_copy (*table then points there). VL_DROP_UNMAPPED when a byte is in no region. */
-enum vl_drop vl_chain_copy_indirect(struct vl_vq *vq, uint64_t addr, uint32_t len,
+ * rq->indirect_copy (*table then points there). VL_DROP_UNMAPPED when a byte is in no region. */
+enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				    const uint8_t **table);
 
 /* Validate an indirect descriptor (addr, len) and make its table readable: *table points at
- * the table in place when it lies in one host mapping, else at a copy in vq->indirect_copy;
+ * the table in place when it lies in one host mapping, else at a copy in rq->indirect_copy;
  * *entries = len / 16. Both layouts use 16-byte table entries. Entries may sit at any
  * alignment: read them with vl_guest_load_bytes. Forced inline: once per indirect chain, a
  * few compares and a translation from the queue's last range. */
-static VL_ALWAYS_INLINE enum vl_drop vl_chain_map_indirect(struct vl_vq *vq, uint64_t addr,
+static VL_ALWAYS_INLINE enum vl_drop vl_chain_map_indirect(struct vl_ring *rq, uint64_t addr,
 							   uint32_t len, const uint8_t **table,
 							   uint32_t *entries)
 {
-	if (!vq->indirect_ok)
+	if (!rq->indirect_ok)
 		return VL_DROP_INDIRECT_NOT_NEGOTIATED;
 	/* A table of more than queue-size entries cannot describe a legal chain (spec: chains
 	 * are never longer than the queue size); bounding it also bounds the copy-out buffer. */
-	if (len == 0 || len % 16u != 0 || len / 16u > vq->size)
+	if (len == 0 || len % 16u != 0 || len / 16u > rq->size)
 		return VL_DROP_INDIRECT_LEN;
 
 	uint64_t got = len;
 	/* Tables come from the memory the buffers do: start at the queue's last range. */
-	const uint8_t *host = vl_mem_xlate_hint(vq->mem, addr, &got, &vq->mem_hint);
+	const uint8_t *host = vl_mem_xlate_hint(rq->mem, addr, &got, &rq->mem_hint);
 
 	if (host == NULL)
 		return VL_DROP_UNMAPPED;
 	*entries = len / 16u;
 	if (got < len)
-		return vl_chain_copy_indirect(vq, addr, len, table);
+		return vl_chain_copy_indirect(rq, addr, len, table);
 	*table = host;
 	return VL_DROP_NONE;
 }
