@@ -86,7 +86,7 @@ enum vl_drop vl_packed_fetch(struct vl_ring *rq, uint16_t pos, enum vl_dir dir,
 enum vl_drop vl_packed_walk_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				     enum vl_dir dir, uint32_t *np, uint32_t *total);
 
-/* Payload prefetch (vq_internal.h) for window chains [from, to): those of one direct
+/* Payload prefetch (ring_queue.h) for window chains [from, to): those of one direct
  * descriptor (flags as the scan read them). Length and address are peeked. */
 void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, uint32_t skip,
 				 uint64_t min_len);

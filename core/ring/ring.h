@@ -3,7 +3,7 @@
  * The net bodies (net/dequeue.c, net/enqueue.c, net/discard.c, net/queue.c) call these and
  * nothing else of ring/ -- besides reading rq->pieces (the walked chain), rq->stats and the
  * queue's negotiated properties (size, in_order, broken) from struct vl_ring
- * (ring/ring_queue.h).
+ * (ring/ring_queue.h), and loading the virtio-net header through ring/guest_load.h.
  *
  * What a layout provides (split: ring/split.{h,c}; packed: ring/packed.{h,c}):
  *
@@ -17,7 +17,9 @@
  *                             prefetch_ahead  ask for the payload lines of chains about to be
  *                                         read (a hint, decides nothing)
  *                             consume     the first n chains of the window are the device's
- *   per burst, completing     push_used   queue one used element (id, ndescs, written length)
+ *   per burst, completing     push_used   queue one used element (id, ndescs, written length);
+ *                                         vl_ring_shadow_push is the same where the layout is
+ *                                         not a constant (zero-copy returns, net/zero_copy.c)
  *                             flush_used  publish every queued element, then decide whether
  *                                         the guest wants a call (rq->needs_call)
  *   control path              update_kick_wish  write the device's wish for kicks
@@ -164,7 +166,8 @@ static VL_ALWAYS_INLINE void vl_ring_flush_used(struct vl_ring *rq, const enum v
 }
 
 /* Write the device's wish for kicks (rq->want_kicks) where the guest reads it: always when
- * force, else only when the stored one differs (control path and the end of every burst). */
+ * force, else only when the stored one differs. The flushes call the layout's own at the end
+ * of every burst; this is for the control path (vl_ring_init, vl_ring_set_kicks). */
 static inline void vl_ring_update_kick_wish(struct vl_ring *rq, bool force)
 {
 	if (rq->layout == VL_LAYOUT_PACKED)

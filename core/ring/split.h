@@ -50,7 +50,7 @@ enum vl_drop vl_split_walk(struct vl_ring *rq, uint16_t head, const struct vl_sp
 enum vl_drop vl_split_walk_indirect(struct vl_ring *rq, uint64_t addr, uint32_t len,
 				    enum vl_dir dir, uint32_t *np, uint32_t *total);
 
-/* Payload prefetch (vq_internal.h) for window chains [from, to): those whose head is one
+/* Payload prefetch (ring_queue.h) for window chains [from, to): those whose head is one
  * direct descriptor. Head, flags, length and address are peeked; a head out of range is left
  * to fetch to refuse. */
 void vl_split_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, uint32_t skip,

@@ -316,7 +316,7 @@ static void test_vring_addr_while_running(void **state)
  * had an mmap offset that is not a multiple of the ring alignment kept every ring at an
  * aligned guest address but moved it to a misaligned host address; the datapath then did
  * misaligned atomic loads (UBSan: member access within misaligned address for struct
- * vl_split_avail). The core now checks ring alignment in host memory too (ring/vq.c,
+ * vl_split_avail). The core now checks ring alignment in host memory too (ring/ring_queue.c,
  * map_area), and SET_VRING_ADDR checks it before the ring can start. */
 static void test_ring_host_address_misaligned_by_a_region(void **state)
 {
