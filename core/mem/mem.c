@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "mem/cursor.h"
 #include "mem/mem_internal.h"
 #include "vhostlab/vl_error.h"
 
@@ -137,8 +138,9 @@ int vl_mem_table_region(const struct vl_mem *mem, uint32_t i, struct vl_mem_regi
 
 void *vl_mem_translate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len, unsigned access)
 {
-	(void)access; /* no per-region permissions in a vhost-user table; see vl_mem.h */
-	return vl_mem_xlate(mem, gpa, len);
+	/* No per-region permissions in a vhost-user table (vl_mem.h); the kind goes to the
+	 * door's check. */
+	return vl_mem_xlate(mem, gpa, len, access);
 }
 
 uint64_t vl_mem_read(const struct vl_mem *mem, uint64_t gpa, void *dst, uint64_t len)
@@ -151,7 +153,7 @@ uint64_t vl_mem_read(const struct vl_mem *mem, uint64_t gpa, void *dst, uint64_t
 		 * wrapped address is translated as address 0, which must not count. */
 		if (done > 0 && gpa + done < gpa)
 			break;
-		const uint8_t *src = vl_mem_xlate(mem, gpa + done, &chunk);
+		const uint8_t *src = vl_mem_xlate(mem, gpa + done, &chunk, VL_ACCESS_READ);
 
 		if (!src)
 			break;
@@ -170,7 +172,7 @@ uint64_t vl_mem_write(const struct vl_mem *mem, uint64_t gpa, const void *src, u
 
 		if (done > 0 && gpa + done < gpa)
 			break;
-		uint8_t *dst = vl_mem_xlate(mem, gpa + done, &chunk);
+		uint8_t *dst = vl_mem_xlate(mem, gpa + done, &chunk, VL_ACCESS_WRITE);
 
 		if (!dst)
 			break;
@@ -178,4 +180,24 @@ uint64_t vl_mem_write(const struct vl_mem *mem, uint64_t gpa, const void *src, u
 		done += chunk;
 	}
 	return done;
+}
+
+uint8_t *vl_mem_cursor_miss(struct vl_mem_cursor *c, uint64_t addr, uint32_t len)
+{
+	const struct vl_mem *mem = c->mem;
+	int64_t i = vl_mem_find(mem, addr);
+
+	if (i < 0)
+		return NULL;
+	const struct vl_mem_range *r = &mem->ranges[i];
+
+	c->hint = (uint32_t)i;
+	c->gpa = r->gpa;
+	/* A range's bytes: last - gpa + 1 overflows only for a range of all 2^64 bytes, which
+	 * a region's 64-bit size cannot express; the sum of the ranges' could, so saturate. */
+	c->size = r->last - r->gpa < UINT64_MAX ? r->last - r->gpa + 1 : UINT64_MAX;
+	c->host = r->host;
+	const uint64_t off = addr - r->gpa;
+
+	return len <= c->size - off ? r->host + off : NULL;
 }

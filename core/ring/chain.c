@@ -5,8 +5,8 @@
 #include "ring/ring_queue.h"
 
 enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
-				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
-				uint32_t *total)
+				unsigned access, struct vl_piece *pieces, uint32_t cap,
+				uint32_t *np, uint32_t *total)
 {
 	/* Checked before any piece is added: the sum of a chain's lengths must fit 32 bits
 	 * (used lengths and packet lengths are 32-bit). */
@@ -17,7 +17,7 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 
 	while (left > 0) {
 		uint64_t chunk = left;
-		uint8_t *host = vl_mem_xlate(mem, addr, &chunk);
+		uint8_t *host = vl_mem_xlate(mem, addr, &chunk, access);
 
 		if (host == NULL)
 			return VL_DROP_UNMAPPED;
@@ -51,7 +51,7 @@ enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t 
 		/* addr + done wraps only past a range ending at 2^64-1: not a continuation. */
 		if (done > 0 && addr + done < addr)
 			return VL_DROP_UNMAPPED;
-		const uint8_t *src = vl_mem_xlate(rq->mem, addr + done, &chunk);
+		const uint8_t *src = vl_mem_xlate(rq->cur.mem, addr + done, &chunk, VL_ACCESS_READ);
 
 		if (!src)
 			return VL_DROP_UNMAPPED;
@@ -65,24 +65,4 @@ enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t 
 int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
 {
 	return vl_mem_find(mem, addr);
-}
-
-uint8_t *vl_chain_xlate_miss(struct vl_ring *rq, uint64_t addr, uint32_t len)
-{
-	const struct vl_mem *mem = rq->mem;
-	int64_t i = vl_mem_find(mem, addr);
-
-	if (i < 0)
-		return NULL;
-	const struct vl_mem_range *r = &mem->ranges[i];
-
-	rq->mem_hint = (uint32_t)i;
-	rq->xl_gpa = r->gpa;
-	/* A range's bytes: last - gpa + 1 overflows only for a range of all 2^64 bytes, which
-	 * a region's 64-bit size cannot express; the sum of the ranges' could, so saturate. */
-	rq->xl_size = r->last - r->gpa < UINT64_MAX ? r->last - r->gpa + 1 : UINT64_MAX;
-	rq->xl_host = r->host;
-	const uint64_t off = addr - r->gpa;
-
-	return len <= rq->xl_size - off ? r->host + off : NULL;
 }

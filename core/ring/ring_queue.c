@@ -61,14 +61,14 @@ void vl_vq_config_init(struct vl_vq_config *cfg, enum vl_layout layout, uint32_t
  * region whose guest and host addresses differ modulo the alignment (a vhost-user front end
  * chooses both) would put an aligned gpa at a misaligned host address. */
 static void *map_area(const struct vl_mem *mem, uint64_t gpa, uint64_t bytes, uint64_t align,
-		      int *err)
+		      unsigned access, int *err)
 {
 	if (gpa % align != 0) {
 		*err = VL_ERR_RING_MISALIGNED;
 		return NULL;
 	}
 	uint64_t len = bytes;
-	void *host = vl_mem_xlate(mem, gpa, &len);
+	void *host = vl_mem_xlate(mem, gpa, &len, access);
 
 	if (host == NULL || len < bytes) {
 		*err = VL_ERR_RING_UNMAPPED;
@@ -84,43 +84,48 @@ static void *map_area(const struct vl_mem *mem, uint64_t gpa, uint64_t bytes, ui
 static int map_split(struct vl_ring *rq, const struct vl_mem *mem)
 {
 	int err = VL_OK;
-	void *desc = map_area(mem, rq->cfg.desc_gpa, vl_split_desc_bytes(rq->size), 16, &err);
+	/* The device reads the descriptor table and the available ring, and writes the used
+	 * ring (reading back only its own fields there). */
+	void *desc = map_area(mem, rq->cfg.desc_gpa, vl_split_desc_bytes(rq->size), 16,
+			      VL_ACCESS_READ, &err);
 	void *avail = desc ? map_area(mem, rq->cfg.driver_gpa, vl_split_avail_bytes(rq->size), 2,
-				      &err) : NULL;
+				      VL_ACCESS_READ, &err) : NULL;
 	void *used = avail ? map_area(mem, rq->cfg.device_gpa, vl_split_used_bytes(rq->size), 4,
-				      &err) : NULL;
+				      VL_ACCESS_WRITE, &err) : NULL;
 
 	if (!used)
 		return err;
 	rq->desc = desc;
 	rq->avail = avail;
 	rq->used = used;
-	rq->mem = mem;
+	vl_mem_cursor_set(&rq->cur, mem);
 	return VL_OK;
 }
 
 static int map_packed(struct vl_ring *rq, const struct vl_mem *mem)
 {
 	int err = VL_OK;
-	void *desc = map_area(mem, rq->cfg.desc_gpa, vl_packed_desc_bytes(rq->size), 16, &err);
+	/* The device reads and writes the descriptor ring (used descriptors go over available
+	 * ones), reads the driver's event area and writes its own. */
+	void *desc = map_area(mem, rq->cfg.desc_gpa, vl_packed_desc_bytes(rq->size), 16,
+			      VL_ACCESS_READ | VL_ACCESS_WRITE, &err);
 	void *drv = desc ? map_area(mem, rq->cfg.driver_gpa, sizeof(struct vl_packed_event), 4,
-				    &err) : NULL;
+				    VL_ACCESS_READ, &err) : NULL;
 	void *dev = drv ? map_area(mem, rq->cfg.device_gpa, sizeof(struct vl_packed_event), 4,
-				   &err) : NULL;
+				   VL_ACCESS_WRITE, &err) : NULL;
 
 	if (!dev)
 		return err;
 	rq->pdesc = desc;
 	rq->driver_event = drv;
 	rq->device_event = dev;
-	rq->mem = mem;
+	vl_mem_cursor_set(&rq->cur, mem);
 	return VL_OK;
 }
 
 int vl_ring_set_mem(struct vl_ring *rq, const struct vl_mem *mem)
 {
-	/* The cached translation range belongs to the table it came from. */
-	rq->xl_size = 0;
+	/* The cursor moves to the new table only once its rings are mapped there. */
 	return rq->layout == VL_LAYOUT_PACKED ? map_packed(rq, mem) : map_split(rq, mem);
 }
 

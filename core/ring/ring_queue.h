@@ -12,6 +12,7 @@
 
 #include "compiler.h"
 #include "mem/dirty_log.h"
+#include "mem/cursor.h"
 #include "mem/mem_internal.h"
 #include "vhostlab/vl_virtio.h"
 #include "vhostlab/vl_vq.h"
@@ -61,13 +62,9 @@ struct vl_ring {
 	bool in_order;             /* VIRTIO_F_IN_ORDER negotiated */
 	bool event_idx;            /* VIRTIO_RING_F_EVENT_IDX negotiated */
 	bool want_kicks;           /* the device asks the guest for available notifications */
-	const struct vl_mem *mem;
-	uint32_t mem_hint;         /* range of mem the last descriptor's buffer was found in */
-	/* That range as a copy (vl_chain_add_desc's one-compare hit): its first address, its
-	 * bytes (0: nothing cached) and host address. Cleared whenever mem changes. */
-	uint64_t xl_gpa;
-	uint64_t xl_size;
-	uint8_t *xl_host;
+	/* The guest memory table, through the range the last buffer was found in (the door:
+	 * mem/cursor.h). Set whenever the table changes. */
+	struct vl_mem_cursor cur;
 	struct vl_vq_config cfg;
 
 	/* Split ring areas (host pointers, validated contiguous at setup). */
@@ -153,13 +150,14 @@ void vl_ring_break(struct vl_ring *rq, enum vl_drop reason) __attribute__((cold)
  * len to *total. Fails (returning the reason, pieces possibly partly appended) when a byte is
  * unmapped, the total would pass UINT32_MAX, or cap pieces are not enough. */
 enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_t len,
-				struct vl_piece *pieces, uint32_t cap, uint32_t *np,
-				uint32_t *total);
+				unsigned access, struct vl_piece *pieces, uint32_t cap,
+				uint32_t *np, uint32_t *total);
 
-/* The buffer [addr, addr + len) when one range of rq->mem holds it whole, else NULL; the range
- * it was found in becomes the cached one (rq->xl_*) and rq->mem_hint. Out of line: the cache
- * misses only when a guest's buffers move to another region. */
-uint8_t *vl_chain_xlate_miss(struct vl_ring *rq, uint64_t addr, uint32_t len);
+/* What the device does with a chain's buffers, as the memory door's access kind. */
+static VL_ALWAYS_INLINE unsigned vl_dir_access(enum vl_dir dir)
+{
+	return dir == VL_DIR_DEVICE_WRITES ? VL_ACCESS_WRITE : VL_ACCESS_READ;
+}
 
 /* One buffer descriptor of a chain, either layout: its direction must match the chain's (TX
  * buffers device-readable, RX buffers device-writable), then its bytes become pieces
@@ -178,15 +176,8 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint6
 	 * (a straddle, an unmapped byte, a full piece array, a total past 32 bits) takes
 	 * vl_chain_add_range, which starts over and names the failure. */
 	if (*np < VL_CHAIN_MAX_PIECES && len <= UINT32_MAX - *total) {
-		/* The whole buffer in the cached range: an address below it wraps high, and
-		 * off < xl_size makes xl_size - off safe. */
-		const uint64_t off = addr - rq->xl_gpa;
-		uint8_t *host;
+		uint8_t *host = vl_mem_cursor_whole(&rq->cur, addr, len, vl_dir_access(dir));
 
-		if (off < rq->xl_size && len <= rq->xl_size - off)
-			host = rq->xl_host + off;
-		else
-			host = vl_chain_xlate_miss(rq, addr, len);
 		if (host != NULL) {
 			struct vl_piece *pc = &rq->pieces[(*np)++];
 
@@ -197,7 +188,8 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint6
 			return VL_DROP_NONE;
 		}
 	}
-	return vl_chain_add_range(rq->mem, addr, len, rq->pieces, VL_CHAIN_MAX_PIECES, np, total);
+	return vl_chain_add_range(rq->cur.mem, addr, len, vl_dir_access(dir), rq->pieces,
+				  VL_CHAIN_MAX_PIECES, np, total);
 }
 
 /* Payload prefetch: ask for the first packet byte of a guest buffer (the byte after the
@@ -209,7 +201,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint6
  * and checks the descriptor as ever. The state of one run of prefetches, in locals, so the
  * loop's loads are not redone after every store to the queue; the memory range of the queue's
  * last translation is unpacked into a single compare (the buffers of a burst are nearly
- * always in one range), and any other range is looked up as vl_mem_xlate_hint would. */
+ * always in one range), and any other range is looked up as the cursor would (vl_mem_find). */
 struct vl_payload_prefetch {
 	const struct vl_mem *mem;
 	uint64_t lo;        /* the range at hint: addr - lo < starts <=> the header and the */
@@ -217,7 +209,7 @@ struct vl_payload_prefetch {
 	uintptr_t to_host;  /* addr + to_host: the host address of addr + hdr_len (an integer,
 			     * wrapping: a prefetch of any address is harmless, pointer
 			     * arithmetic outside an object is not) */
-	uint32_t hint;      /* rq->mem_hint, written back at the end */
+	uint32_t hint;      /* rq->cur.hint, written back at the end */
 	uint32_t hdr_len;   /* bytes before the payload's first byte */
 	uint64_t min_len;   /* only buffers longer than this (header included) */
 	uint64_t issued;    /* added to stats.payload_prefetches at the end */
@@ -245,7 +237,7 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_begin(struct vl_payload_prefetc
 						       const struct vl_ring *rq, uint32_t skip,
 						       uint64_t min_len)
 {
-	*p = (struct vl_payload_prefetch){.mem = rq->mem, .hint = rq->mem_hint, .hdr_len = skip,
+	*p = (struct vl_payload_prefetch){.mem = rq->cur.mem, .hint = rq->cur.hint, .hdr_len = skip,
 					  .min_len = min_len};
 	if (p->hint < p->mem->n)
 		vl_payload_prefetch_range(p, p->hint);
@@ -279,7 +271,7 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch 
 static VL_ALWAYS_INLINE void vl_payload_prefetch_end(const struct vl_payload_prefetch *p,
 						     struct vl_ring *rq)
 {
-	rq->mem_hint = p->hint;
+	rq->cur.hint = p->hint;
 	rq->stats.payload_prefetches += p->issued;
 }
 
@@ -306,7 +298,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_map_indirect(struct vl_ring *rq, u
 
 	uint64_t got = len;
 	/* Tables come from the memory the buffers do: start at the queue's last range. */
-	const uint8_t *host = vl_mem_xlate_hint(rq->mem, addr, &got, &rq->mem_hint);
+	const uint8_t *host = vl_mem_cursor_xlate(&rq->cur, addr, &got, VL_ACCESS_READ);
 
 	if (host == NULL)
 		return VL_DROP_UNMAPPED;
