@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd_send.h"
 #include "fuzz_vhost_user.h"
 
 struct fz_vu_env {
@@ -140,31 +141,19 @@ static int make_fd(uint8_t kind)
 	return fd;
 }
 
-/* Send bytes [0, len) of buf with fds attached to the first byte. The front end's copies of
- * the fds are closed right after: the device must close its own. */
+/* Send bytes [0, len) of buf with fds attached to the first byte (nothing when len is 0: a
+ * cut message may end before its first byte). The front end's copies of the fds are closed
+ * right after: the device must close its own. */
 static void send_with_fds(struct fz_vu_run *r, const uint8_t *buf, size_t len, int *fds,
 			  uint32_t nfds)
 {
-	union {
-		char b[CMSG_SPACE(16 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (len) {
+		ssize_t n = lab_fd_send(r->fe, buf, len, fds, nfds);
 
-	if (nfds && len) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+		if (n != (ssize_t)len)
+			fz_fail("send of %zu bytes with %u fds: %s", len, nfds,
+				n < 0 ? strerror((int)-n) : "cut short");
 	}
-	if (len && sendmsg(r->fe, &mh, MSG_NOSIGNAL) != (ssize_t)len)
-		fz_fail("sendmsg of %zu bytes: %s", len, strerror(errno));
 	for (uint32_t i = 0; i < nfds; i++)
 		close(fds[i]);
 }

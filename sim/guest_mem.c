@@ -2,6 +2,7 @@
 /* Simulated guest RAM: one memfd, a contiguous guest view and a scattered, guarded host view.
  * The layout and the contract of every call are described in guest_mem.h. */
 #include "guest_mem.h"
+#include "gpa_ptr.h"
 #include "rng.h"
 
 #include <errno.h>
@@ -34,6 +35,9 @@ struct lab_gmem {
 	uint64_t ram_size;             /* page multiple; memfd offset ring_size */
 	uint64_t total;                /* memfd size: ring_size + ram_size */
 	uint8_t *guest;                /* guest view: the whole memfd, contiguous */
+	/* The guest view as lab_gpa_ptr's table: the ring area, then RAM right after it in the
+	 * view but behind the hole in gpa, so no range joins the two. */
+	struct vl_mem_region gview[2];
 	uint8_t *host_base;            /* host view: reservation holding regions and guards */
 	uint64_t host_len;
 	struct vl_mem_region *regions; /* gpa order; regions[0] is the ring area */
@@ -222,6 +226,10 @@ static bool map_guest_view(struct lab_gmem *g, char *err, size_t errlen)
 		return false;
 	}
 	g->guest = p;
+	g->gview[0] = (struct vl_mem_region){.gpa = LAB_GMEM_RING_GPA, .size = g->ring_size,
+					     .host = g->guest};
+	g->gview[1] = (struct vl_mem_region){.gpa = g->ram_gpa, .size = g->ram_size,
+					     .host = g->guest + g->ring_size};
 	return true;
 }
 
@@ -417,28 +425,9 @@ uint64_t lab_gmem_end_gpa(const struct lab_gmem *g)
 	return g->ram_gpa + g->ram_size;
 }
 
-/* [gpa, gpa+len) inside [area_gpa, area_gpa+area_size)? Written so nothing can wrap. A
- * zero-length request needs gpa itself inside the area, like vl_mem_translate. */
-static void *area_ptr(uint8_t *base, uint64_t area_gpa, uint64_t area_size, uint64_t gpa,
-		      uint64_t len)
-{
-	uint64_t off;
-
-	if (gpa < area_gpa)
-		return NULL;
-	off = gpa - area_gpa;
-	if (off >= area_size || len > area_size - off)
-		return NULL;
-	return base + off;
-}
-
 void *lab_gmem_guest_ptr(const struct lab_gmem *g, uint64_t gpa, uint64_t len)
 {
-	void *p = area_ptr(g->guest, LAB_GMEM_RING_GPA, g->ring_size, gpa, len);
-
-	if (p)
-		return p;
-	return area_ptr(g->guest + g->ring_size, g->ram_gpa, g->ram_size, gpa, len);
+	return lab_gpa_ptr(g->gview, 2, gpa, len);
 }
 
 /* ---- allocator ------------------------------------------------------------------------- */

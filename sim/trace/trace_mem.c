@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Guest memory for trace replay: see trace_mem.h. */
 #include "trace_mem.h"
+#include "gpa_ptr.h"
 #include "rng.h"
 
 #include <errno.h>
@@ -21,17 +22,14 @@
  * (holes stay inaccessible); more than this is refused. */
 #define TMEM_MAX_SPAN (1ull << 40)
 
-struct tmem_region {
-	uint64_t gpa, size, off;   /* off: memfd offset */
-};
-
 struct lab_tmem {
 	int fd;
 	uint64_t total;
 	uint32_t nregions;
-	struct tmem_region regions[LAB_TRACE_MAX_REGIONS];  /* gpa order */
 	/* Guest view: regions at their gpa offsets from `lo`, so adjacent regions are
-	 * contiguous for the driver, as in a guest. */
+	 * contiguous for the driver, as in a guest. regions[] (gpa order) is that view as
+	 * lab_gpa_ptr's table: host = the region's first byte in gview. */
+	struct vl_mem_region regions[LAB_TRACE_MAX_REGIONS];
 	uint8_t *gview;
 	uint64_t lo, span;
 	uint8_t *host_base;
@@ -203,14 +201,16 @@ struct lab_tmem *lab_tmem_create(const struct lab_trace_region *regions, uint32_
 	}
 	m->gview = gv;
 	for (uint64_t i = 0, off = 0; i < n; i++) {
-		struct tmem_region *r = &m->regions[m->nregions++];
+		struct vl_mem_region *r = &m->regions[m->nregions++];
 		uint64_t psz = sorted[i].pieces ? sorted[i].pieces : sorted[i].size;
 
 		r->gpa = sorted[i].gpa;
 		r->size = sorted[i].size;
-		r->off = off;
-		if (mmap(m->gview + (r->gpa - m->lo), r->size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, m->fd, (off_t)off) == MAP_FAILED) {
+		r->uaddr = r->gpa;
+		r->mmap_offset = off;
+		r->host = m->gview + (r->gpa - m->lo);
+		if (mmap(r->host, r->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->fd,
+			 (off_t)off) == MAP_FAILED) {
 			set_err(err, errlen, "map guest view of region %" PRIu64 ": %s", i,
 				strerror(errno));
 			goto fail;
@@ -254,40 +254,14 @@ const struct vl_mem_region *lab_tmem_regions(const struct lab_tmem *m, uint32_t 
 	return m->pieces;
 }
 
-/* Every byte of [gpa, gpa+len) must lie in a region; adjacent regions join. */
+/* Adjacent regions join: they are side by side in the guest view. */
 void *lab_tmem_ptr(const struct lab_tmem *m, uint64_t gpa, uint64_t len)
 {
-	uint64_t at = gpa, left = len;
-
-	for (uint32_t i = 0; i < m->nregions; i++) {
-		const struct tmem_region *r = &m->regions[i];
-
-		if (at < r->gpa || at - r->gpa > r->size)
-			continue;
-		uint64_t room = r->size - (at - r->gpa);
-
-		if (left <= room)
-			return m->gview + (gpa - m->lo);
-		at += room;
-		left -= room;
-	}
-	return NULL;
+	return lab_gpa_ptr(m->regions, m->nregions, gpa, len);
 }
 
+/* One byte, so the guard gaps between host pieces never matter here. */
 void *lab_tmem_host_ptr(const struct lab_tmem *m, uint64_t gpa)
 {
-	uint32_t lo = 0, hi = m->npieces;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		const struct vl_mem_region *p = &m->pieces[mid];
-
-		if (gpa < p->gpa)
-			hi = mid;
-		else if (gpa - p->gpa >= p->size)
-			lo = mid + 1;
-		else
-			return (uint8_t *)p->host + (gpa - p->gpa);
-	}
-	return NULL;
+	return lab_gpa_ptr(m->pieces, m->npieces, gpa, 1);
 }

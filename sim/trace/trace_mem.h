@@ -26,7 +26,8 @@ void lab_tmem_destroy(struct lab_tmem *m);
 /* The host-view table for vl_mem_create (one entry per host piece). */
 const struct vl_mem_region *lab_tmem_regions(const struct lab_tmem *m, uint32_t *n);
 
-/* Guest view of [gpa, gpa+len), or NULL unless it lies inside one region. */
+/* Guest view of [gpa, gpa+len), or NULL unless every byte lies in the regions (adjacent
+ * regions join: they are side by side in the guest view). lab_gpa_ptr decides. */
 void *lab_tmem_ptr(const struct lab_tmem *m, uint64_t gpa, uint64_t len);
 
 /* Host-view pointer of a gpa (NULL if unmapped): where the core sees that byte. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Recording a lab run as a trace by shadow-copy diffs: see trace_record.h. */
 #include "trace_record.h"
+#include "gpa_ptr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,12 +204,15 @@ static void sync_forced(struct lab_recorder *r)
 	for (uint32_t f = 0; f < r->nforced; f++)
 		for (unsigned a = 0; a < 2; a++) {
 			struct rec_area *ar = &r->area[a];
+			const struct vl_mem_region view = {.gpa = ar->gpa, .size = ar->size,
+							   .host = ar->guest};
 			uint64_t gpa = r->forced[f].gpa, len = r->forced[f].len;
+			uint8_t *p = lab_gpa_ptr(&view, 1, gpa, len);
 
-			if (gpa < ar->gpa || gpa - ar->gpa > ar->size || len > ar->size - (gpa - ar->gpa))
+			if (!p)
 				continue;
-			emit_run(r, gpa, ar->guest + (gpa - ar->gpa), len);
-			memcpy(ar->shadow + (gpa - ar->gpa), ar->guest + (gpa - ar->gpa), len);
+			emit_run(r, gpa, p, len);
+			memcpy(ar->shadow + (p - ar->guest), p, len);
 		}
 	r->nforced = 0;
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_send.h"
 #include "vu_fixture.h"
 
 #define F(bit) VL_FEATURE(bit)
@@ -685,20 +686,8 @@ static void test_oversized_payload_ends_the_connection(void **state)
 	start(&f, VL_LAYOUT_PACKED);
 	int fds0 = vuf_count_fds();
 	int ev = eventfd(0, EFD_CLOEXEC);
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr a;
-	} ctl = {{0}};
-	struct iovec iov = {.iov_base = hdr, .iov_len = 12};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-			    .msg_controllen = sizeof(ctl.b)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &ev, sizeof(int));
-	assert_int_equal(sendmsg(f.fe, &mh, 0), 12);
+	assert_int_equal(lab_fd_send(f.fe, hdr, 12, &ev, 1), 12);
 	close(ev);
 	assert_int_equal(vl_vu_dev_handle(f.dev, f.be), VL_ERR_VU_IO);
 	assert_true(vl_vu_err_fatal(VL_ERR_VU_IO));
@@ -738,20 +727,8 @@ static void test_truncated_messages(void **state)
 	memcpy(part, hdr, 12);
 	memset(part + 12, 0, 3);
 	int ev = eventfd(0, EFD_CLOEXEC);
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr a;
-	} ctl = {{0}};
-	struct iovec iov = {.iov_base = part, .iov_len = sizeof(part)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-			    .msg_controllen = sizeof(ctl.b)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &ev, sizeof(int));
-	assert_int_equal(sendmsg(f.fe, &mh, 0), (ssize_t)sizeof(part));
+	assert_int_equal(lab_fd_send(f.fe, part, sizeof(part), &ev, 1), (ssize_t)sizeof(part));
 	close(ev);
 	shutdown(f.fe, SHUT_WR);
 	assert_int_equal(vl_vu_dev_handle(f.dev, f.be), VL_ERR_VU_CLOSED);

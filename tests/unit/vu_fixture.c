@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd_send.h"
 #include "vu_fixture.h"
 
 /* Split ring areas inside a ring's stride (room for 4096 entries). */
@@ -146,29 +147,12 @@ void vuf_send(struct vuf *f, uint32_t request, uint32_t flags, const void *paylo
 {
 	uint8_t buf[12 + 512];
 	uint32_t hdr[3] = {request, flags, size};
-	union {
-		char b[CMSG_SPACE(32 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = {.iov_base = buf, .iov_len = 12 + size};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
-	assert_true(size <= 512 && nfds <= 32);
+	assert_true(size <= 512);
 	memcpy(buf, hdr, 12);
 	if (size)
 		memcpy(buf + 12, payload, size);
-	if (nfds) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	assert_int_equal(sendmsg(f->fe, &mh, 0), (ssize_t)(12 + size));
+	assert_int_equal(lab_fd_send(f->fe, buf, 12 + size, fds, nfds), (ssize_t)(12 + size));
 }
 
 int vuf_msg(struct vuf *f, uint32_t request, uint32_t flags, const void *payload, uint32_t size,

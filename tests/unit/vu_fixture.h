@@ -90,7 +90,8 @@ void vuf_fini(struct vuf *f);
 /* A region of the fixture's memory: [off, off + size) of the memfd at gpa VUF_GPA + off. */
 struct vuf_region vuf_region(const struct vuf *f, uint64_t off, uint64_t size);
 
-/* Send one raw message (header + payload in one sendmsg, fds as SCM_RIGHTS). */
+/* Send one raw message: header + payload through lab_fd_send (sim/fd_send.h), the fds
+ * (at most LAB_FD_SEND_MAX_FDS) attached to its first byte. */
 void vuf_send(struct vuf *f, uint32_t request, uint32_t flags, const void *payload,
 	      uint32_t size, const int *fds, uint32_t nfds);
 /* Send, then let the device handle it: returns vl_vu_dev_handle's result. */
