@@ -11,6 +11,7 @@
 
 #include "rng.h"
 #include "vhostlab/vl_pkt.h"
+#include "vl_lab_control.h"
 
 #define SENTINEL 0xEEu
 
@@ -694,7 +695,7 @@ static void test_fail_after(void **state)
 	struct vl_pkt *bulk[16];
 
 	/* Three calls succeed, whatever they ask for ... */
-	vl_pool_fail_after(pool, 3);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 3});
 	struct vl_pkt *a = vl_pkt_alloc(pool);
 
 	assert_non_null(a);
@@ -717,7 +718,8 @@ static void test_fail_after(void **state)
 	assert_int_equal(vl_pool_alloc_failures(pool), 5);
 
 	/* UINT64_MAX switches it off. */
-	vl_pool_fail_after(pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = pool, .count = VL_LAB_NEVER});
 	a = vl_pkt_alloc(pool);
 	assert_non_null(a);
 	assert_int_equal(vl_pool_alloc_bulk(pool, bulk + 2, 9), 0);
@@ -729,14 +731,14 @@ static void test_fail_after(void **state)
 	assert_int_equal(vl_pool_free_count(pool), 16);
 
 	/* Zero: the very next call fails. */
-	vl_pool_fail_after(pool, 0);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 0});
 	assert_null(vl_pkt_alloc(pool));
 	assert_int_equal(vl_pool_alloc_failures(pool), 6);
 	assert_int_equal(vl_pool_free_count(pool), 16);
 
 	/* A later setting replaces an earlier one. */
-	vl_pool_fail_after(pool, 100);
-	vl_pool_fail_after(pool, 1);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 100});
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 1});
 	b = vl_pkt_alloc_len(pool, 32 * 5);
 	check_layout(b, pool, 32 * 5);
 	assert_null(vl_pkt_alloc(pool));
@@ -744,7 +746,8 @@ static void test_fail_after(void **state)
 	vl_pkt_free(b);
 
 	/* Off again: a long run of successes. */
-	vl_pool_fail_after(pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = pool, .count = VL_LAB_NEVER});
 	for (int round = 0; round < 100; round++) {
 		assert_int_equal(vl_pool_alloc_bulk(pool, bulk, 16), 0);
 		vl_pkt_free_bulk(bulk, 16);
