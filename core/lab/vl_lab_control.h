@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vhostlab/vl_error.h"
 #include "vhostlab/vl_pkt.h"
 
 #ifdef __cplusplus
