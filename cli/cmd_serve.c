@@ -305,7 +305,7 @@ static bool check_record(struct serve_opts *o)
 		why = "--record cannot record pair mode: a trace holds one guest's memory";
 	else if (o->queues > SERVE_RECORD_MAX_PAIRS)
 		why = "--record holds at most 8 queue pairs (a trace has 16 queues)";
-#ifndef VL_GUEST_LOAD_HOOKS
+#ifndef VL_LAB_BUILD
 	else
 		why = "--record needs the core with lab hooks: run `vhostlab serve`, not "
 		      "vhostlab-fast";

@@ -19,7 +19,7 @@
 
 const char *cli_core_build(void)
 {
-#ifdef VL_GUEST_LOAD_HOOKS
+#ifdef VL_LAB_BUILD
 	return "lab-hooks";
 #else
 	return "production";
@@ -50,7 +50,7 @@ const char *cli_build_variant(void)
 	return joined[0] ? joined + 1 : "default";
 }
 
-#ifdef VL_GUEST_LOAD_HOOKS
+#ifdef VL_LAB_BUILD
 /* Does the command line ask for something only the hooked core can do? */
 static bool needs_hooks(int argc, char **argv)
 {
@@ -67,7 +67,7 @@ static bool needs_hooks(int argc, char **argv)
 
 void cli_exec_production(int argc, char **argv)
 {
-#ifdef VL_GUEST_LOAD_HOOKS
+#ifdef VL_LAB_BUILD
 	const char *env = getenv("VHOSTLAB_CORE");
 
 	if (env && !strcmp(env, "lab-hooks"))

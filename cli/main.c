@@ -95,7 +95,7 @@ struct cli_command {
 };
 
 static const struct cli_command commands[] = {
-#ifdef VL_GUEST_LOAD_HOOKS
+#ifdef VL_LAB_BUILD
 	{"run", cmd_run, false},
 	{"replay", cmd_replay, false},
 	{"minimize", cmd_minimize, false},
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	const struct cli_command *c = find_command(cmd);
 
 	if (c == NULL) {
-#ifndef VL_GUEST_LOAD_HOOKS
+#ifndef VL_LAB_BUILD
 		fprintf(stderr,
 			"vhostlab-fast: '%s' is not one of its commands (serve, bench); the lab's commands "
 			"run in vhostlab\n", cmd);

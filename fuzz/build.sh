@@ -24,14 +24,18 @@ TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_e
 rm -rf "$BUILD_DIR"
 mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
 
-# The core is every .c under core/ except lab_hooks.c, which belongs to lab builds with the
-# guest-load hooks on only (core/CMakeLists.txt, VL_LAB_HOOKS); the simulated guest is sim/*.c
-# and sim/trace/*.c (the trace format, replay and recording).
-mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' ! -name lab_hooks.c | sort)
+# The fuzzers run on the lab build of the core, as every lab program does (core/CMakeLists.txt,
+# vhostlab_lab_core): every .c under core/ (core/lab/ included: the weak no-op guest-load
+# hooks and vl_lab_control, through which fuzz inputs inject pool failures), compiled with
+# VL_LAB_BUILD; the code around it sees VL_LAB_BUILD too. The simulated guest is sim/*.c and
+# sim/trace/*.c (the trace format, replay and recording); where a target pulls in the
+# double-fetch detector (sim/double_fetch.c), its strong hook definitions win over the weak.
+mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' | sort)
 mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 2 -name '*.c' | sort)
-CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -I"$ROOT/core" -I"$ROOT/core/include")
-LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -I"$ROOT/sim" -I"$ROOT/sim/trace" -I"$ROOT/core/include"
-           -I"$ROOT/fuzz")
+CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -DVL_LAB_BUILD -I"$ROOT/core" -I"$ROOT/core/include"
+            -I"$ROOT/core/lab")
+LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -DVL_LAB_BUILD -I"$ROOT/sim" -I"$ROOT/sim/trace"
+           -I"$ROOT/core/include" -I"$ROOT/core/lab" -I"$ROOT/fuzz")
 
 # compile DIR CC_AND_FLAGS... -- SOURCES...: one object per source in DIR.
 compile() {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "trace_sink.h"
+#include "vl_lab_control.h"
 
 /* ---- failing ------------------------------------------------------------------------- */
 
@@ -1999,7 +2000,9 @@ static void do_op1(struct dp *d, struct fz_in *in, enum fz_op op)
 
 		if (fz_sink)
 			rec_fault(d, a);
-		vl_pool_fail_after(d->pool, a == 255 ? UINT64_MAX : a);
+		struct vl_lab_arg fail = {.pool = d->pool, .count = a == 255 ? VL_LAB_NEVER : a};
+
+		vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &fail);
 		break;
 	}
 	case FZ_OP_KICKS: {
@@ -2075,7 +2078,8 @@ static struct vl_pool *dp_pool(uint32_t count, uint32_t buf_size)
 
 	for (unsigned i = 0; i < 8; i++)
 		if (cache[i].p && cache[i].count == count && cache[i].size == buf_size) {
-			vl_pool_fail_after(cache[i].p, UINT64_MAX);
+			vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+				&(struct vl_lab_arg){.pool = cache[i].p, .count = VL_LAB_NEVER});
 			return cache[i].p;
 		}
 	unsigned i = 0;

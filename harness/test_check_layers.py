@@ -89,6 +89,15 @@ def test_lab_include_fails(tmp_path):
     assert any(x["include"] == "scenario.h" for x in v2["violations"])
 
 
+def test_lab_control_is_not_for_the_datapath(tmp_path):
+    lab = {"lab/vl_lab_control.h": '#include "vhostlab/vl_pkt.h"\n',
+           "lab/lab_control.c": '#include "vl_lab_control.h"\n#include "mem/mem_internal.h"\n',
+           "lab/vl_lab_hooks.h": "", "ring/guest_load.h": '#include "lab/vl_lab_hooks.h"\n'}
+    assert check_layers.check(make_tree(tmp_path, {**CLEAN, **lab}))["violations"] == []
+    v = one_offence(tmp_path, {**lab, "ring/bad.c": '#include "lab/vl_lab_control.h"\n'})
+    assert "ring may not include lab_control" in v["reason"]
+
+
 def test_unknown_directory_reported(tmp_path):
     v = one_offence(tmp_path, {"extra/q.c": '#include "compiler.h"\n'})
     assert "in no layer" in v["reason"]

@@ -10,8 +10,11 @@ The core's layers, each allowed to include only itself and the layers below it:
   ring         core/ring/,       vhostlab/vl_vq.h (the queue handle, its config and stats)
   mem, pkt     core/mem/, core/pkt/, vhostlab/vl_mem.h, vhostlab/vl_pkt.h (neither
                includes the other)
-  base         core/*.{c,h} (compiler.h, alloc, error), vhostlab/vl_error.h, vl_alloc.h,
-               vl_virtio.h, vl_lab_hooks.h
+  lab control  core/lab/vl_lab_control.h, lab_control.c: the lab build's one entry point,
+               reaching the allocator and pool internals; nothing else includes it
+  base         core/*.{c,h} (compiler.h, alloc, error), vhostlab/vl_error.h, vl_virtio.h,
+               core/lab/vl_lab_hooks.h and lab_hooks.c (the guest-load hooks the ring's
+               loads call in the lab build)
 
 vhostlab/vhostlab.h (the umbrella header) includes every public header and is included by
 nothing in core/. Every quoted include of a file in core/ must resolve to a file in core/
@@ -33,12 +36,16 @@ from pathlib import Path
 
 # Rank of each layer: a file may include its own layer or one of a lower rank. mem and pkt
 # share a rank but are different layers, so neither may include the other.
-RANKS = {"base": 0, "mem": 1, "pkt": 1, "ring": 2, "net": 3, "vhost_user": 4, "umbrella": 5}
+# The lab control shares the ring's rank, so neither includes the other.
+RANKS = {"base": 0, "mem": 1, "pkt": 1, "ring": 2, "lab_control": 2, "net": 3,
+         "vhost_user": 4, "umbrella": 5}
 PUBLIC = {
-    "vl_error.h": "base", "vl_alloc.h": "base", "vl_virtio.h": "base",
-    "vl_lab_hooks.h": "base", "vl_mem.h": "mem", "vl_pkt.h": "pkt", "vl_vq.h": "ring",
-    "vl_net.h": "net", "vl_vhost_user.h": "vhost_user", "vhostlab.h": "umbrella",
+    "vl_error.h": "base", "vl_virtio.h": "base", "vl_mem.h": "mem", "vl_pkt.h": "pkt",
+    "vl_vq.h": "ring", "vl_net.h": "net", "vl_vhost_user.h": "vhost_user",
+    "vhostlab.h": "umbrella",
 }
+LAB = {"vl_lab_hooks.h": "base", "lab_hooks.c": "base", "vl_lab_control.h": "lab_control",
+       "lab_control.c": "lab_control"}
 LAYER_DIRS = ("mem", "pkt", "ring", "net", "vhost_user")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -50,6 +57,8 @@ def layer_of(path: Path, core: Path) -> str | None:
     parts = rel.parts
     if parts[0] == "include":
         return PUBLIC.get(rel.name)
+    if parts[0] == "lab":
+        return LAB.get(rel.name)
     if len(parts) == 1:
         return "base"
     if parts[0] in LAYER_DIRS:

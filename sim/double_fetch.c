@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The double-fetch detector: see double_fetch.h. Strong definitions of the core's lab hooks
- * (vhostlab/vl_lab_hooks.h). */
+ * (core/lab/vl_lab_hooks.h). */
 #include "double_fetch.h"
 
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vhostlab/vl_lab_hooks.h"
+#include "vl_lab_hooks.h"
 
 /* ---- byte sets: the guest bytes a unit has read ------------------------------------------
  * Open addressing over byte addresses, cleared in O(1) by bumping a generation: a slot
@@ -333,9 +333,9 @@ void vl_lab_burst_end(void)
 /* ---- control ---------------------------------------------------------------------------- */
 
 /* VL_LAB_DOUBLE_FETCH=detect|adversarial|adversarial-persist in the environment turns the
- * detector on for a whole program (any lab program linked with a hooked core, e.g. a
- * VL_LAB_HOOKS=ON build's ctest) and reports at exit; violations or unbalanced units make
- * the program exit with status 1. */
+ * detector on for a whole program (any program linked with the lab core, e.g. the unit
+ * tests) and reports at exit; violations or unbalanced units make the program exit with
+ * status 1. */
 static void env_report(void)
 {
 	struct lab_df_stats st = df.st;

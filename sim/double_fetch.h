@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The double-fetch detector: the lab's side of the core's guest-load hooks
- * (core/include/vhostlab/vl_lab_hooks.h). It defines the hook functions; they only see
- * traffic when the core linked into the program is a hooked one (VL_GUEST_LOAD_HOOKS: CMake
- * VL_LAB_HOOKS=ON, or the hooked core copy tests/unit/test_double_fetch.c links). With a
- * production core nothing calls them and every counter stays 0 (lab_df_stats().loads tells).
+ * (core/lab/vl_lab_hooks.h). It defines the hook functions; they only see traffic when the
+ * core linked into the program is the lab build (VL_LAB_BUILD, CMake target
+ * vhostlab_lab_core: every lab program). With the production core (vhostlab-fast) nothing
+ * calls them and every counter stays 0 (lab_df_stats().loads tells).
  *
  * Units. The core brackets its work: a burst's window reads (split avail->idx, the packed
  * availability scan) form one unit per burst; each chain (its descriptors, indirect table,
@@ -29,7 +29,7 @@
  *
  * Whole programs: VL_LAB_DOUBLE_FETCH=detect|adversarial|adversarial-persist in the environment
  * sets the mode at start-up and prints a summary at exit (status 1 on a violation or an
- * unbalanced unit), e.g. `VL_LAB_DOUBLE_FETCH=detect ctest` in a VL_LAB_HOOKS=ON build;
+ * unbalanced unit), e.g. `VL_LAB_DOUBLE_FETCH=detect ctest` in any build;
  * VL_LAB_DOUBLE_FETCH_LOG=1 also prints every violation as it happens.
  *
  * Single-threaded: the state is global; the hooks must run on one thread at a time. */

@@ -12,6 +12,7 @@
 #include "guest_mem.h"
 #include "net_driver.h"
 #include "vhostlab/vhostlab.h"
+#include "vl_lab_control.h"
 
 #define RX_KEY_BASE ((uint64_t)1 << 62)  /* RX packet keys never collide with TX keys */
 #define POOL_BUF_SIZE 2048u
@@ -387,7 +388,8 @@ static int setup(struct run *r)
 		return run_fail(r, "out of memory");
 	r->fault_rng = lab_rng_make(cfg->seed, 0xfa17);
 	if (cfg->faults == LAB_FAULTS_NTH || cfg->faults == LAB_FAULTS_PROB)
-		vl_pool_set_fault_hook(r->pool, pool_fault, r);
+		vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
+			       &(struct vl_lab_arg){.pool = r->pool, .fail = pool_fault, .ctx = r});
 	if (cfg->zero_copy)
 		vl_vq_set_zero_copy(r->txq, true, ZC_MIN_LEN, HOLD_MAX / 2);
 	if (cfg->evict) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fixed-size packet pool: create, bulk alloc (all or nothing), free, fault injection. */
+/* Fixed-size packet pool: create, bulk alloc (all or nothing), free. (Fault injection: lab
+ * build only, pool_internal.h.) */
 #include <stdlib.h>
 
 #include "alloc.h"
@@ -37,7 +38,9 @@ struct vl_pool *vl_pool_create(uint32_t count, uint32_t buf_size)
 	}
 	pool->capacity = count;
 	pool->buf_size = buf_size;
+#ifdef VL_LAB_BUILD
 	pool->fail_after = UINT64_MAX;
+#endif
 	for (uint32_t i = 0; i < count; i++) {
 		struct vl_pkt *p = &pool->descs[i];
 
@@ -68,17 +71,6 @@ uint32_t vl_pool_capacity(const struct vl_pool *pool) { return pool->capacity; }
 uint32_t vl_pool_buf_size(const struct vl_pool *pool) { return pool->buf_size; }
 uint32_t vl_pool_free_count(const struct vl_pool *pool) { return pool->nfree; }
 uint64_t vl_pool_alloc_failures(const struct vl_pool *pool) { return pool->alloc_failures; }
-
-void vl_pool_fail_after(struct vl_pool *pool, uint64_t after)
-{
-	pool->fail_after = after;
-}
-
-void vl_pool_set_fault_hook(struct vl_pool *pool, bool (*fail)(void *ctx), void *ctx)
-{
-	pool->fault = fail;
-	pool->fault_ctx = ctx;
-}
 
 int vl_pool_alloc_bulk(struct vl_pool *pool, struct vl_pkt **out, uint32_t n)
 {

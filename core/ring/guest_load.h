@@ -6,7 +6,7 @@
  *  - a lab build instruments them (double-fetch detection, mutation between reads) while
  *    production compiles them to plain moves.
  *
- * Lab hooks (VL_GUEST_LOAD_HOOKS, CMake VL_LAB_HOOKS=ON; see vhostlab/vl_lab_hooks.h): every
+ * Lab hooks (the lab build of the core, VL_LAB_BUILD; see core/lab/vl_lab_hooks.h): every
  * helper reports the bytes it read (vl_lab_guest_load) after reading them, and the net layer
  * marks its units of work (vl_lab_burst_begin/end, vl_lab_chain_begin/end). Without the
  * switch these are function-like macros expanding to nothing: production code is unchanged. */
@@ -19,8 +19,8 @@
 #include "compiler.h"
 #include "vhostlab/vl_virtio.h"
 
-#ifdef VL_GUEST_LOAD_HOOKS
-#include "vhostlab/vl_lab_hooks.h"
+#ifdef VL_LAB_BUILD
+#include "lab/vl_lab_hooks.h"
 #else
 #define vl_lab_guest_load(addr, len) ((void)0)
 #define vl_lab_chain_begin() ((void)0)

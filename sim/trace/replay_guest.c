@@ -8,6 +8,7 @@
 
 #include "double_fetch.h"
 #include "replay_internal.h"
+#include "vl_lab_control.h"
 
 static void store16_release(uint8_t *p, uint16_t v)
 {
@@ -416,19 +417,23 @@ static bool fail_at_hook(void *ctx)
 /* `fault off` ends both kinds of injection. */
 static bool op_fault(struct rp *r, const struct lab_trace_op *op)
 {
-	vl_pool_set_fault_hook(r->pool, NULL, NULL);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK, &(struct vl_lab_arg){.pool = r->pool});
 	if (op->given & LAB_TA_OFF) {
-		vl_pool_fail_after(r->pool, UINT64_MAX);
-		vl_alloc_fail_after(UINT64_MAX);
+		vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+			       &(struct vl_lab_arg){.pool = r->pool, .count = VL_LAB_NEVER});
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER,
+			       &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 	} else if (op->given & LAB_TA_FAIL_AT) {
 		r->fail_at = op;
 		r->fail_calls = 0;
 		r->fail_next = 0;
-		vl_pool_set_fault_hook(r->pool, fail_at_hook, r);
+		vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
+			&(struct vl_lab_arg){.pool = r->pool, .fail = fail_at_hook, .ctx = r});
 	} else if (op->value == LAB_TRACE_FAULT_POOL) {
-		vl_pool_fail_after(r->pool, op->count);
+		vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+			       &(struct vl_lab_arg){.pool = r->pool, .count = op->count});
 	} else {
-		vl_alloc_fail_after(op->count);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = op->count});
 	}
 	return true;
 }

@@ -8,6 +8,7 @@
 
 #include "double_fetch.h"
 #include "replay_internal.h"
+#include "vl_lab_control.h"
 
 /* ---- reporting ---------------------------------------------------------------------- */
 
@@ -456,7 +457,7 @@ static void teardown(struct rp *r)
 	lab_df_set_observer(NULL, NULL);
 	if (r->df_on)
 		lab_df_set_mode(LAB_DF_OFF);
-	vl_alloc_fail_after(UINT64_MAX);
+	vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 	for (uint32_t i = 0; i < LAB_TRACE_MAX_QUEUES; i++) {
 		struct rp_queue *q = &r->q[i];
 

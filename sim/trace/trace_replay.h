@@ -21,7 +21,7 @@ struct vl_pkt;
 struct lab_replay_opts {
 	/* Narrate every statement and what it did to this stream (NULL: quiet). */
 	FILE *narrate;
-	/* The program's core reports guest loads (VL_GUEST_LOAD_HOOKS): `mutate` and
+	/* The program's core reports guest loads (the lab build, VL_LAB_BUILD): `mutate` and
 	 * `double-fetch` need it; without it they are a setup error naming the statement. */
 	bool hooks;
 	/* Every packet the host dequeued (guest TX) or delivered to the guest (RX), in order,

@@ -7,8 +7,8 @@
  * a pool left with exactly the heads the burst needs refuses any larger request (its own
  * failure counter moves), so "no pool failure" proves the request was not larger.
  *
- * When the pool cannot supply -- injected with vl_pool_fail_after or a fault hook, or short
- * of segments for a multi-segment packet -- the burst stops before that chain, which stays
+ * When the pool cannot supply -- injected with VL_LAB_POOL_FAIL_AFTER or a fault hook, or
+ * short of segments for a multi-segment packet -- the burst stops before that chain, which stays
  * available and is served by a later burst; chains before it are delivered. Every case
  * counts the used entries: each posted chain comes back exactly once, in order, and the pool
  * is full again at the end (rf_teardown checks). Enqueue never allocates. */
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ring_fixture.h"
+#include "vl_lab_control.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -103,7 +104,8 @@ static void scn_empty(struct rf *f)
 	struct vl_pkt *pkts[32];
 	struct hook h = { 0, 0 };
 
-	vl_pool_set_fault_hook(f->pool, hook_fail, &h);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
+		       &(struct vl_lab_arg){.pool = f->pool, .fail = hook_fail, .ctx = &h});
 	assert_int_equal(deq(f, pkts, 32), 0);
 	assert_int_equal(deq(f, pkts, 1), 0);
 	assert_int_equal(h.calls, 0);
@@ -113,7 +115,7 @@ static void scn_empty(struct rf *f)
 	assert_int_equal(st(f)->empty_bursts, 2);
 	assert_int_equal(st(f)->bursts, 2);
 	rf_expect_no_used(&f->tx);
-	vl_pool_set_fault_hook(f->pool, NULL, NULL);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK, &(struct vl_lab_arg){.pool = f->pool});
 }
 
 /* One chain, count 32: one head. With exactly one buffer free, a request for more would have
@@ -270,8 +272,8 @@ static void scn_pool_short(struct rf *f)
 
 /* ---- injected failures ------------------------------------------------------------------ */
 
-/* vl_pool_fail_after(pool, 0): every call refused. Nothing is consumed or taken, the chains
- * stay (no used entry, last_avail unchanged) and move once the pool supplies again. */
+/* VL_LAB_POOL_FAIL_AFTER with count 0: every call refused. Nothing is consumed or taken, the
+ * chains stay (no used entry, last_avail unchanged) and move once the pool supplies again. */
 static void scn_fail_after_zero(struct rf *f)
 {
 	struct vl_pkt *pkts[32];
@@ -280,7 +282,7 @@ static void scn_fail_after_zero(struct rf *f)
 
 	ids[0] = rf_post_good(f, &f->tx, 400, 0x30).head;
 	ids[1] = rf_post_good(f, &f->tx, 500, 0x31).head;
-	vl_pool_fail_after(f->pool, 0);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = f->pool, .count = 0});
 	for (uint32_t k = 1; k <= 2; k++) {
 		assert_int_equal(deq(f, pkts, 32), 0);
 		assert_alloc(f, k, 0, 0, k);
@@ -291,7 +293,8 @@ static void scn_fail_after_zero(struct rf *f)
 		rf_expect_no_used(&f->tx);
 	}
 
-	vl_pool_fail_after(f->pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = f->pool, .count = VL_LAB_NEVER});
 	assert_int_equal(deq(f, pkts, 32), 2);
 	rf_assert_pkt_pattern(pkts[0], 400, 0x30);
 	rf_assert_pkt_pattern(pkts[1], 500, 0x31);
@@ -312,7 +315,8 @@ static void scn_fault_hook(struct rf *f)
 	struct hook h = { 0, 2 };
 	uint16_t ids[5];
 
-	vl_pool_set_fault_hook(f->pool, hook_fail, &h);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
+		       &(struct vl_lab_arg){.pool = f->pool, .fail = hook_fail, .ctx = &h});
 	ids[0] = rf_post_good(f, &f->tx, 100, 0x40).head;
 	ids[1] = rf_post_good(f, &f->tx, 110, 0x41).head;
 	assert_int_equal(deq(f, pkts, 32), 2); /* call 1: ok */
@@ -343,7 +347,7 @@ static void scn_fault_hook(struct rf *f)
 	assert_alloc(f, 7, 7, 3, 5);
 	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
 
-	vl_pool_set_fault_hook(f->pool, NULL, NULL);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK, &(struct vl_lab_arg){.pool = f->pool});
 	assert_int_equal(deq(f, pkts, 32), 1);
 	rf_assert_pkt_pattern(pkts[0], 9000, 0x44);
 	assert_int_equal(pkts[0]->nb_segs, 5);
@@ -481,7 +485,8 @@ static void scn_enqueue_no_alloc(struct rf *f)
 	}
 	uint32_t free_before = vl_pool_free_count(f->pool);
 
-	vl_pool_set_fault_hook(f->pool, hook_fail, &h);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
+		       &(struct vl_lab_arg){.pool = f->pool, .fail = hook_fail, .ctx = &h});
 	assert_int_equal(vl_net_enqueue(s->q, pkts, 3, stat), 3);
 	for (uint32_t i = 0; i < 3; i++) {
 		assert_int_equal(stat[i], VL_RX_DELIVERED);
@@ -498,7 +503,7 @@ static void scn_enqueue_no_alloc(struct rf *f)
 	assert_int_equal(rs->alloc_bufs, 0);
 	assert_int_equal(rs->alloc_unused, 0);
 	assert_int_equal(rs->alloc_failures, 0);
-	vl_pool_set_fault_hook(f->pool, NULL, NULL);
+	vl_lab_control(VL_LAB_POOL_FAULT_HOOK, &(struct vl_lab_arg){.pool = f->pool});
 	vl_pkt_free_bulk(pkts, 3);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Double fetch / TOCTOU: the core's loads of guest-owned ring fields go through the hooked
- * helpers of core/ring/guest_load.h (this test links a copy of the core built with
- * VL_GUEST_LOAD_HOOKS, whatever the build type), and sim/double_fetch.c watches them.
+ * helpers of core/ring/guest_load.h (this test, like every lab program, links the lab build of
+ * the core, VL_LAB_BUILD, whatever the build type), and sim/double_fetch.c watches them.
  *
  *  - The detector itself: same bytes twice in one unit is a violation, in two units it is
  *    not; a chain re-reading its burst's window bytes is; flips are put back at unit end
@@ -36,8 +36,8 @@
 #include "ring_fixture.h"
 #include "scenario.h"
 
-#ifndef VL_GUEST_LOAD_HOOKS
-#error "test_double_fetch needs the hooked core (VL_GUEST_LOAD_HOOKS)"
+#ifndef VL_LAB_BUILD
+#error "test_double_fetch needs the lab build of the core (VL_LAB_BUILD)"
 #endif
 
 #define F_INDIRECT VL_FEATURE(VL_F_RING_INDIRECT_DESC)

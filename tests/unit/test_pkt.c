@@ -11,6 +11,7 @@
 
 #include "rng.h"
 #include "vhostlab/vl_pkt.h"
+#include "vl_lab_control.h"
 
 #define SENTINEL 0xEEu
 
@@ -694,7 +695,7 @@ static void test_fail_after(void **state)
 	struct vl_pkt *bulk[16];
 
 	/* Three calls succeed, whatever they ask for ... */
-	vl_pool_fail_after(pool, 3);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 3});
 	struct vl_pkt *a = vl_pkt_alloc(pool);
 
 	assert_non_null(a);
@@ -716,8 +717,9 @@ static void test_fail_after(void **state)
 	assert_null(vl_pkt_alloc(pool));
 	assert_int_equal(vl_pool_alloc_failures(pool), 5);
 
-	/* UINT64_MAX switches it off. */
-	vl_pool_fail_after(pool, UINT64_MAX);
+	/* VL_LAB_NEVER (UINT64_MAX) switches it off. */
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = pool, .count = VL_LAB_NEVER});
 	a = vl_pkt_alloc(pool);
 	assert_non_null(a);
 	assert_int_equal(vl_pool_alloc_bulk(pool, bulk + 2, 9), 0);
@@ -729,14 +731,14 @@ static void test_fail_after(void **state)
 	assert_int_equal(vl_pool_free_count(pool), 16);
 
 	/* Zero: the very next call fails. */
-	vl_pool_fail_after(pool, 0);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 0});
 	assert_null(vl_pkt_alloc(pool));
 	assert_int_equal(vl_pool_alloc_failures(pool), 6);
 	assert_int_equal(vl_pool_free_count(pool), 16);
 
 	/* A later setting replaces an earlier one. */
-	vl_pool_fail_after(pool, 100);
-	vl_pool_fail_after(pool, 1);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 100});
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = pool, .count = 1});
 	b = vl_pkt_alloc_len(pool, 32 * 5);
 	check_layout(b, pool, 32 * 5);
 	assert_null(vl_pkt_alloc(pool));
@@ -744,12 +746,39 @@ static void test_fail_after(void **state)
 	vl_pkt_free(b);
 
 	/* Off again: a long run of successes. */
-	vl_pool_fail_after(pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = pool, .count = VL_LAB_NEVER});
 	for (int round = 0; round < 100; round++) {
 		assert_int_equal(vl_pool_alloc_bulk(pool, bulk, 16), 0);
 		vl_pkt_free_bulk(bulk, 16);
 	}
 	assert_int_equal(vl_pool_alloc_failures(pool), 7);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+}
+
+/* vl_lab_control refuses what it cannot apply and changes nothing: no argument, a pool op
+ * without a pool, an op it does not know. */
+static void test_lab_control_rejects(void **state)
+{
+	(void)state;
+	struct vl_pool *pool = pool_ok(4, 32);
+	struct vl_lab_arg no_pool = {.count = 0};
+
+	assert_int_equal(vl_lab_control(VL_LAB_POOL_FAIL_AFTER, NULL), VL_ERR_INVALID_ARG);
+	assert_int_equal(vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &no_pool), VL_ERR_INVALID_ARG);
+	assert_int_equal(vl_lab_control(VL_LAB_POOL_FAULT_HOOK, &no_pool), VL_ERR_INVALID_ARG);
+	enum vl_lab_op unknown = (enum vl_lab_op)(VL_LAB_POOL_FAULT_HOOK + 1);
+
+	assert_int_equal(vl_lab_control(unknown, &no_pool), VL_ERR_INVALID_ARG);
+	/* Nothing was injected anywhere: the pool and the allocator still supply. */
+	struct vl_pkt *p = vl_pkt_alloc(pool);
+
+	assert_non_null(p);
+	vl_pkt_free(p);
+	struct vl_pool *other = pool_ok(1, 32);
+
+	assert_int_equal(vl_pool_destroy(other), 0);
+	assert_int_equal(vl_pool_alloc_failures(pool), 0);
 	assert_int_equal(vl_pool_destroy(pool), 0);
 }
 
@@ -944,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_read_write_data_offsets),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_fail_after),
+		cmocka_unit_test(test_lab_control_rejects),
 		cmocka_unit_test(test_destroy_outstanding),
 		cmocka_unit_test(test_random_stress),
 	};

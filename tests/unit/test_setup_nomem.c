@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vhostlab/vhostlab.h"
+#include "vl_lab_control.h"
 
 static uint8_t guest[1 << 16] __attribute__((aligned(4096)));
 
@@ -32,10 +33,11 @@ static uint64_t countdown(void *(*create)(int *err), void (*destroy)(void *))
 	for (uint64_t n = 0;; n++) {
 		int err = VL_OK;
 
-		vl_alloc_fail_after(n);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = n});
 		void *obj = create(&err);
 
-		vl_alloc_fail_after(UINT64_MAX);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER,
+			       &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 		if (obj) {
 			assert_int_equal(err, VL_OK);
 			destroy(obj);
@@ -113,11 +115,14 @@ static void test_counter_counts(void **state)
 {
 	(void)state;
 	int err;
-	uint64_t before = vl_alloc_count();
+	struct vl_lab_arg before = {0}, after = {0};
+
+	vl_lab_control(VL_LAB_ALLOC_COUNT, &before);
 	struct vl_mem *m = make_mem(&err);
 
 	assert_non_null(m);
-	assert_int_equal(vl_alloc_count() - before, 3);
+	vl_lab_control(VL_LAB_ALLOC_COUNT, &after);
+	assert_int_equal(after.count - before.count, 3);
 	vl_mem_destroy(m);
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ring_fixture.h"
+#include "vl_lab_control.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -742,7 +743,7 @@ static void scn_pool_exhaustion(struct rf *f, struct rf_q *s)
 	struct vl_pkt *pkts[32];
 	struct rf_good g1 = rf_post_good(f, s, 100, 1);
 
-	vl_pool_fail_after(f->pool, 0);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = f->pool, .count = 0});
 	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 32), 0);
 	assert_int_equal(vl_vq_stats(s->q)->alloc_failures, 1);
 	assert_int_equal(vl_pool_alloc_failures(f->pool), 1);
@@ -752,7 +753,8 @@ static void scn_pool_exhaustion(struct rf *f, struct rf_q *s)
 	assert_false(vl_vq_needs_call(s->q));
 	assert_int_equal(rf_drops_other(s, VL_DROP_NONE), 0);
 
-	vl_pool_fail_after(f->pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = f->pool, .count = VL_LAB_NEVER});
 	rf_burst_expect_good(f, s, &g1);
 	rf_expect_used(s, g1.head, 0);
 	rf_expect_no_used(s);
@@ -786,7 +788,8 @@ static void scn_pool_exhaustion(struct rf *f, struct rf_q *s)
 	rf_expect_no_used(s);
 	assert_int_equal(vl_vq_last_avail(s->q), (uint16_t)(f->cfg.start_idx + 3));
 
-	vl_pool_fail_after(f->pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = f->pool, .count = VL_LAB_NEVER});
 	rf_burst_expect_good(f, s, &g3);
 	rf_expect_used(s, g3.head, 0);
 	rf_expect_no_used(s);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "vu_fixture.h"
+#include "vl_lab_control.h"
 
 #define F(bit) VL_FEATURE(bit)
 #define DPDK_FEATURES                                                                        \
@@ -426,11 +427,11 @@ static void test_device_config_checked_and_allocation_failures(void **state)
 	assert_int_equal(err, VL_ERR_INVALID_ARG);
 	cfg.max_queue_pairs = VL_VU_MAX_QUEUE_PAIRS;
 	for (uint64_t k = 0; k < 2; k++) {
-		vl_alloc_fail_after(k);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = k});
 		assert_null(vl_vu_dev_create(&cfg, &err));
 		assert_int_equal(err, VL_ERR_NOMEM);
 	}
-	vl_alloc_fail_after(UINT64_MAX);
+	vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 	struct vl_vu_dev *dev = vl_vu_dev_create(&cfg, &err);
 
 	assert_non_null(dev);
@@ -453,9 +454,10 @@ static void test_device_config_checked_and_allocation_failures(void **state)
 	int rc;
 
 	for (uint64_t k = 0;; k++) {
-		vl_alloc_fail_after(k);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = k});
 		rc = vuf_mem_table(&f, r, 2);
-		vl_alloc_fail_after(UINT64_MAX);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER,
+			       &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 		if (rc == VL_OK)
 			break;
 		assert_int_equal(rc, VL_ERR_NOMEM);
@@ -466,9 +468,10 @@ static void test_device_config_checked_and_allocation_failures(void **state)
 	assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, 1, 0), VL_OK);
 	(void)vuf_reply(&f, VUF_GET_VRING_BASE, NULL);
 	for (uint64_t k = 0;; k++) {
-		vl_alloc_fail_after(k);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = k});
 		rc = vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1);
-		vl_alloc_fail_after(UINT64_MAX);
+		vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER,
+			       &(struct vl_lab_arg){.count = VL_LAB_NEVER});
 		if (rc == VL_OK)
 			break;
 		assert_int_equal(rc, VL_ERR_NOMEM);

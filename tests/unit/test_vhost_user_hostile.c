@@ -27,6 +27,7 @@
 
 #include "fd_send.h"
 #include "vu_fixture.h"
+#include "vl_lab_control.h"
 
 #define F(bit) VL_FEATURE(bit)
 #define FEATURES                                                                             \
@@ -189,11 +190,13 @@ static void test_vring_num_repeated_does_not_leak(void **state)
 
 	vuf_init(&f, NULL);
 	int fds0 = vuf_count_fds();
-	uint64_t allocs = vl_alloc_count();
+	struct vl_lab_arg allocs = {0}, allocs_after = {0};
 
+	vl_lab_control(VL_LAB_ALLOC_COUNT, &allocs);
 	for (uint32_t i = 0; i < 1000; i++)
 		assert_int_equal(vuf_state(&f, VUF_SET_VRING_NUM, i % 2, 1u << (i % 16)), VL_OK);
-	assert_int_equal(vl_alloc_count(), allocs);
+	vl_lab_control(VL_LAB_ALLOC_COUNT, &allocs_after);
+	assert_int_equal(allocs_after.count, allocs.count);
 	/* Start and stop a ring many times over: each cycle frees what it took. */
 	struct vuf_region r = vuf_region(&f, 0, VUF_MEM_SIZE);
 

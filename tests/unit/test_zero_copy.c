@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ring_fixture.h"
+#include "vl_lab_control.h"
 
 #define IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
 
@@ -594,9 +595,10 @@ static void scn_fallback_scattered(struct rf *f)
 	struct rf_good two = rf_post_good_n(f, &f->tx, 1000, 0x33, 2);
 	const uint32_t free_before = vl_pool_free_count(f->pool);
 
-	vl_pool_fail_after(f->pool, 1);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = f->pool, .count = 1});
 	assert_int_equal(deq(f, pkts, 32), 1);
-	vl_pool_fail_after(f->pool, UINT64_MAX);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = f->pool, .count = VL_LAB_NEVER});
 	assert_copied(pkts[0], 1000, 0x33);
 	assert_int_equal(pkts[0]->nb_segs, 1);
 	assert_int_equal(vl_pool_free_count(f->pool), free_before - 1);

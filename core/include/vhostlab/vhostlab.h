@@ -3,7 +3,6 @@
 #ifndef VHOSTLAB_H
 #define VHOSTLAB_H
 
-#include "vl_alloc.h"
 #include "vl_error.h"
 #include "vl_mem.h"
 #include "vl_net.h"

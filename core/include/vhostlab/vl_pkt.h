@@ -55,20 +55,13 @@ uint32_t vl_pool_destroy(struct vl_pool *pool);
 uint32_t vl_pool_capacity(const struct vl_pool *pool);
 uint32_t vl_pool_buf_size(const struct vl_pool *pool);
 uint32_t vl_pool_free_count(const struct vl_pool *pool);
-/* Allocations refused since creation (pool empty or a failure injected). */
+/* Allocations refused since creation (pool empty, or in a lab build a failure injected). */
 uint64_t vl_pool_alloc_failures(const struct vl_pool *pool);
-
-/* Fault injection (the lab uses it; production leaves it off): the next `after` allocation
- * calls succeed, then every call fails until vl_pool_fail_after(pool, UINT64_MAX). */
-void vl_pool_fail_after(struct vl_pool *pool, uint64_t after);
-
-/* Fault injection by callback: when set, every allocation call first asks fail(ctx) and
- * fails (allocating nothing) when it returns true. NULL removes it. */
-void vl_pool_set_fault_hook(struct vl_pool *pool, bool (*fail)(void *ctx), void *ctx);
 
 /* Allocate n single-segment packets, all or nothing. Each is reset: one segment, data at
  * the start of buf, data_len = pkt_len = 0, refcnt 1, no offloads. Returns 0 on success,
- * -1 (and allocates nothing) if fewer than n are free or a failure is injected. */
+ * -1 (and allocates nothing) if fewer than n are free (or, in the lab's own build of the
+ * core only, a failure is injected). */
 int vl_pool_alloc_bulk(struct vl_pool *pool, struct vl_pkt **out, uint32_t n);
 /* One packet or NULL. */
 struct vl_pkt *vl_pkt_alloc(struct vl_pool *pool);

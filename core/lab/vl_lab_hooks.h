@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* LAB ONLY: the hooks a lab build of the core calls around its loads of guest-owned ring
- * fields. Not part of the production API.
+ * fields. Not part of the production API, and not installed (it sits beside
+ * vl_lab_control.h, the lab's other door into the core).
  *
- * The core references these symbols only when it is compiled with VL_GUEST_LOAD_HOOKS
- * defined (CMake option VL_LAB_HOOKS=ON, or the hooked copy of the core objects the
- * double-fetch test builds for itself). A production build (the default) compiles the hook
- * points in core/ring/guest_load.h to nothing: no call, no symbol reference, the same code as
- * without them.
+ * The core references these symbols only when it is compiled with VL_LAB_BUILD defined (the
+ * lab core, CMake target vhostlab_lab_core). A production build compiles the hook points in
+ * core/ring/guest_load.h to nothing: no call, no symbol reference, the same code as without
+ * them.
  *
- * A hooked core provides weak no-op definitions of all five functions (core/lab_hooks.c), so
- * any hooks build links; the lab's double-fetch detector (sim/double_fetch.c) gives the
+ * The lab core provides weak no-op definitions of all five functions (core/lab/lab_hooks.c),
+ * so any program linking it links; the lab's double-fetch detector (sim/double_fetch.c) gives the
  * strong definitions. All calls happen on the thread running the datapath call.
  *
  * What the core reports:

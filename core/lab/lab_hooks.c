@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* LAB ONLY: default (weak, no-op) definitions of the lab hooks, compiled into a hooked core
- * (VL_GUEST_LOAD_HOOKS) and never into a production one (see core/CMakeLists.txt). A lab
- * program links its own strong definitions (sim/double_fetch.c); any other program linking
- * a hooked core still links and runs unchanged. */
-#ifndef VL_GUEST_LOAD_HOOKS
-#error "core/lab_hooks.c belongs to a hooked core only (VL_GUEST_LOAD_HOOKS)"
+/* LAB ONLY: default (weak, no-op) definitions of the lab hooks, compiled into the lab build
+ * of the core (VL_LAB_BUILD) and never into a production one (see core/CMakeLists.txt). A
+ * lab program links its own strong definitions (sim/double_fetch.c); any other program
+ * linking the lab core still links and runs unchanged. */
+#ifndef VL_LAB_BUILD
+#error "core/lab/lab_hooks.c belongs to the lab build of the core only (VL_LAB_BUILD)"
 #endif
 
-#include "vhostlab/vl_lab_hooks.h"
+#include "vl_lab_hooks.h"
 
 /* Never run where the lab's detector is linked: not counted in core/ coverage. */
 /* GCOVR_EXCL_START */
