@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "door_check.h"
 #include "guest_mem.h"
 #include "net_driver.h"
 #include "vhostlab/vhostlab.h"
@@ -73,6 +74,7 @@ struct run {
 	struct vl_mem *mem;
 	struct lab_net_driver drv;
 	bool drv_ready;
+	struct lab_grants *grants;   /* what the driver granted, for the door check */
 	struct vl_vq *txq, *rxq;
 	struct vl_pool *pool;        /* dequeue allocates here (faults are injected here) */
 	struct vl_pool *rx_pool;     /* the host builds its RX packets here */
@@ -231,8 +233,22 @@ static int dirty_log_check(struct run *r, const char *kind)
 	return 0;
 }
 
+/* The door check's verdict so far (door_check.h): a violation fails the run, naming the
+ * burst kind after which it was seen. */
+static int door_check(struct run *r, const char *kind)
+{
+	char msg[256];
+
+	if (!lab_door_first_violation(msg, sizeof(msg)))
+		return 0;
+	return run_fail(r, "door: by the end of a %s burst, %s (%" PRIu64 " such translations)",
+			kind, msg, lab_door_violations());
+}
+
 static int containment_check(struct run *r, const char *kind)
 {
+	if (door_check(r, kind) != 0)
+		return -1;
 	struct diff_ctx c = {.r = r, .burst_kind = kind};
 
 	lab_gmem_diff(r->gmem, on_diff, &c);
@@ -353,6 +369,14 @@ static int setup(struct run *r)
 	if (lab_drv_init(&r->drv, r->gmem, &dc, r->drv_err, sizeof(r->drv_err)) != 0)
 		return driver_failed(r);
 	r->drv_ready = true;
+	/* The door check: the core's every translation for writing must stay out of what the
+	 * driver granted only for reading (door_check.h). */
+	r->grants = lab_grants_create(lab_gmem_ram_gpa(r->gmem), lab_gmem_ram_size(r->gmem));
+	if (!r->grants || lab_ring_set_grants(&r->drv.tx, r->grants) != 0 ||
+	    lab_ring_set_grants(&r->drv.rx, r->grants) != 0)
+		return run_fail(r, "out of memory for the door check's grants");
+	lab_door_reset();
+	lab_door_watch(r->grants);
 
 	struct vl_vq_config qc;
 
@@ -455,8 +479,10 @@ static void teardown(struct run *r)
 	vl_vq_destroy(r->txq);
 	vl_vq_destroy(r->rxq);
 	vl_mem_destroy(r->mem);
+	lab_door_watch(NULL);
 	if (r->drv_ready)
 		lab_drv_fini(&r->drv);
+	lab_grants_destroy(r->grants);
 	lab_gmem_destroy(r->gmem);
 	free(r->burst);
 	free(r->pending);
@@ -863,6 +889,9 @@ static int final_checks(struct run *r)
 		return run_fail(r, "copy prefetch: %" PRIu64 " TX copies prefetched of %" PRIu64
 				" batched, %" PRIu64 " RX", ts->copy_prefetches,
 				ts->copies_batched, rs->copy_prefetches);
+	if (door_check(r, "final") != 0)
+		return -1;
+	r->res->door_checks = lab_door_checks();
 	r->res->tx_stats = *ts;
 	r->res->rx_stats = *rs;
 	return 0;

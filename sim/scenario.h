@@ -64,6 +64,9 @@ struct lab_scenario_result {
 	uint64_t tx_packets, rx_packets, tx_bytes, rx_bytes;
 	uint64_t checks;            /* individual oracle checks that passed */
 	uint64_t containment_scans;
+	/* Translations the core made that the door check (door_check.h) looked at: none may
+	 * write where the driver granted only reads. */
+	uint64_t door_checks;
 	/* Notifications, both queues: calls the guest's own reckoning said were due, calls the
 	 * core signalled that were not due (spurious; a due call not signalled fails the run),
 	 * and kicks the guest sent / skipped because the device was polling. */

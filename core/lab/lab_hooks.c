@@ -33,4 +33,12 @@ __attribute__((weak)) void vl_lab_burst_begin(void)
 __attribute__((weak)) void vl_lab_burst_end(void)
 {
 }
+__attribute__((weak)) void vl_lab_guest_access(const void *host, uint64_t gpa, uint64_t len,
+						unsigned access)
+{
+	(void)host;
+	(void)gpa;
+	(void)len;
+	(void)access;
+}
 /* GCOVR_EXCL_STOP */

@@ -8,9 +8,10 @@
  * core/ring/guest_load.h to nothing: no call, no symbol reference, the same code as without
  * them.
  *
- * The lab core provides weak no-op definitions of all five functions (core/lab/lab_hooks.c),
+ * The lab core provides weak no-op definitions of all six functions (core/lab/lab_hooks.c),
  * so any program linking it links; the lab's double-fetch detector (sim/double_fetch.c) gives the
- * strong definitions. All calls happen on the thread running the datapath call.
+ * strong definitions of the first five, the door check (sim/door_check.c) of the sixth. All
+ * calls happen on the thread running the datapath call.
  *
  * What the core reports:
  *  - vl_lab_guest_load(addr, len): after every load of a guest-owned field (split and packed
@@ -28,11 +29,17 @@
  *    units nest inside a burst or stand alone; they never nest in each other.
  *
  * Within a unit the core reads each guest byte at most once; a chain's loads also never
- * overlap the window loads of the burst it belongs to. */
+ * overlap the window loads of the burst it belongs to.
+ *
+ *  - vl_lab_guest_access(host, gpa, len, access): after every translation of guest memory
+ *    (the memory door, core/mem/mem_internal.h and cursor.h), with what it found: len bytes
+ *    at host for guest address gpa, and the access the device will make (VL_ACCESS_READ,
+ *    VL_ACCESS_WRITE, or both for a ring area it reads and writes). */
 #ifndef VHOSTLAB_VL_LAB_HOOKS_H
 #define VHOSTLAB_VL_LAB_HOOKS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +50,7 @@ void vl_lab_chain_begin(void);
 void vl_lab_chain_end(void);
 void vl_lab_burst_begin(void);
 void vl_lab_burst_end(void);
+void vl_lab_guest_access(const void *host, uint64_t gpa, uint64_t len, unsigned access);
 
 #ifdef __cplusplus
 }

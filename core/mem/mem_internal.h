@@ -8,6 +8,9 @@
 
 #include "compiler.h"
 #include "vhostlab/vl_mem.h"
+#ifdef VL_LAB_BUILD
+#include "lab/vl_lab_hooks.h"
+#endif
 
 /* A region after validation and merging. `last` is inclusive so a region may end at 2^64-1
  * without its end address overflowing. */
@@ -60,15 +63,21 @@ static VL_ALWAYS_INLINE void *vl_mem_range_xlate(const struct vl_mem_range *r, u
 }
 
 /* Every translation the datapath makes ends here with what it found: len bytes at host, for
- * guest address gpa, to be read or written (access: VL_ACCESS_READ or VL_ACCESS_WRITE). The
- * production core does nothing with it (the call compiles away). */
+ * guest address gpa, to be read or written (access: VL_ACCESS_READ and/or VL_ACCESS_WRITE).
+ * The lab build reports it to the lab (vl_lab_guest_access: the lab's containment check
+ * catches a write where the guest granted only reads); the production core does nothing with
+ * it, and the call and its arguments compile away. */
 static VL_ALWAYS_INLINE void vl_mem_door_check(const void *host, uint64_t gpa, uint64_t len,
 					       unsigned access)
 {
+#ifdef VL_LAB_BUILD
+	vl_lab_guest_access(host, gpa, len, access);
+#else
 	(void)host;
 	(void)gpa;
 	(void)len;
 	(void)access;
+#endif
 }
 
 /* Inline body of vl_mem_translate for the datapath (forced: see vl_mem_find). */
