@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 #include "mem/cursor.h"
+#include "mem/prefetch.h"
 #include "mem/mem_internal.h"
 #include "vhostlab/vl_error.h"
 
@@ -200,4 +201,9 @@ uint8_t *vl_mem_cursor_miss(struct vl_mem_cursor *c, uint64_t addr, uint32_t len
 	const uint64_t off = addr - r->gpa;
 
 	return len <= c->size - off ? r->host + off : NULL;
+}
+
+int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
+{
+	return vl_mem_find(mem, addr);
 }

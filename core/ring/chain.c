@@ -61,8 +61,3 @@ enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t 
 	*table = rq->indirect_copy;
 	return VL_DROP_NONE;
 }
-
-int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr)
-{
-	return vl_mem_find(mem, addr);
-}

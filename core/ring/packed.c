@@ -216,14 +216,14 @@ void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to,
 	const struct vl_packed_desc *ring = rq->pdesc;
 	struct vl_payload_prefetch p;
 
-	vl_payload_prefetch_begin(&p, rq, skip, min_len);
+	vl_payload_prefetch_begin(&p, &rq->cur, skip, min_len);
 	/* Each chain's first descriptor, whatever follows it (see vl_split_prefetch_payloads). */
 	for (uint16_t i = from; i < to; i++) {
 		const struct vl_packed_desc *d = &ring[chains[i].start];
 
 		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
 	}
-	vl_payload_prefetch_end(&p, rq);
+	rq->stats.payload_prefetches += vl_payload_prefetch_end(&p, &rq->cur);
 }
 
 /* Our wish for kicks in the device event suppression area (spec 2.8.10): DISABLE while we

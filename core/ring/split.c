@@ -215,7 +215,7 @@ void vl_split_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, 
 	const uint16_t base = rq->last_avail_idx;
 	struct vl_payload_prefetch p;
 
-	vl_payload_prefetch_begin(&p, rq, skip, min_len);
+	vl_payload_prefetch_begin(&p, &rq->cur, skip, min_len);
 	/* Each chain's first descriptor, whatever follows it: one holding the header and data
 	 * (a one-piece packet, or the first piece of several) is asked for; a header alone (a
 	 * Linux guest's) is not longer than min_len; an indirect one asks for its table's line,
@@ -229,5 +229,5 @@ void vl_split_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, 
 
 		vl_payload_prefetch_one(&p, vl_guest_peek64(&d->addr), vl_guest_peek32(&d->len));
 	}
-	vl_payload_prefetch_end(&p, rq);
+	rq->stats.payload_prefetches += vl_payload_prefetch_end(&p, &rq->cur);
 }

@@ -24,8 +24,7 @@ void vu_table_clear(struct vu_table *t)
 	*t = (struct vu_table){0};
 }
 
-bool vu_table_ua_xlate(const struct vu_table *t, uint64_t ua, uint64_t len, uint64_t *gpa,
-		       uintptr_t *host)
+bool vu_table_ua_to_gpa(const struct vu_table *t, uint64_t ua, uint64_t len, uint64_t *gpa)
 {
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct vl_mem_region *r = &t->r[i];
@@ -33,7 +32,6 @@ bool vu_table_ua_xlate(const struct vu_table *t, uint64_t ua, uint64_t len, uint
 		/* Written so nothing wraps: ua - uaddr only once ua >= uaddr. */
 		if (ua >= r->uaddr && ua - r->uaddr < r->size && len <= r->size - (ua - r->uaddr)) {
 			*gpa = r->gpa + (ua - r->uaddr);
-			*host = (uintptr_t)r->host + (uintptr_t)(ua - r->uaddr);
 			return true;
 		}
 	}

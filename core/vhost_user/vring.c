@@ -49,11 +49,22 @@ int vu_ring_translate(const struct vu_table *t, enum vl_layout L, uint32_t num,
 		packed ? sizeof(struct vl_packed_event) : vl_split_used_bytes(num),
 	};
 	const uint64_t align[3] = {16, packed ? 4 : 2, 4};
+	/* What the device does with each area (the queue checks the same at creation). */
+	const unsigned access[3] = {
+		packed ? VL_ACCESS_READ | VL_ACCESS_WRITE : VL_ACCESS_READ, VL_ACCESS_READ,
+		VL_ACCESS_WRITE,
+	};
 
 	for (int k = 0; k < 3; k++) {
-		uintptr_t host;
+		uint64_t got = len[k];
 
-		if (!vu_table_ua_xlate(t, ua[k], len[k], &gpa[k], &host))
+		if (!t->mem || !vu_table_ua_to_gpa(t, ua[k], len[k], &gpa[k]))
+			return VL_ERR_RING_UNMAPPED;
+		const uintptr_t host = (uintptr_t)vl_mem_translate(t->mem, gpa[k], &got, access[k]);
+
+		/* The front end's region table and the core's agree (one was built from the
+		 * other); a ring the door cannot give whole is refused all the same. */
+		if (host == 0 || got < len[k])
 			return VL_ERR_RING_UNMAPPED;
 		/* Aligned as a guest address and where the device touches it: a region's guest
 		 * and host addresses need not agree modulo the alignment (the front end sets

@@ -108,10 +108,10 @@ int vu_add_mem_reg(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct
 int vu_rem_mem_reg(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_get_max_mem_slots(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
 			 struct vu_reply *);
-/* Front-end virtual address range -> guest-physical address and host pointer: the whole
- * range must lie in one region of t. Returns false when it does not. */
-bool vu_table_ua_xlate(const struct vu_table *t, uint64_t ua, uint64_t len, uint64_t *gpa,
-		       uintptr_t *host);
+/* Front-end virtual address range -> guest-physical address: the whole range must lie in one
+ * region of t. Returns false when it does not. (The host address then comes from the core's
+ * memory door, vl_mem_translate on t->mem, as every other guest address's does.) */
+bool vu_table_ua_to_gpa(const struct vu_table *t, uint64_t ua, uint64_t len, uint64_t *gpa);
 /* Unmap every region and free the table (the device then has none). */
 void vu_table_clear(struct vu_table *t);
 
