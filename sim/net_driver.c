@@ -285,9 +285,10 @@ static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_c
 			bool more = i + 1 < rec->nsegs;
 
 			if (packed) {
+				/* The device ignores a table entry's id: junk. */
 				struct vl_packed_desc e = {
 					.addr = rec->segs[i].gpa, .len = rec->segs[i].len,
-					.id = 0, .flags = flags,
+					.id = lab_pring_junk_id(0, (uint16_t)i), .flags = flags,
 				};
 
 				memcpy(table + 16 * i, &e, 16);
@@ -363,6 +364,9 @@ static void make_tx_header(struct lab_net_driver *d, uint32_t pkt_len, uint8_t *
 	}
 	put16(hdr + 2, (uint16_t)lab_rng_below(&d->rng, 128));
 	put16(hdr + 4, (uint16_t)lab_rng_below(&d->rng, 9000));
+	/* num_buffers means nothing on transmit (a 12-byte header's last field): junk, derived
+	 * rather than drawn so the workload's shapes stay what they were. */
+	put16(hdr + 10, (uint16_t)(pkt_len * 2654435761u >> 9));
 }
 
 int lab_drv_post_tx(struct lab_net_driver *d)

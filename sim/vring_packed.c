@@ -73,6 +73,15 @@ static void step(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 	*pos = (uint16_t)p;
 }
 
+uint16_t lab_pring_junk_id(uint16_t id, uint16_t pos)
+{
+	/* Deterministic (no draw from a generator: workloads stay what they were), spread over
+	 * all 16 bits, so it is often out of range and otherwise another chain's id. */
+	uint16_t junk = (uint16_t)((pos + 1u) * 40503u ^ 0xA5C3u ^ id);
+
+	return junk == id ? (uint16_t)~id : junk;
+}
+
 int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t n)
 {
 	if (n == 0 || n > pr->free_descs || pr->nfree_ids == 0)
@@ -87,7 +96,10 @@ int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t
 
 		d->addr = elems[i].addr;
 		d->len = elems[i].len;
-		d->id = id; /* the spec needs it in the last one; every one is harmless */
+		/* The buffer id belongs in the last descriptor (spec 2.8.6); the device must
+		 * ignore it elsewhere, so the others carry junk a core reading the wrong one
+		 * would return (never the real id). */
+		d->id = i + 1 < n ? lab_pring_junk_id(id, pr->next_avail) : id;
 		if (i == 0)
 			head_flags = flags;
 		else

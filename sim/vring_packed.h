@@ -57,6 +57,10 @@ void lab_pring_fini(struct lab_pring *pr);
 /* Post a chain of n elements (n <= size). Returns the buffer id, or -1 when no id or too
  * few free descriptors are left. The chain is visible to the device on return. */
 int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t n);
+/* What the driver writes where the device must ignore a buffer id (every descriptor of a
+ * chain but the last, the entries of an indirect table): never id, derived from id and the
+ * ring position (or table index) pos. */
+uint16_t lab_pring_junk_id(uint16_t id, uint16_t pos);
 
 /* Write one raw descriptor, flags exactly as given (hostile cases). Does not move
  * next_avail. */
