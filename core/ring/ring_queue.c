@@ -161,10 +161,7 @@ void vl_ring_fini(struct vl_ring *rq)
 
 int vl_ring_init(struct vl_ring *rq, const struct vl_mem *mem, const struct vl_vq_config *cfg)
 {
-	int rc = vl_ring_check_config(cfg);
-
-	if (rc != VL_OK)
-		return rc;
+	int rc;
 	const uint32_t size = vl_vq_config_size(cfg);
 	const bool packed = cfg->layout == VL_LAYOUT_PACKED;
 

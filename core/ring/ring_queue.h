@@ -129,7 +129,8 @@ static VL_ALWAYS_INLINE void vl_ring_shadow_push(struct vl_ring *rq, const struc
 
 /* The embedder's configuration is one a ring can be made of: VL_OK or the vl_err code. */
 int vl_ring_check_config(const struct vl_vq_config *cfg);
-/* Make rq a queue over mem as cfg says: scratch allocated, ring areas translated (each
+/* Make rq a queue over mem as cfg says (a configuration vl_ring_check_config accepted, which
+ * the caller checks before it allocates anything): scratch allocated, ring areas translated (each
  * aligned and in one host mapping), positions resumed, the kick wish published. VL_OK, or a
  * vl_err code with nothing left allocated. */
 int vl_ring_init(struct vl_ring *rq, const struct vl_mem *mem, const struct vl_vq_config *cfg);

@@ -58,7 +58,7 @@ int vu_ring_translate(const struct vu_table *t, enum vl_layout L, uint32_t num,
 	for (int k = 0; k < 3; k++) {
 		uint64_t got = len[k];
 
-		if (!t->mem || !vu_table_ua_to_gpa(t, ua[k], len[k], &gpa[k]))
+		if (!vu_table_ua_to_gpa(t, ua[k], len[k], &gpa[k]))
 			return VL_ERR_RING_UNMAPPED;
 		const uintptr_t host = (uintptr_t)vl_mem_translate(t->mem, gpa[k], &got, access[k]);
 

@@ -29,6 +29,8 @@ static bool evict_on(struct rf_q *s)
 {
 	int rc = vl_vq_set_evict_reads(s->q, true);
 
+	/* The public question answers what the core's own test does. */
+	assert_int_equal(vl_vq_evict_supported(), vl_cpu_can_evict());
 	if (!vl_cpu_can_evict()) {
 		assert_int_equal(rc, VL_ERR_UNSUPPORTED);
 		assert_false(vl_vq_evict_reads(s->q));

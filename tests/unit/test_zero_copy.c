@@ -660,6 +660,62 @@ static void scn_fallback_limit(struct rf *f)
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 2);
 }
 
+/* The bound as given is clamped to what can be held: 0 means one chain (a guest must keep
+ * some descriptors), more than the queue size means the queue size. */
+static void scn_bound_clamped(struct rf *f)
+{
+	struct vl_pkt *pkts[4];
+	struct rf_good g[3];
+	struct vl_vq *q = f->tx.q;
+
+	vl_vq_set_zero_copy(q, true, 0, 0);
+	for (uint32_t i = 0; i < 2; i++)
+		g[i] = post_zc(f, 600 + i, (uint8_t)(0x30 + i));
+	assert_int_equal(deq(f, pkts, 4), 2);
+	assert_zc(f, pkts[0], &g[0]);
+	assert_copied(pkts[1], 601, 0x31);
+	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 1);
+	assert_int_equal(vl_vq_zero_copy_held(q), 1);
+	rf_expect_used(&f->tx, g[1].head, 0);
+	vl_pkt_free(pkts[0]);
+	vl_pkt_free(pkts[1]);
+	vl_vq_complete(q);
+	assert_int_equal(vl_vq_zero_copy_held(q), 0);
+	rf_expect_used(&f->tx, g[0].head, 0);
+	rf_expect_no_used(&f->tx);
+
+	/* Far past the queue size: every chain the ring can hold may be leased. */
+	vl_vq_set_zero_copy(q, true, 0, UINT32_MAX);
+	const uint32_t size = vl_vq_size(q);
+	struct vl_pkt **all = calloc(size, sizeof(*all));
+
+	assert_non_null(all);
+	uint32_t got = 0;
+
+	while (got < size) {
+		g[2] = post_zc(f, 200, 0x40);
+		uint16_t n = deq(f, all + got, 1);
+
+		assert_int_equal(n, 1);
+		got++;
+	}
+	assert_int_equal(vl_vq_zero_copy_held(q), size);
+	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 1);
+	rf_expect_no_used(&f->tx);
+	for (uint32_t i = 0; i < size; i++)
+		vl_pkt_free(all[i]);
+	free(all);
+	vl_vq_complete(q);
+	assert_int_equal(vl_vq_zero_copy_held(q), 0);
+	uint32_t id, len, back = 0;
+
+	while (rf_pop_used(&f->tx, &id, &len)) {
+		assert_int_equal(len, 0);
+		back++;
+	}
+	assert_int_equal(back, size);
+}
+
 /* IN_ORDER at the bound: the burst stops before the next chain (zc_stalls), which stays with
  * the guest (not consumed) until frees let the held chains go back; a freed later packet
  * does not make room while an earlier one holds. */
@@ -949,6 +1005,7 @@ static const struct rf_case cases[] = {
 	CASES_GRANS(scattered),
 	CASES_GRANS(fallback_scattered),
 	RF_CASES2(fallback_limit, 0),
+	RF_CASES2(bound_clamped, 0),
 	RF_CASES2(in_order_bound, RF_IN_ORDER),
 	RF_CASES4(held_many_bursts),
 	RF_CASES4(extra_ref),
