@@ -187,13 +187,14 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 		}
 		fprintf(out, "\"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64 ", "
 			"\"tx_bytes\": %" PRIu64 ", \"rx_bytes\": %" PRIu64 ", \"checks\": %" PRIu64
-			", \"containment_scans\": %" PRIu64 ", \"calls_due\": %" PRIu64
+			", \"containment_scans\": %" PRIu64 ", \"door_checks\": %" PRIu64
+			", \"calls_due\": %" PRIu64
 			", \"calls_spurious\": %" PRIu64 ", \"kicks_sent\": %" PRIu64
 			", \"kicks_skipped\": %" PRIu64 ", \"seconds\": %.3f, \"pps\": %.0f, "
 			"\"copies_batched\": %" PRIu64 ", \"copies_direct\": %" PRIu64 ", "
 			"\"rx_hdrs_kept\": %" PRIu64 ", \"ok\": %s, \"error\": ",
 			s->tx_packets, s->rx_packets, s->tx_bytes, s->rx_bytes, s->checks,
-			s->containment_scans, s->calls_due, s->calls_spurious, s->kicks_sent,
+			s->containment_scans, s->door_checks, s->calls_due, s->calls_spurious, s->kicks_sent,
 			s->kicks_skipped, s->seconds, pps(s),
 			s->tx_stats.copies_batched + s->rx_stats.copies_batched,
 			s->tx_stats.copies_direct + s->rx_stats.copies_direct,
