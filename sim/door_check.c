@@ -9,13 +9,15 @@
 #include "vl_lab_hooks.h"
 #include "vhostlab/vl_mem.h"
 
-static const struct lab_grants *watched;
+static lab_door_rule rule;
+static const void *rule_ctx;
 static uint64_t checks, violations;
 static char first[256];
 
-void lab_door_watch(const struct lab_grants *g)
+void lab_door_watch(lab_door_rule r, const void *ctx)
 {
-	watched = g;
+	rule = r;
+	rule_ctx = ctx;
 }
 
 void lab_door_reset(void)
@@ -38,14 +40,14 @@ bool lab_door_first_violation(char *buf, size_t n)
 
 void vl_lab_guest_access(const void *host, uint64_t gpa, uint64_t len, unsigned access)
 {
-	if (!watched)
+	if (!rule)
 		return;
 	checks++;
-	if (!(access & VL_ACCESS_WRITE) || !lab_grants_read_only(watched, gpa, len))
+	if (!(access & VL_ACCESS_WRITE) || rule(rule_ctx, gpa, len))
 		return;
 	if (violations++ == 0)
 		snprintf(first, sizeof(first),
 			 "the core translated guest range [0x%" PRIx64 ", +%" PRIu64 ") (host %p) "
-			 "for writing, and the driver granted bytes of it only for reading",
+			 "for writing, and the driver did not grant it for writing",
 			 gpa, len, host);
 }

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-
 uint64_t lab_ring_area_bytes(enum vl_layout layout, uint32_t size)
 {
 	return layout == VL_LAYOUT_PACKED ? lab_pring_area_bytes(size) : lab_vring_area_bytes(size);
@@ -27,93 +25,8 @@ int lab_ring_init(struct lab_ring *r, enum vl_layout layout, struct lab_gmem *g,
 	return lab_vring_init(&r->s, g, ring_gpa, size, start);
 }
 
-int lab_ring_set_grants(struct lab_ring *r, struct lab_grants *g)
-{
-	if (g && !r->granted) {
-		r->granted = calloc(r->size, sizeof(*r->granted));
-		if (!r->granted)
-			return -1;
-	}
-	r->grants = g;
-	return 0;
-}
-
-static int grant_one(struct lab_ring *r, struct lab_ring_grant *rec, uint64_t gpa, uint32_t len,
-		     bool device_writes)
-{
-	if (rec->n == rec->cap) {
-		uint32_t cap = rec->cap ? 2 * rec->cap : 8;
-		struct lab_granted_range *more = realloc(rec->ranges, cap * sizeof(*more));
-
-		if (!more)
-			return -1;
-		rec->ranges = more;
-		rec->cap = cap;
-	}
-	rec->ranges[rec->n++] = (struct lab_granted_range){gpa, len, device_writes};
-	lab_grants_change(r->grants, gpa, len, device_writes, +1);
-	return 0;
-}
-
-/* What chain `id` (just posted as elems) grants: each direct descriptor by its WRITE flag;
- * an indirect table for reading, and each of its entries as the driver wrote it (a table the
- * guest view cannot show whole grants only itself). Out of memory: what could not be kept
- * is not granted (the check then sees less, never more). */
-static void grant_chain(struct lab_ring *r, uint32_t id, const struct lab_pdesc *elems,
-			uint32_t n)
-{
-	struct lab_ring_grant *rec = &r->granted[id];
-	struct lab_gmem *g = r->layout == VL_LAYOUT_PACKED ? r->p.gmem : r->s.gmem;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct lab_pdesc *e = &elems[i];
-
-		if (!(e->flags & VL_DESC_F_INDIRECT)) {
-			if (grant_one(r, rec, e->addr, e->len, (e->flags & VL_DESC_F_WRITE) != 0))
-				return;
-			continue;
-		}
-		if (grant_one(r, rec, e->addr, e->len, false))
-			return;
-		const uint8_t *table = lab_gmem_guest_ptr(g, e->addr, e->len);
-
-		for (uint32_t k = 0; table && k < e->len / 16u; k++) {
-			uint64_t addr;
-			uint32_t len;
-			uint16_t flags;
-
-			memcpy(&addr, table + 16u * k, 8);
-			memcpy(&len, table + 16u * k + 8, 4);
-			/* Split entries: flags then next; packed: id then flags. */
-			memcpy(&flags, table + 16u * k + (r->layout == VL_LAYOUT_PACKED ? 14 : 12), 2);
-			if (grant_one(r, rec, addr, len, (flags & VL_DESC_F_WRITE) != 0))
-				return;
-		}
-	}
-}
-
-/* Chain id came back: what it granted is taken back. */
-static void take_back(struct lab_ring *r, uint32_t id)
-{
-	struct lab_ring_grant *rec = &r->granted[id];
-
-	for (uint32_t i = 0; i < rec->n; i++)
-		lab_grants_change(r->grants, rec->ranges[i].gpa, rec->ranges[i].len,
-				  rec->ranges[i].device_writes, -1);
-	rec->n = 0;
-}
-
 void lab_ring_fini(struct lab_ring *r)
 {
-	if (r->granted) {
-		for (uint32_t i = 0; i < r->size; i++) {
-			if (r->grants)
-				take_back(r, i);
-			free(r->granted[i].ranges);
-		}
-		free(r->granted);
-		r->granted = NULL;
-	}
 	if (r->layout == VL_LAYOUT_PACKED)
 		lab_pring_fini(&r->p);
 	else
@@ -147,7 +60,7 @@ uint32_t lab_ring_free_descs(const struct lab_ring *r)
 	return r->s.nfree;
 }
 
-static int ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
+int lab_ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
 {
 	if (r->layout == VL_LAYOUT_PACKED)
 		return lab_pring_post(&r->p, elems, n);
@@ -172,18 +85,6 @@ static int ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t
 	r->outstanding++;
 	lab_vring_add_avail(&r->s, (uint16_t)head);
 	return head;
-}
-
-int lab_ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
-{
-	const int id = ring_post(r, elems, n);
-
-	if (id >= 0 && r->grants) {
-		/* An id the device has not returned yet (a hostile reuse) keeps its old grants
-		 * too: they go when the id comes back. */
-		grant_chain(r, (uint32_t)id, elems, n);
-	}
-	return id;
 }
 
 void lab_ring_publish(struct lab_ring *r)
@@ -223,8 +124,6 @@ int lab_ring_pop_used(struct lab_ring *r, uint32_t *id, uint32_t *len)
 				 before;
 
 		r->used_mark += moved;
-		if (r->grants && *id < r->size)
-			take_back(r, *id);
 		return 1;
 	}
 	if (!lab_vring_pop_used(&r->s, id, len))
@@ -235,8 +134,6 @@ int lab_ring_pop_used(struct lab_ring *r, uint32_t *id, uint32_t *len)
 	r->head_busy[*id] = false;
 	r->outstanding--;
 	split_release(&r->s, (uint16_t)*id);
-	if (r->grants)
-		take_back(r, *id);
 	return 1;
 }
 

@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "grants.h"
 #include "vhostlab/vl_vq.h"
 #include "vring_packed.h"
 #include "vring_split.h"
@@ -40,20 +39,6 @@ struct lab_ring {
 	bool armed_wrap;
 	uint16_t avail_pos;      /* split: avail idx; packed: next avail position */
 	bool avail_wrap;
-	/* The door check's grants (lab_ring_set_grants; NULL: none kept): what each chain in
-	 * flight granted, by the id it comes back with, taken back when it does. */
-	struct lab_grants *grants;
-	struct lab_ring_grant *granted; /* [size] */
-};
-
-/* One chain's grants: its buffers and indirect tables, each for reading or writing. */
-struct lab_ring_grant {
-	uint32_t n, cap;
-	struct lab_granted_range {
-		uint64_t gpa;
-		uint32_t len;
-		bool device_writes;
-	} *ranges;
 };
 
 uint64_t lab_ring_area_bytes(enum vl_layout layout, uint32_t size);
@@ -62,12 +47,6 @@ uint64_t lab_ring_area_bytes(enum vl_layout layout, uint32_t size);
 int lab_ring_init(struct lab_ring *r, enum vl_layout layout, struct lab_gmem *g,
 		  uint64_t ring_gpa, uint32_t size, uint16_t start, bool in_order, bool event_idx);
 void lab_ring_fini(struct lab_ring *r);
-
-/* Keep g up to date with what the chains posted from now on grant the device (their
- * descriptors, the indirect tables and the tables' entries as the driver wrote them), until
- * they come back (lab_ring_pop_used). g is shared by a guest's queues. 0, or -1 when out of
- * memory (nothing kept then). */
-int lab_ring_set_grants(struct lab_ring *r, struct lab_grants *g);
 
 /* The addresses and resume indices to configure the device's queue with. */
 void lab_ring_device_config(const struct lab_ring *r, struct vl_vq_config *cfg);
