@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #include "double_fetch.h"
-#include "fuzz_common.h"
+#include "dp_format.h"
+#include "sc_df_format.h"
 #include "trace.h"
 #include "trace_record.h"
 #include "trace_sink.h"
@@ -25,22 +26,37 @@
 
 /* ---- targets ------------------------------------------------------------------------ */
 
-/* The targets' LLVMFuzzerTestOneInput, each compiled under its own name (cli/CMakeLists.txt). */
-int vl_fuzz_one_split_dequeue(const uint8_t *data, size_t size);
-int vl_fuzz_one_split_enqueue(const uint8_t *data, size_t size);
-int vl_fuzz_one_packed_dequeue(const uint8_t *data, size_t size);
-int vl_fuzz_one_packed_enqueue(const uint8_t *data, size_t size);
-int vl_fuzz_one_scenario(const uint8_t *data, size_t size);
+/* The fuzz targets' runs, from the lab's decoders (sim/input/): the target files in fuzz/ are
+ * only these calls under libFuzzer's entry point. */
+static int one_split_dequeue(const uint8_t *data, size_t size)
+{
+	return fz_dp_run(data, size, VL_LAYOUT_SPLIT, false);
+}
+
+static int one_split_enqueue(const uint8_t *data, size_t size)
+{
+	return fz_dp_run(data, size, VL_LAYOUT_SPLIT, true);
+}
+
+static int one_packed_dequeue(const uint8_t *data, size_t size)
+{
+	return fz_dp_run(data, size, VL_LAYOUT_PACKED, false);
+}
+
+static int one_packed_enqueue(const uint8_t *data, size_t size)
+{
+	return fz_dp_run(data, size, VL_LAYOUT_PACKED, true);
+}
 
 static const struct ff_tgt {
 	const char *name;
 	int (*run)(const uint8_t *data, size_t size);
 } ff_targets[] = {
-	{"fuzz_split_dequeue", vl_fuzz_one_split_dequeue},
-	{"fuzz_split_enqueue", vl_fuzz_one_split_enqueue},
-	{"fuzz_packed_dequeue", vl_fuzz_one_packed_dequeue},
-	{"fuzz_packed_enqueue", vl_fuzz_one_packed_enqueue},
-	{"fuzz_scenario", vl_fuzz_one_scenario},
+	{"fuzz_split_dequeue", one_split_dequeue},
+	{"fuzz_split_enqueue", one_split_enqueue},
+	{"fuzz_packed_dequeue", one_packed_dequeue},
+	{"fuzz_packed_enqueue", one_packed_enqueue},
+	{"fuzz_scenario", fz_sc_run},
 };
 
 static const struct {
@@ -350,6 +366,7 @@ __attribute__((noreturn)) static void child(const struct ff_tgt *tg, const uint8
 	if (!r.out)
 		_exit(3);
 	fz_sink = &sink;
+	fz_set_target(tg->name);
 	tg->run(data, size);
 	if (r.rec)
 		flush(&r, lab_rec_trace(r.rec));

@@ -27,15 +27,17 @@ mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
 # The fuzzers run on the lab build of the core, as every lab program does (core/CMakeLists.txt,
 # vhostlab_lab_core): every .c under core/ (core/lab/ included: the weak no-op guest-load
 # hooks and vl_lab_control, through which fuzz inputs inject pool failures), compiled with
-# VL_LAB_BUILD; the code around it sees VL_LAB_BUILD too. The simulated guest is sim/*.c and
-# sim/trace/*.c (the trace format, replay and recording); where a target pulls in the
+# VL_LAB_BUILD; the code around it sees VL_LAB_BUILD too. The simulated guest is sim/*.c,
+# sim/trace/*.c (the trace format, replay and recording), sim/input/*.c (the targets' input
+# formats and decoders) and sim/hostile_guest/*.c (the engine the datapath targets drive); where a target pulls in the
 # double-fetch detector (sim/double_fetch.c), its strong hook definitions win over the weak.
 mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' | sort)
 mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 2 -name '*.c' | sort)
 CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -DVL_LAB_BUILD -I"$ROOT/core" -I"$ROOT/core/include"
             -I"$ROOT/core/lab")
 LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -DVL_LAB_BUILD -I"$ROOT/sim" -I"$ROOT/sim/trace"
-           -I"$ROOT/core/include" -I"$ROOT/core/lab" -I"$ROOT/fuzz")
+           -I"$ROOT/sim/input" -I"$ROOT/sim/hostile_guest" -I"$ROOT/core/include"
+           -I"$ROOT/core/lab" -I"$ROOT/fuzz")
 
 # compile DIR CC_AND_FLAGS... -- SOURCES...: one object per source in DIR.
 compile() {
@@ -55,8 +57,7 @@ compile() {
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
 compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 # shellcheck disable=SC2086
-compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}" \
-    "$ROOT/fuzz/fuzz_common.c"
+compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}"
 ar rcs "$BUILD_DIR/libvhostlab_fuzz.a" "$BUILD_DIR"/fuzz/*.o
 
 for t in "${TARGETS[@]}"; do
@@ -70,7 +71,7 @@ done
 # ---- seed corpora: gen_corpus, built for the build machine without fuzzing flags ------
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
-    "${SIM_SRCS[@]}" "$ROOT/fuzz/fuzz_common.c" "$ROOT/fuzz/gen_corpus.c"
+    "${SIM_SRCS[@]}" "$ROOT/fuzz/gen_corpus.c"
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 

@@ -13,10 +13,10 @@ set(VL_FUZZ_TARGETS fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue
 set(VL_FUZZ_BIN ${CMAKE_BINARY_DIR}/fuzz)
 include_guard(GLOBAL)
 
-add_executable(vl_gen_corpus ${VL_FUZZ_SRC}/gen_corpus.c ${VL_FUZZ_SRC}/fuzz_common.c)
+add_executable(vl_gen_corpus ${VL_FUZZ_SRC}/gen_corpus.c)
 target_compile_options(vl_gen_corpus PRIVATE ${VL_WARNINGS})
 target_compile_definitions(vl_gen_corpus PRIVATE _GNU_SOURCE)
-target_link_libraries(vl_gen_corpus PRIVATE vl_sim)
+target_link_libraries(vl_gen_corpus PRIVATE vl_lab_input)
 # fuzz_trace_parse's seeds are text files of the source tree.
 target_compile_definitions(vl_gen_corpus PRIVATE "VL_SOURCE_DIR=\"${PROJECT_SOURCE_DIR}\"")
 set_target_properties(vl_gen_corpus PROPERTIES OUTPUT_NAME gen_corpus
@@ -31,12 +31,11 @@ if(VL_FUZZ)
 else()
   set(_vl_fuzz_mode replay)
   foreach(t ${VL_FUZZ_TARGETS})
-    add_executable(${t}_replay ${VL_FUZZ_SRC}/${t}.c ${VL_FUZZ_SRC}/fuzz_common.c
-      ${VL_FUZZ_SRC}/replay_main.c)
+    add_executable(${t}_replay ${VL_FUZZ_SRC}/${t}.c ${VL_FUZZ_SRC}/replay_main.c)
     target_include_directories(${t}_replay PRIVATE ${VL_FUZZ_SRC})
     target_compile_options(${t}_replay PRIVATE ${VL_WARNINGS})
     target_compile_definitions(${t}_replay PRIVATE _GNU_SOURCE)
-    target_link_libraries(${t}_replay PRIVATE vl_sim)
+    target_link_libraries(${t}_replay PRIVATE vl_lab_input)
     set_target_properties(${t}_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${VL_FUZZ_BIN})
     list(APPEND _vl_fuzz_pairs "${t}=$<TARGET_FILE:${t}_replay>")
   endforeach()

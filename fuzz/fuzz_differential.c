@@ -46,12 +46,15 @@
  * posted, RX packets reassemble to what the host sent with untouched bytes past each used
  * length, no drops, no allocation failures. Any difference aborts with the round, the
  * participants ("variant N", "the discard ceiling", ...) and the first differing item. Input
- * format: struct fz_df_header and struct fz_df_round (fuzz_common.h), fuzz/README.md. */
+ * format: struct fz_df_header and struct fz_df_round (sim/input/sc_df_format.h), fuzz/README.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_common.h"
+#include "dp_format.h"
+#include "fuzz_target.h"
+#include "rng.h"
+#include "sc_df_format.h"
 #include "model.h"
 #include "vring.h"
 

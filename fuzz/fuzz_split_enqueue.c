@@ -9,9 +9,10 @@
  * dropped, the used lengths published add up to exactly the bytes of the packets delivered
  * (header included), every used id below the queue size.
  * After every operation the queue is working or broken for a queue-level reason; at the end
- * every packet is freed and both pools must be full again. The engine, its input format and
- * limits: fuzz_common.h (struct fz_dp_setup, enum fz_op) and fuzz/README.md. */
-#include "fuzz_common.h"
+ * every packet is freed and both pools must be full again. The engine: sim/hostile_guest/; the decoder, the input format and its
+ * limits: sim/input/dp_decode.c, dp_format.h (struct fz_dp_setup, enum fz_op), fuzz/README.md. */
+#include "dp_format.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_common.h"
+#include "fuzz_target.h"
+#include "fz_bytes.h"
 #include "trace/trace.h"
 
 /* Show a piece of text in a failure message (the formatted trace can be long). */

@@ -35,7 +35,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fuzz_common.h"
+#include "fuzz_target.h"
+#include "fz_bytes.h"
+#include "vhostlab/vhostlab.h"
 
 enum fz_vu_op {
 	FZ_VU_MSG = 0,

@@ -9,7 +9,7 @@
  * length, unmapped range, region straddle, header over three descriptors, short chain,
  * zero-length descriptors, length overflow, the TX size limit, wrong direction, bad offload;
  * packed lies: incomplete chain, id out of range, used-looking head). Seeds are built with
- * the encoders of fuzz_common.h, so they follow the input formats as those evolve; a ctest
+ * the encoders of sim/input/ (dp_format.h, sc_df_format.h), so they follow the input formats as those evolve; a ctest
  * test runs this program and replays every seed through every target. The trace parser's
  * seeds are text: copied from fuzz/seeds/fuzz_trace_parse/ (each checked to parse, or for
  * bad-* to fail) and tests/traces/. */
@@ -20,7 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fuzz_common.h"
+#include "dp_format.h"
+#include "sc_df_format.h"
 #include "fuzz_vhost_user.h"
 #include "trace/trace.h"
 
@@ -791,7 +792,7 @@ static void gen_differential_rx_edges(void)
 			r.nrx = fit ? 4 : FZ_DF_MAX_RX;
 			for (uint8_t b = 0; b < r.nrx; b++) {
 				/* Room for header + 1 + cap bytes; a packet of 1 + len bytes fits
-				 * exactly when len == cap (fuzz_common.h). */
+				 * exactly when len == cap (sc_df_format.h). */
 				r.rx[b].cap = (uint16_t)(fit ? 700 + 100 * k + 50 * b : 20);
 				r.rx[b].shape = (uint8_t)(fit ? 0 : 3);   /* 1 or 4 data descriptors */
 				r.rx[b].place = (uint8_t)(b * 7);

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fuzz_common.h"
+#include "fuzz_target.h"
+#include "fz_bytes.h"
 
 static unsigned ran;
 

@@ -143,7 +143,7 @@ def test_scenario_inputs_convert_and_replay(vhostlab, seeds, tmp_path):
 
 
 # "fuzz_split_dequeue: size 16: 3 bursts, 12 packets, 12 chains, 12 used, zc 0, broken no,
-#  drops: head_out_of_range=1" (fuzz_common.c, dp_teardown with FZ_VERBOSE=1)
+#  drops: head_out_of_range=1" (sim/hostile_guest/hg_setup.c, hg_teardown with FZ_VERBOSE=1)
 VERBOSE = re.compile(r"size \d+: (\d+) bursts, (\d+) packets, (\d+) discarded, (\d+) chains, "
                      r"(\d+) used, zc (\d+), broken (\S+), drops:(.*)$", re.M)
 

@@ -3,7 +3,7 @@
  * as a table of function pointers a tool hands to the run.
  *
  * Why a table and not the recorder (trace_record.h) itself: the fuzz harness
- * (fuzz/fuzz_common.c) records only when `vhostlab trace from-fuzz` asks, and that tool
+ * (sim/hostile_guest/) records only when `vhostlab trace from-fuzz` asks, and that tool
  * decides what happens to each statement -- cli/from_fuzz.c forwards it to the recorder and
  * streams it out at once, so a run that crashes the process still leaves its trace up to
  * the statement that crashed it, and keeps what the format cannot express apart. The

@@ -1,98 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared pieces of the libFuzzer targets (see fuzz/README.md):
- *
- *  - the input reader every target decodes with (never fails: an exhausted input reads as
- *    zeros, so every byte string is a valid input) and the writer gen_corpus encodes seeds
- *    with -- both sides use the constants and encoders below, so seeds follow the format
- *    wherever it goes;
- *  - the input format of each target (header layout, opcodes, argument encodings);
- *  - cached simulated guest memory (one lab_gmem per shape, wiped between inputs);
- *  - the hostile-guest datapath engine behind fuzz_{split,packed}_{dequeue,enqueue}.
- *
- * Every check failure prints what was violated and calls abort(): for libFuzzer that is a
- * crash, for the replay driver of normal builds a failed test. */
-#ifndef VL_FUZZ_COMMON_H
-#define VL_FUZZ_COMMON_H
+/* The input format of the four hostile-guest datapath targets (fuzz_{split,packed}_
+ * {dequeue,enqueue}): a setup header, then operations, each decoded into one action of the
+ * hostile guest (sim/hostile_guest/hostile_guest.h). The constants and the encoders gen_corpus
+ * writes seeds with live here, beside the decoder (dp_decode.c), so seeds follow the format
+ * wherever it goes. fuzz/README.md describes the format for users. */
+#ifndef LAB_DP_FORMAT_H
+#define LAB_DP_FORMAT_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
-#include "guest_mem.h"
-#include "rng.h"
+#include "fz_bytes.h"
 #include "vhostlab/vhostlab.h"
 
-/* The libFuzzer entry point each target defines. */
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* ---- failing ------------------------------------------------------------------------- */
-
-/* Print "fuzz: <target>: <message>" to stderr and abort(). */
-__attribute__((format(printf, 1, 2), noreturn)) void fz_fail(const char *fmt, ...);
-/* The name fz_fail prefixes (set by each target before it runs). */
-void fz_set_target(const char *name);
-/* FZ_VERBOSE set in the environment: targets print a one-line summary per input. */
-bool fz_verbose(void);
-
-/* ---- reading inputs ------------------------------------------------------------------ */
-
-struct fz_in {
-	const uint8_t *p;
-	size_t n, off;
-};
-
-static inline struct fz_in fz_in_make(const uint8_t *data, size_t size)
-{
-	struct fz_in in = {data, size, 0};
-
-	return in;
-}
-
-static inline bool fz_more(const struct fz_in *in)
-{
-	return in->off < in->n;
-}
-
-uint8_t fz_u8(struct fz_in *in);
-uint16_t fz_u16(struct fz_in *in);   /* little-endian */
-uint32_t fz_u32(struct fz_in *in);
-uint64_t fz_u64(struct fz_in *in);
-/* Copy up to len bytes (zeros past the end of the input). */
-void fz_bytes(struct fz_in *in, void *dst, size_t len);
-
-/* ---- writing seeds ------------------------------------------------------------------- */
-
-struct fz_out {
-	uint8_t *buf;
-	size_t len, cap;
-};
-
-void fz_out_init(struct fz_out *o);
-void fz_out_free(struct fz_out *o);
-void fz_put8(struct fz_out *o, uint8_t v);
-void fz_put16(struct fz_out *o, uint16_t v);
-void fz_put32(struct fz_out *o, uint32_t v);
-void fz_put64(struct fz_out *o, uint64_t v);
-void fz_put_bytes(struct fz_out *o, const void *src, size_t len);
-/* Write the buffer to dir/name. Returns 0 or -1 (message on stderr). */
-int fz_out_save(const struct fz_out *o, const char *dir, const char *name);
-
-/* ---- deterministic helpers ----------------------------------------------------------- */
-
-/* Fill len bytes with the deterministic stream of `seed` (payloads the harnesses can
- * regenerate to compare against). */
-void fz_fill(uint8_t *dst, uint32_t len, uint64_t seed);
-
-/* ---- cached guest memory ------------------------------------------------------------- */
-
-/* A lab_gmem of this shape, created on first use and kept for the process (creating guest
- * memory costs a memfd and a mapping per region). `slot` tells apart instances that must
- * coexist (the differential target keeps one per core variant). Every byte of the ring
- * area and RAM is zeroed before it is returned. */
-struct lab_gmem *fz_gmem_get(unsigned slot, uint64_t ring_size, uint64_t ram_size,
-			     uint64_t granularity);
-
-/* ---- the hostile datapath targets ---------------------------------------------------- */
 
 /* Guest memory of the four datapath targets. */
 #define FZ_DP_RING_AREA 0x4000u   /* 16 KiB: the rings, then spare bytes buffers may alias */
@@ -212,6 +132,9 @@ enum fz_op {
 	FZ_OP__COUNT
 };
 
+/* The operations' names, for FZ_TRACE. */
+extern const char *const fz_op_names[FZ_OP__COUNT];
+
 /* POST shape bits. */
 #define FZ_POST_NSEGS_MASK 0x07u   /* data descriptors - 1 (1..8) */
 #define FZ_POST_INDIRECT 0x08u     /* through an indirect table right after the buffer */
@@ -264,115 +187,8 @@ void fz_enc_op1(struct fz_out *o, enum fz_op op, uint8_t arg);  /* FREE POOLFAIL
 								   * POLICY ZC */
 void fz_enc_op0(struct fz_out *o, enum fz_op op);               /* COMPLETE SETMEM */
 
-/* ---- fuzz_scenario input ------------------------------------------------------------- */
-
-/* flags u8 (FZ_SC_F_*), mode u8 (bits 0-1 faults, 2-3 granularity code: coarse, 4 KiB,
- * 8 KiB, 64 KiB; 4-6 batch code), queue size code u8 (split 2 << (q % 8), packed 2 + q),
- * burst u8 (1 + b % 64), packets u8 (50 + p % 151), containment u8 (1 + c % 16), seed u64,
- * nsizes u8 (1 + n % 8), nsizes x size u16 (0 reads as 1). */
-#define FZ_SC_F_PACKED (1u << 0)
-#define FZ_SC_F_MERGEABLE (1u << 1)
-#define FZ_SC_F_INDIRECT (1u << 2)
-#define FZ_SC_F_IN_ORDER (1u << 3)
-#define FZ_SC_F_EVENT_IDX (1u << 4)
-#define FZ_SC_F_MODERN (1u << 5)
-#define FZ_SC_F_ZERO_COPY (1u << 6)
-#define FZ_SC_F_DIRTY_LOG (1u << 7)
-#define FZ_SC_MAX_SIZES 8u
-
-struct fz_sc_input {
-	uint8_t flags, mode, qsize, burst, packets, containment;
-	uint64_t seed;
-	uint8_t nsizes;               /* as stored: 1 + nsizes % 8 sizes follow */
-	uint16_t sizes[FZ_SC_MAX_SIZES];
-};
-
-void fz_enc_scenario(struct fz_out *o, const struct fz_sc_input *s);
-void fz_dec_scenario(struct fz_in *in, struct fz_sc_input *s);
-
-/* ---- fuzz_differential input --------------------------------------------------------- */
-
-/* Header: flags u8 (FZ_DF_F_*), queue size code u8 (split 2 << (q % 8), packed
- * 2 + q % 255), start u16 (split: first index; packed: position % size), zero-copy min_len
- * code u8 (fz_zc_min_len). Then up to FZ_DF_MAX_ROUNDS rounds:
- *   ntx u8 (% 17), notify u8 (bits 0-1 TX call mode: next, off, later, next; bits 2-3 RX;
- *   bits 4-7 which buffer "later" means), ntx x (len u16: 1 + len % 8192 payload bytes,
- *   shape u8 FZ_DF_TX_*, place u8: misalignment % 64, offload u8: preset % 6),
- *   dequeue count u8, nrx u8 (% 17), nrx x (cap u16: header + 1 + cap % 9000 bytes,
- *   shape u8 FZ_DF_RX_*, place u8), npkts u8 (% 17), npkts x (len u16: 1 + len % 12000,
- *   offload u8). */
-#define FZ_DF_F_PACKED (1u << 0)
-#define FZ_DF_F_MERGEABLE (1u << 1)
-#define FZ_DF_F_INDIRECT (1u << 2)
-#define FZ_DF_F_IN_ORDER (1u << 3)
-#define FZ_DF_F_EVENT_IDX (1u << 4)
-#define FZ_DF_F_VERSION_1 (1u << 5)
-#define FZ_DF_F_GRAN_4K (1u << 6)
-#define FZ_DF_F_DIRTY_LOG (1u << 7)
-#define FZ_DF_MAX_ROUNDS 12u
-#define FZ_DF_MAX_TX 16u
-#define FZ_DF_MAX_RX 16u
-#define FZ_DF_MAX_PKTS 16u
-/* TX shape: bits 0-2 data descriptors - 1; bit 3 indirect (if negotiated and the table fits
- * the queue); bits 4-5 header: 0 shared with data, 1 alone, 2 over three descriptors (3, 4,
- * rest), 3 alone; bit 6 a zero-length descriptor after the first data one; bit 7 every
- * descriptor in its own allocation. */
-#define FZ_DF_TX_INDIRECT 0x08u
-#define FZ_DF_TX_HDR_ALONE 0x10u
-#define FZ_DF_TX_HDR_3 0x20u
-#define FZ_DF_TX_ZERO_LEN 0x40u
-#define FZ_DF_TX_SCATTER 0x80u
-/* RX shape: bits 0-1 descriptors - 1; bit 2 indirect; bit 3 the header split (first
- * descriptor 2 bytes); bit 4 a zero-length descriptor; bit 5 scattered. */
-#define FZ_DF_RX_INDIRECT 0x04u
-#define FZ_DF_RX_HDR_SPLIT 0x08u
-#define FZ_DF_RX_ZERO_LEN 0x10u
-#define FZ_DF_RX_SCATTER 0x20u
-
-struct fz_df_header {
-	uint8_t flags, qsize;
-	uint16_t start;
-	uint8_t zc;
-};
-
-struct fz_df_tx {
-	uint16_t len;
-	uint8_t shape, place, ol;
-};
-
-struct fz_df_rx {
-	uint16_t cap;
-	uint8_t shape, place;
-};
-
-struct fz_df_pkt {
-	uint16_t len;
-	uint8_t ol;
-};
-
-struct fz_df_round {
-	uint8_t ntx, notify, count, nrx, npkts;  /* counts already reduced (<= 16) */
-	struct fz_df_tx tx[FZ_DF_MAX_TX];
-	struct fz_df_rx rx[FZ_DF_MAX_RX];
-	struct fz_df_pkt pk[FZ_DF_MAX_PKTS];
-};
-
-void fz_enc_df_header(struct fz_out *o, const struct fz_df_header *h);
-void fz_dec_df_header(struct fz_in *in, struct fz_df_header *h);
-void fz_enc_df_round(struct fz_out *o, const struct fz_df_round *r);
-void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r);
 
 /* Run one datapath input: layout and direction fixed by the target. */
 int fz_dp_run(const uint8_t *data, size_t size, enum vl_layout layout, bool rx);
-
-/* ---- recording ----------------------------------------------------------------------- */
-
-/* Where the run is recorded as a trace (sim/trace/trace_sink.h): set by `vhostlab trace
- * from-fuzz` before it runs an input, NULL while fuzzing. The datapath engine records its
- * setup, every host action and the guest's writes before it; fuzz_scenario has the scenario
- * record itself (lab_scenario_config.record) and hands the trace over; fz_fail reports its
- * message. */
-struct lab_trace_sink;
-extern const struct lab_trace_sink *fz_sink;
 
 #endif
