@@ -4,6 +4,7 @@
 #ifndef LAB_SC_DF_FORMAT_H
 #define LAB_SC_DF_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fz_bytes.h"
@@ -109,5 +110,9 @@ void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r);
 /* Run one fuzz_scenario input (sc_run.c): lab_scenario_run over the configuration decoded
  * from it, every oracle on; a failure calls fz_fail. */
 int fz_sc_run(const uint8_t *data, size_t size);
+
+/* Run one fuzz_differential input (sim/differential/): six core variants, the two TX
+ * ceilings and the reference model in lockstep; a difference calls fz_fail. */
+int fz_df_run(const uint8_t *data, size_t size);
 
 #endif
