@@ -71,7 +71,8 @@ done
 # ---- seed corpora: gen_corpus, built for the build machine without fuzzing flags ------
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
-    "${SIM_SRCS[@]}" "$ROOT/fuzz/gen_corpus.c"
+    "${SIM_SRCS[@]}" "$ROOT"/fuzz/gen_corpus.c "$ROOT"/fuzz/gen_dp_seeds.c \
+    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 
