@@ -22,6 +22,12 @@
 #define HOLD_ROUNDS 20u           /* ... for at most this many rounds */
 #define ZC_MIN_LEN 512u           /* zero-copy threshold in the lab */
 
+/* The zero-copy bound, in ring descriptors (vl_vq.h): the core's default, half the ring. */
+static uint32_t zc_bound(const struct lab_scenario_config *cfg)
+{
+	return cfg->queue_size / 2 ? cfg->queue_size / 2 : 1;
+}
+
 const char *lab_faults_name(enum lab_faults f)
 {
 	static const char *const names[LAB_FAULTS__COUNT] = {"none", "nth", "prob", "scarce"};
@@ -299,7 +305,7 @@ static int record_setup(struct run *r, uint64_t features, const struct vl_vq_con
 
 		q->zero_copy = true;
 		q->zc_min = ZC_MIN_LEN;
-		q->zc_max = HOLD_MAX / 2;
+		q->zc_max = zc_bound(r->cfg);
 	}
 	lab_rec_set_pool(s->rec, pool_bufs, POOL_BUF_SIZE);
 	if (r->log_bytes)
@@ -415,7 +421,7 @@ static int setup(struct run *r)
 		vl_lab_control(VL_LAB_POOL_FAULT_HOOK,
 			       &(struct vl_lab_arg){.pool = r->pool, .fail = pool_fault, .ctx = r});
 	if (cfg->zero_copy)
-		vl_vq_set_zero_copy(r->txq, true, ZC_MIN_LEN, HOLD_MAX / 2);
+		vl_vq_set_zero_copy(r->txq, true, ZC_MIN_LEN, zc_bound(cfg));
 	if (cfg->evict) {
 		int e = vl_vq_set_evict_reads(r->txq, true);
 
@@ -609,11 +615,19 @@ static uint64_t tx_age_bound(const struct run *r)
 	uint64_t bound = 1;
 
 	/* Zero-copy: a chain may be held for HOLD_ROUNDS. Under IN_ORDER every chain behind a
-	 * held one takes a lease, bursts stop at the lease bound (HOLD_MAX / 2), and a posted
-	 * chain may wait for the whole ring ahead of it to pass through those few leases, each
-	 * group waiting up to HOLD_ROUNDS: one wait per lease-bound's worth of the ring. */
-	if (r->cfg->zero_copy && r->cfg->in_order)
-		bound += (r->cfg->queue_size / (HOLD_MAX / 2) + 2) * HOLD_ROUNDS;
+	 * held one takes a lease, bursts stop at the lease bound (zc_bound ring descriptors),
+	 * and a posted chain may wait for the whole ring ahead of it to pass through the
+	 * leases, each group waiting up to HOLD_ROUNDS. A group passes at least the bound less
+	 * one chain's descriptors (the driver's chains have at most LAB_MAX_SEGS; one larger
+	 * than the bound passes alone, copied, once nothing is held): one wait per that many
+	 * descriptors of the ring. */
+	if (r->cfg->zero_copy && r->cfg->in_order) {
+		uint32_t b = r->cfg->queue_size - 1 < zc_bound(r->cfg) ? r->cfg->queue_size - 1
+								      : zc_bound(r->cfg);
+		uint32_t per = b > LAB_MAX_SEGS ? b - LAB_MAX_SEGS + 1 : 1;
+
+		bound += (r->cfg->queue_size / per + 2) * HOLD_ROUNDS;
+	}
 	else if (r->cfg->zero_copy)
 		bound += 2 * HOLD_ROUNDS + 4;
 	if (r->cfg->faults != LAB_FAULTS_NONE)

@@ -241,8 +241,9 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 				goto burst_end;
 			}
 			/* Under IN_ORDER every chain behind a held one needs a lease; at the bound
-			 * the burst stops so the guest keeps the rest of its descriptors. */
-			if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq)) {
+			 * (in ring descriptors) the burst stops so the guest keeps the rest of its
+			 * descriptors. */
+			if (!plain && vl_zc_must_queue(vq) && !vl_zc_room(vq, &c)) {
 				vq->rq.stats.zc_stalls++;
 				vl_lab_chain_end();
 				goto burst_end;
@@ -271,7 +272,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 
 				if (pkt_len < vq->zc_min_len) {
 					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
-				} else if (!vl_zc_room(vq)) {
+				} else if (!vl_zc_room(vq, &c)) {
 					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
 				} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
 					pkt->data = (uint8_t *)(uintptr_t)one;

@@ -75,7 +75,7 @@ static inline uint16_t discard_body(struct vl_vq *vq, uint16_t count, uint64_t *
 			break; /* no id to return it under; the queue is broken */
 		if (vl_zc_must_queue(vq)) {
 			/* IN_ORDER behind a chain a zero-copy packet still holds: in its turn. */
-			if (!vl_zc_room(vq)) {
+			if (!vl_zc_room(vq, &c)) {
 				vq->rq.stats.zc_stalls++;
 				break;
 			}

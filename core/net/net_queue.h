@@ -83,7 +83,7 @@ struct vl_vq {
 	 * slots whose packets were freed (without IN_ORDER), free slots. */
 	bool zc_on;
 	uint32_t zc_min_len;
-	uint32_t zc_max;
+	uint32_t zc_max;            /* bound on zc_held_descs (1..size - 1, 0 on a size-1 queue) */
 	struct vl_zc_lease *leases; /* [size] */
 	uint16_t *zc_order;         /* [size] ring of slots, oldest first */
 	uint32_t zc_order_head, zc_order_count;
@@ -92,6 +92,7 @@ struct vl_vq {
 	uint16_t *zc_free;          /* [size] stack of free slots */
 	uint32_t zc_nfree;
 	uint32_t zc_held;           /* leases not yet returned */
+	uint32_t zc_held_descs;     /* ring descriptors their chains occupy */
 	enum vl_alloc_policy alloc_policy;
 	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
 };

@@ -130,20 +130,22 @@ const char *vl_zc_fallback_name(enum vl_zc_fallback reason)
 
 void vl_vq_set_zero_copy(struct vl_vq *vq, bool enable, uint32_t min_len, uint32_t max_inflight)
 {
-	/* Zero-copy applies to dequeue (TX); the bound keeps at least one descriptor chain
-	 * with the guest. Leases already taken go back normally whatever the new setting. */
-	if (max_inflight == 0)
-		max_inflight = 1;
-	if (max_inflight > vq->rq.size)
-		max_inflight = vq->rq.size;
+	/* Zero-copy applies to dequeue (TX); the bound, in ring descriptors, keeps at least
+	 * one descriptor with the guest. Leases already taken go back normally whatever the
+	 * new setting. */
 	vq->zc_on = enable;
 	vq->zc_min_len = min_len;
-	vq->zc_max = max_inflight;
+	vq->zc_max = vl_zc_clamp_bound(max_inflight, vq->rq.size);
 }
 
 uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq)
 {
 	return vq->zc_held;
+}
+
+uint32_t vl_vq_zero_copy_held_descs(const struct vl_vq *vq)
+{
+	return vq->zc_held_descs;
 }
 
 void vl_vq_complete(struct vl_vq *vq)

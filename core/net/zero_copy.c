@@ -20,7 +20,7 @@ int vl_zc_setup(struct vl_vq *vq)
 	for (uint32_t i = 0; i < vq->rq.size; i++)
 		vq->zc_free[i] = (uint16_t)(vq->rq.size - 1 - i);
 	vq->zc_nfree = vq->rq.size;
-	vq->zc_max = vq->rq.size / 2 ? vq->rq.size / 2 : 1;
+	vq->zc_max = vl_zc_clamp_bound(vq->rq.size / 2, vq->rq.size);
 	vq->zc_min_len = 0;
 	return VL_OK;
 }
@@ -44,6 +44,7 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
 	vq->leases[slot].done = done;
 	vq->leases[slot].zc = !done;
 	vq->zc_held++;
+	vq->zc_held_descs += c->ndescs;
 	if (vq->rq.in_order)
 		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->rq.size] = slot;
 	else if (done)
@@ -109,6 +110,7 @@ static void give_back(struct vl_vq *vq, uint16_t slot)
 	vl_ring_shadow_push(&vq->rq, &vq->leases[slot].chain, 0);
 	vq->zc_free[vq->zc_nfree++] = slot;
 	vq->zc_held--;
+	vq->zc_held_descs -= vq->leases[slot].chain.ndescs;
 	/* Chains copied or dropped behind a held one (IN_ORDER) had no zero-copy packet. */
 	if (vq->leases[slot].zc)
 		vq->rq.stats.zc_returned++;

@@ -25,10 +25,23 @@ static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
  * The caller has checked there is room (vl_zc_room). Returns the slot. */
 uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done);
 
-/* Room for one more lease under the bound. */
-static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq)
+/* Room under the bound for a lease on chain c: the bound counts ring descriptors (an
+ * indirect table is the one descriptor it occupies in the ring), so held chains never take
+ * the whole ring, whatever their shape -- a guest that sends every packet as a header
+ * descriptor plus data keeps descriptors to post. No overflow: both terms are at most the
+ * queue size. */
+static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq, const struct vl_chain *c)
 {
-	return vq->zc_held < vq->zc_max;
+	return vq->zc_held_descs + c->ndescs <= vq->zc_max;
+}
+
+/* The bound as an embedder asks for it, clamped: 0 reads as 1, and never the whole ring
+ * (size - 1 at most: 0 on a one-descriptor queue, where nothing can be held). */
+static inline uint32_t vl_zc_clamp_bound(uint32_t want, uint32_t size)
+{
+	if (want == 0)
+		want = 1;
+	return want < size ? want : size - 1;
 }
 
 /* Make head (fresh from the pool, one segment) the zero-copy packet of a walked TX chain

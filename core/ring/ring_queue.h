@@ -32,7 +32,8 @@ struct vl_piece {
 /* A chain as the net layer sees it, whatever the layout. */
 struct vl_chain {
 	uint16_t id;     /* what the used ring must name: split head / packed buffer id */
-	uint16_t ndescs; /* packed: ring descriptors the chain occupies (split: 1) */
+	uint16_t ndescs; /* ring descriptors the chain occupies until it is returned (an
+			  * indirect table counts as its one ring descriptor) */
 };
 
 /* A used element waiting in the shadow used ring until the burst's flush. */

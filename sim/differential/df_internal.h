@@ -149,6 +149,9 @@ struct df_var {
 	uint64_t log_bytes;
 	struct vl_pkt *pkts[256];
 	uint16_t npkts;
+	/* Bursts a zero-copy variant added under IN_ORDER to go on past a stall at the bound
+	 * (phase_dequeue), and how many of them found nothing: left out of the "core" log. */
+	uint32_t extra_bursts, extra_empty;
 	uint8_t status[FZ_DF_MAX_PKTS];
 	uint16_t handled;
 	struct df_log all, core, grp;

@@ -58,6 +58,25 @@ static void phase_discard(struct df *d, struct df_var *v, const struct fz_df_rou
 	v->disc_bytes += bytes;
 }
 
+/* Replace zero-copy packet i of v by a copy from v's pool (bytes and offloads), so the
+ * chain it held can go back. */
+static void unhold(struct df_var *v, uint16_t i)
+{
+	struct vl_pkt *p = v->pkts[i], *c;
+
+	if (!p->release)
+		return;
+	if (!(c = vl_pkt_alloc_len(v->pool, p->pkt_len)))
+		fz_fail("%s: no pool buffers to copy a held %u-byte packet", df_vname(v->idx),
+			p->pkt_len);
+	if (vl_pkt_read(p, 0, df_buf[0], p->pkt_len) != p->pkt_len ||
+	    vl_pkt_write(c, 0, df_buf[0], p->pkt_len) != p->pkt_len)
+		fz_fail("%s: copying a held %u-byte packet failed", df_vname(v->idx), p->pkt_len);
+	c->ol = p->ol;
+	vl_pkt_free(p);
+	v->pkts[i] = c;
+}
+
 static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_round *rd)
 {
 	if (v->model) {
@@ -72,7 +91,26 @@ static void phase_dequeue(struct df *d, struct df_var *v, const struct fz_df_rou
 		phase_discard(d, v, rd);
 		return;
 	}
+	uint64_t stalls = vl_vq_stats(v->txq)->zc_stalls;
+
 	v->npkts = vl_net_dequeue(v->txq, v->pool, v->pkts, rd->count);
+	/* Zero-copy under IN_ORDER stops a burst at its bound (ring descriptors held, vl_vq.h)
+	 * where the others take every chain. To stay in lockstep the variant lets go of what
+	 * it holds -- each packet copied into one of its own, the original freed, the chains
+	 * returned (vl_vq_complete) -- and goes on with the rest of the burst. Each round
+	 * makes progress: with nothing held, no chain waits for a lease. */
+	while (v->npkts < rd->count && vl_vq_stats(v->txq)->zc_stalls != stalls) {
+		for (uint16_t i = 0; i < v->npkts; i++)
+			unhold(v, i);
+		vl_vq_complete(v->txq);
+		stalls = vl_vq_stats(v->txq)->zc_stalls;
+		uint16_t n = vl_net_dequeue(v->txq, v->pool, v->pkts + v->npkts,
+					    (uint16_t)(rd->count - v->npkts));
+
+		v->extra_bursts++;
+		v->extra_empty += n == 0;
+		v->npkts = (uint16_t)(v->npkts + n);
+	}
 	df_log32(&v->all, "dequeue count", v->npkts);
 	df_log32(&v->grp, "dequeue needs_call", vl_vq_needs_call(v->txq));
 	for (uint16_t i = 0; i < v->npkts; i++)
@@ -281,8 +319,11 @@ static void log_stats(struct df_var *v, const struct vl_vq *q)
 	log_counters(&v->all, ceiling ? v->disc_good : s->packets,
 		     ceiling ? v->disc_bytes : s->bytes, s->chains, s->rx_no_room, s->drops);
 	/* How the core got there: the same for every core variant, not a model matter. */
-	df_log32(&v->core, "stats bursts", (uint32_t)s->bursts);
-	df_log32(&v->core, "stats empty bursts", (uint32_t)s->empty_bursts);
+	const bool tx = q == v->txq;
+
+	df_log32(&v->core, "stats bursts", (uint32_t)(s->bursts - (tx ? v->extra_bursts : 0)));
+	df_log32(&v->core, "stats empty bursts",
+		 (uint32_t)(s->empty_bursts - (tx ? v->extra_empty : 0)));
 	for (unsigned k = 0; k < VL_SIZE_BINS; k++)
 		df_log32(&v->core, "stats size bins", (uint32_t)s->size_bins[k]);
 	df_log32(&v->grp, "stats used entries", (uint32_t)s->used_entries);

@@ -26,6 +26,13 @@ void hg_check_queue(struct lab_hg *d)
 	}
 	if (held > d->size)
 		fz_fail("zero-copy holds %u chains on a queue of %u", held, d->size);
+	/* The bound counts ring descriptors and is below the queue size (vl_vq.h): held
+	 * chains never take the whole ring, each holds at least one descriptor. */
+	uint32_t held_descs = vl_vq_zero_copy_held_descs(vq);
+
+	if (held_descs >= d->size || held_descs < held)
+		fz_fail("zero-copy holds %u chains over %u ring descriptors on a queue of %u",
+			held, held_descs, d->size);
 	if (d->rx && held)
 		fz_fail("RX queue holds %u zero-copy chains", held);
 	uint16_t la = vl_vq_last_avail(vq), lu = vl_vq_last_used(vq);

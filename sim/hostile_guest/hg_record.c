@@ -29,13 +29,15 @@ struct hg_zc {
 	uint32_t min, max;
 };
 
-/* The core's zero-copy setting after vl_vq_set_zero_copy(on, min, max) (it clamps max). */
+/* The core's zero-copy setting after vl_vq_set_zero_copy(on, min, max) (it clamps max to
+ * 1..size - 1 ring descriptors). */
 static struct hg_zc zc_setting(const struct lab_hg *d, bool on, uint32_t min, uint32_t max)
 {
 	struct hg_zc z = {on, min, max ? max : 1};
 
-	if (z.max > d->size)
-		z.max = d->size;
+	/* Ring descriptors, never the whole ring (vl_vq.h). */
+	if (z.max >= d->size)
+		z.max = d->size - 1;
 	return z;
 }
 

@@ -660,12 +660,13 @@ static void scn_fallback_limit(struct rf *f)
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 2);
 }
 
-/* The bound as given is clamped to what can be held: 0 means one chain (a guest must keep
- * some descriptors), more than the queue size means the queue size. */
+/* The bound as given is clamped to what can be held: 0 means one descriptor (a guest must
+ * keep some), anything from the queue size up means the queue size - 1: held packets never
+ * take the whole ring. */
 static void scn_bound_clamped(struct rf *f)
 {
 	struct vl_pkt *pkts[4];
-	struct rf_good g[3];
+	struct rf_good g[3] = {{0}};
 	struct vl_vq *q = f->tx.q;
 
 	vl_vq_set_zero_copy(q, true, 0, 0);
@@ -676,31 +677,32 @@ static void scn_bound_clamped(struct rf *f)
 	assert_copied(pkts[1], 601, 0x31);
 	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 1);
 	assert_int_equal(vl_vq_zero_copy_held(q), 1);
+	assert_int_equal(vl_vq_zero_copy_held_descs(q), 1);
 	rf_expect_used(&f->tx, g[1].head, 0);
 	vl_pkt_free(pkts[0]);
 	vl_pkt_free(pkts[1]);
 	vl_vq_complete(q);
 	assert_int_equal(vl_vq_zero_copy_held(q), 0);
+	assert_int_equal(vl_vq_zero_copy_held_descs(q), 0);
 	rf_expect_used(&f->tx, g[0].head, 0);
 	rf_expect_no_used(&f->tx);
 
-	/* Far past the queue size: every chain the ring can hold may be leased. */
+	/* Far past the queue size: every descriptor of the ring but one may be leased; the
+	 * chain that would take the last is copied and returned in its burst. */
 	vl_vq_set_zero_copy(q, true, 0, UINT32_MAX);
 	const uint32_t size = vl_vq_size(q);
 	struct vl_pkt **all = calloc(size, sizeof(*all));
 
 	assert_non_null(all);
-	uint32_t got = 0;
-
-	while (got < size) {
+	for (uint32_t got = 0; got < size; got++) {
 		g[2] = post_zc(f, 200, 0x40);
-		uint16_t n = deq(f, all + got, 1);
-
-		assert_int_equal(n, 1);
-		got++;
+		assert_int_equal(deq(f, all + got, 1), 1);
 	}
-	assert_int_equal(vl_vq_zero_copy_held(q), size);
-	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 1);
+	assert_int_equal(vl_vq_zero_copy_held(q), size - 1);
+	assert_int_equal(vl_vq_zero_copy_held_descs(q), size - 1);
+	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), 2);
+	assert_copied(all[size - 1], 200, 0x40);
+	rf_expect_used(&f->tx, g[2].head, 0);
 	rf_expect_no_used(&f->tx);
 	for (uint32_t i = 0; i < size; i++)
 		vl_pkt_free(all[i]);
@@ -713,7 +715,135 @@ static void scn_bound_clamped(struct rf *f)
 		assert_int_equal(len, 0);
 		back++;
 	}
-	assert_int_equal(back, size);
+	assert_int_equal(back, size - 1);
+}
+
+/* Chain shapes of the descriptor-counted bound's test, each posted by post_shape. */
+enum zc_shape {
+	ZS_FRAGS,     /* as Linux sends a TX frame: header, linear part, two page fragments */
+	ZS_INDIRECT,  /* the same four buffers through an indirect table: one ring descriptor */
+	ZS_GSO64K,    /* a 64 KiB TCP GSO frame: header, then two 32 KiB fragments */
+};
+#define ZS_BOUND 8u    /* ring descriptors the host may hold (queue of 16) */
+
+/* Post one chain of shape sh carrying pattern(seed); returns the ring descriptors it
+ * occupies and its head (id) in *head. Asserts the guest could post it. */
+static uint32_t post_shape(struct rf *f, enum zc_shape sh, uint8_t seed, uint16_t *head,
+			   uint32_t *len)
+{
+	const uint32_t h = f->hdr_len;
+	struct rf_desc d[4];
+
+	if (sh == ZS_GSO64K) {
+		*len = 65000;
+		uint64_t gpa = rf_alloc(f, h + *len);
+
+		rf_write_tx_pkt(f, gpa, *len, seed);
+		/* Checksum and GSO fields as Linux fills them for TCP over IPv4. */
+		uint8_t hdr[10] = {VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05,
+				   34, 0, 16, 0};
+
+		rf_write(f, gpa, hdr, sizeof(hdr));
+		d[0] = (struct rf_desc){gpa, h, 0};
+		d[1] = (struct rf_desc){gpa + h, 32768, 0};
+		d[2] = (struct rf_desc){gpa + h + 32768, *len - 32768, 0};
+		*head = rf_post_chain(&f->tx, d, 3);
+		return 3;
+	}
+	*len = 1200;
+	uint64_t gpa = rf_alloc(f, h + *len);
+
+	rf_write_tx_pkt(f, gpa, *len, seed);
+	d[0] = (struct rf_desc){gpa, h, 0};
+	d[1] = (struct rf_desc){gpa + h, 200, 0};
+	d[2] = (struct rf_desc){gpa + h + 200, 500, 0};
+	d[3] = (struct rf_desc){gpa + h + 700, 500, 0};
+	if (sh == ZS_FRAGS) {
+		*head = rf_post_chain(&f->tx, d, 4);
+		return 4;
+	}
+	uint64_t table = rf_alloc(f, 4 * 16);
+
+	rf_write_qtable(f, &f->tx, table, d, 4);
+	*head = rf_post_indirect(&f->tx, table, 4 * 16);
+	return 1;
+}
+
+/* The zero-copy bound counts ring descriptors (vl_vq.h): a host that holds every zero-copy
+ * packet forever never takes the whole ring, whatever shape the guest gives its chains. The
+ * guest keeps posting; without IN_ORDER a chain past the bound is copied and returned in
+ * its burst, and posting goes on indefinitely; with IN_ORDER the burst stops before it
+ * (zc_stalls) and the guest still has descriptors to post. */
+static void bound_in_descs(struct rf *f, enum zc_shape sh)
+{
+	struct vl_vq *q = f->tx.q;
+	const uint32_t size = vl_vq_size(q);
+	struct vl_pkt *held[64];
+	uint32_t nheld = 0, copied = 0, zc_descs = 0;
+
+	assert_int_equal(size, 16);
+	vl_vq_set_zero_copy(q, true, 0, ZS_BOUND);
+	for (uint32_t i = 0; i < 40; i++) {
+		uint16_t head;
+		uint32_t len, nd = post_shape(f, sh, (uint8_t)i, &head, &len);
+		const uint32_t before = vl_vq_zero_copy_held_descs(q);
+		struct vl_pkt *p = NULL;
+		uint16_t got = deq(f, &p, 1);
+
+		if (in_order(f) && got == 0) {
+			/* Stopped at the bound: the chain waits, the guest keeps the rest. */
+			assert_true(before + nd > ZS_BOUND);
+			assert_int_equal(st(f)->zc_stalls, 1);
+			assert_true(size - before - nd > 0);
+			break;
+		}
+		assert_int_equal(got, 1);
+		if (p->release) {
+			assert_true(before + nd <= ZS_BOUND);
+			assert_true(nheld < 64);
+			held[nheld++] = p;
+			zc_descs += nd;
+		} else {
+			/* Past the bound: copied, its chain back in the same burst. */
+			assert_true(before + nd > ZS_BOUND);
+			assert_int_equal(p->pkt_len, len);
+			rf_expect_used(&f->tx, head, 0);
+			vl_pkt_free(p);
+			copied++;
+		}
+		assert_int_equal(vl_vq_zero_copy_held_descs(q), zc_descs);
+		assert_true(zc_descs <= ZS_BOUND);
+		rf_expect_no_used(&f->tx);
+	}
+	/* Without IN_ORDER the loop ran to the end: the guest never ran out. */
+	if (!in_order(f))
+		assert_int_equal(nheld + copied, 40);
+	assert_int_equal(nheld, ZS_BOUND / (sh == ZS_FRAGS ? 4 : sh == ZS_GSO64K ? 3 : 1));
+	assert_int_equal(fallbacks(f, VL_ZC_FALLBACK_LIMIT), copied);
+	for (uint32_t i = 0; i < nheld; i++)
+		vl_pkt_free(held[i]);
+	vl_vq_complete(q);
+	assert_int_equal(vl_vq_zero_copy_held_descs(q), 0);
+	uint32_t id, len, back = 0;
+
+	while (rf_pop_used(&f->tx, &id, &len))
+		back++;
+	assert_int_equal(back, nheld);
+}
+
+static void scn_bound_frags(struct rf *f)
+{
+	bound_in_descs(f, ZS_FRAGS);
+}
+
+static void scn_bound_indirect(struct rf *f)
+{
+	bound_in_descs(f, ZS_INDIRECT);
+}
+
+static void scn_bound_gso64k(struct rf *f)
+{
+	bound_in_descs(f, ZS_GSO64K);
 }
 
 /* IN_ORDER at the bound: the burst stops before the next chain (zc_stalls), which stays with
@@ -994,6 +1124,17 @@ static void test_fallback_names(void **state)
 		RF_CASE(name, "_packed_coarse", VL_LAYOUT_PACKED, RF_COARSE, 0),             \
 		RF_CASE(name, "_packed_4k_in_order", VL_LAYOUT_PACKED, RF_4K, RF_IN_ORDER)
 
+/* The descriptor-counted bound's rows: a queue of 16, both layouts, with and without
+ * IN_ORDER, RAM for 40 frames of 64 KiB. */
+#define BOUND_ROW(shp, suffix, lay, feat)                                                    \
+	{ .name = "bound_" #shp suffix, .fn = scn_bound_##shp, .layout = lay,                \
+	  .granularity = RF_COARSE, .features = feat, .qsize = 16, .ram_size = 4u << 20 }
+#define BOUND_CASES(shp)                                                                     \
+	BOUND_ROW(shp, "_split", VL_LAYOUT_SPLIT, 0),                                        \
+		BOUND_ROW(shp, "_packed", VL_LAYOUT_PACKED, 0),                              \
+		BOUND_ROW(shp, "_split_in_order", VL_LAYOUT_SPLIT, RF_IN_ORDER),             \
+		BOUND_ROW(shp, "_packed_in_order", VL_LAYOUT_PACKED, RF_IN_ORDER)
+
 /* Split / packed, without and with IN_ORDER (RF_CASES4), or with a fixed feature set where
  * the outcome depends on IN_ORDER (RF_CASES2). */
 static const struct rf_case cases[] = {
@@ -1006,6 +1147,9 @@ static const struct rf_case cases[] = {
 	CASES_GRANS(fallback_scattered),
 	RF_CASES2(fallback_limit, 0),
 	RF_CASES2(bound_clamped, 0),
+	BOUND_CASES(frags),
+	BOUND_CASES(indirect),
+	BOUND_CASES(gso64k),
 	RF_CASES2(in_order_bound, RF_IN_ORDER),
 	RF_CASES4(held_many_bursts),
 	RF_CASES4(extra_ref),

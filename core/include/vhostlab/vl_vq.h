@@ -220,14 +220,22 @@ void vl_vq_set_kicks(struct vl_vq *vq, bool want);
  * back to the guest only when the packet's last reference is dropped -- at the next burst
  * on this queue (or vl_vq_complete). Without IN_ORDER chains come back in the order their
  * packets are freed; with IN_ORDER in the order they were made available, so a held packet
- * delays the chains behind it. At most max_inflight chains (1..queue size) are held:
- * beyond that packets are copied (without IN_ORDER) or the burst stops (with IN_ORDER, where
- * copied chains queue behind held ones), so the guest keeps the rest of its descriptors.
+ * delays the chains behind it. The bound max_inflight counts ring descriptors, not chains:
+ * the chains held at once occupy at most max_inflight descriptors of the ring (a direct
+ * chain as many as it has, an indirect one the single descriptor that points at its table).
+ * It is clamped to 1..queue size - 1 (0 reads as 1; on a one-descriptor queue nothing is
+ * held), so held packets never take the whole ring, however the guest shapes its chains.
+ * A packet whose chain would pass the bound is copied and its chain returned in the same
+ * burst (without IN_ORDER), or the burst stops before it (with IN_ORDER, where copied
+ * chains queue behind held ones and count too), so the guest keeps the rest of its
+ * descriptors.
  * Every zero-copy packet must be freed before vl_vq_destroy, and guest memory must stay
  * mapped while one is alive. */
 void vl_vq_set_zero_copy(struct vl_vq *vq, bool enable, uint32_t min_len, uint32_t max_inflight);
 /* Chains currently held by zero-copy packets (or queued behind them under IN_ORDER). */
 uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq);
+/* Ring descriptors those chains occupy: what the bound of vl_vq_set_zero_copy counts. */
+uint32_t vl_vq_zero_copy_held_descs(const struct vl_vq *vq);
 /* Return to the guest, now, every chain whose zero-copy packet was freed. */
 void vl_vq_complete(struct vl_vq *vq);
 
