@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ring_write.h"
 #include "vhostlab/vl_virtio.h"
 
 static const char *const names[LAB_HOSTILE__COUNT] = {
@@ -190,21 +191,17 @@ static int post_packed(struct lab_hostile_env *e, const struct hdesc *d, uint32_
 		uint16_t flags = (uint16_t)(d[i].flags | bits);
 
 		if (i == 0) {
-			struct vl_packed_desc *h = &pr->desc[head];
-
-			h->addr = d[i].addr;
-			h->len = d[i].len;
-			h->id = id;
+			lab_rw_packed_body(pr->desc, head, d[i].addr, d[i].len, id);
 			head_flags = flags;
 		} else {
-			lab_pring_write_raw(pr, pr->next_avail, d[i].addr, d[i].len, id, flags);
+			lab_rw_packed_desc(pr->desc, pr->next_avail, d[i].addr, d[i].len, id, flags);
 		}
 		if (++pr->next_avail == pr->size) {
 			pr->next_avail = 0;
 			pr->avail_wrap = !pr->avail_wrap;
 		}
 	}
-	__atomic_store_n(&pr->desc[head].flags, head_flags, __ATOMIC_RELEASE);
+	lab_rw_packed_flags(pr->desc, head, head_flags);
 	return 0;
 }
 
@@ -265,20 +262,11 @@ static uint64_t make_table(struct lab_hostile_env *e, const struct hdesc *d, uin
 	uint8_t buf[8 * 16];
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (e->layout == VL_LAYOUT_SPLIT) {
-			struct vl_split_desc s = {
-				.addr = d[i].addr, .len = d[i].len, .flags = d[i].flags,
-				.next = (uint16_t)(d[i].next_to >= 0 ? d[i].next_to : (int)i + 1),
-			};
-
-			memcpy(buf + 16 * i, &s, 16);
-		} else {
-			struct vl_packed_desc p = {
-				.addr = d[i].addr, .len = d[i].len, .id = 0, .flags = d[i].flags,
-			};
-
-			memcpy(buf + 16 * i, &p, 16);
-		}
+		if (e->layout == VL_LAYOUT_SPLIT)
+			lab_rw_split_desc(buf, i, d[i].addr, d[i].len, d[i].flags,
+					  (uint16_t)(d[i].next_to >= 0 ? d[i].next_to : (int)i + 1));
+		else
+			lab_rw_packed_entry(buf, i, d[i].addr, d[i].len, 0, d[i].flags);
 	}
 	return alloc_bytes(e, 16ull * n, buf);
 }

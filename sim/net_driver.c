@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ring_write.h"
 #include "vhostlab/vl_net.h"
 
 /* ---- failures ---------------------------------------------------------------------- */
@@ -275,10 +276,15 @@ static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_c
 	struct lab_pdesc elems[LAB_MAX_SEGS];
 	int id;
 
+	for (uint32_t i = 0; i < rec->nsegs; i++)
+		elems[i] = (struct lab_pdesc){
+			.addr = rec->segs[i].gpa, .len = rec->segs[i].len, .flags = flags,
+		};
 	if (indirect) {
 		/* Both layouts use 16-byte table entries. Split entries are linked by next, and
 		 * we store them in a shuffled order so next really has to be followed (the walk
-		 * starts at entry 0, which holds segment 0). Packed entries are consecutive. */
+		 * starts at entry 0, which holds segment 0). Packed entries are consecutive, their
+		 * ids junk. Written here, then copied into guest RAM. */
 		uint8_t table[LAB_MAX_SEGS * 16];
 		uint16_t slot[LAB_MAX_SEGS];
 		bool packed = d->cfg.layout == VL_LAYOUT_PACKED;
@@ -292,27 +298,10 @@ static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_c
 			slot[i - 1] = slot[j];
 			slot[j] = t;
 		}
-		for (uint32_t i = 0; i < rec->nsegs; i++) {
-			bool more = i + 1 < rec->nsegs;
-
-			if (packed) {
-				/* The device ignores a table entry's id: junk. */
-				struct vl_packed_desc e = {
-					.addr = rec->segs[i].gpa, .len = rec->segs[i].len,
-					.id = lab_pring_junk_id(0, (uint16_t)i), .flags = flags,
-				};
-
-				memcpy(table + 16 * i, &e, 16);
-			} else {
-				struct vl_split_desc e = {
-					.addr = rec->segs[i].gpa, .len = rec->segs[i].len,
-					.flags = (uint16_t)(flags | (more ? VL_DESC_F_NEXT : 0)),
-					.next = more ? slot[i + 1] : 0,
-				};
-
-				memcpy(table + 16 * slot[i], &e, 16);
-			}
-		}
+		if (packed)
+			lab_rw_packed_table(table, elems, rec->nsegs);
+		else
+			lab_rw_split_chain(table, slot, elems, rec->nsegs);
 		if (lab_ring_free_descs(r) < 1)
 			return 0;
 		uint32_t tbytes = rec->nsegs * 16;
@@ -325,10 +314,6 @@ static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_c
 	} else {
 		if (lab_ring_free_descs(r) < rec->nsegs)
 			return 0;
-		for (uint32_t i = 0; i < rec->nsegs; i++)
-			elems[i] = (struct lab_pdesc){
-				.addr = rec->segs[i].gpa, .len = rec->segs[i].len, .flags = flags,
-			};
 		id = lab_ring_post(r, elems, rec->nsegs);
 	}
 	if (id < 0)

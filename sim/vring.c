@@ -73,13 +73,7 @@ int lab_ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
 		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		idx[i] = (uint16_t)lab_vring_desc_get(&r->s);
-	for (uint32_t i = 0; i < n; i++) {
-		bool more = i + 1 < n;
-
-		lab_vring_set_desc(&r->s, idx[i], elems[i].addr, elems[i].len,
-				   (uint16_t)(elems[i].flags | (more ? VL_DESC_F_NEXT : 0)),
-				   more ? idx[i + 1] : 0);
-	}
+	lab_rw_split_chain(r->s.desc, idx, elems, n);
 	head = idx[0];
 	r->head_busy[head] = true;
 	r->outstanding++;
@@ -175,8 +169,7 @@ void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t la
 	r->armed_mark = r->used_mark;
 
 	if (r->layout == VL_LAYOUT_PACKED) {
-		struct vl_packed_event *ev = r->p.driver_event;
-		uint16_t flags = VL_RING_EVENT_ENABLE;
+		uint16_t flags = VL_RING_EVENT_ENABLE, off_wrap = 0;
 
 		r->armed_pos = r->p.next_used;
 		r->armed_wrap = r->p.used_wrap;
@@ -187,12 +180,10 @@ void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t la
 			bool wrap;
 
 			packed_at(r->size, r->p.next_used, r->p.used_wrap, skip, &pos, &wrap);
-			__atomic_store_n(&ev->off_wrap,
-					 (uint16_t)(pos | (wrap ? VL_PACKED_WRAP_BIT : 0)),
-					 __ATOMIC_RELAXED);
+			off_wrap = (uint16_t)(pos | (wrap ? VL_PACKED_WRAP_BIT : 0));
 			flags = VL_RING_EVENT_DESC;
 		}
-		__atomic_store_n(&ev->flags, flags, __ATOMIC_SEQ_CST);
+		lab_rw_packed_event(r->p.driver_event, flags, off_wrap);
 		return;
 	}
 	struct lab_vring *vr = &r->s;
@@ -201,11 +192,10 @@ void lab_ring_arm_calls(struct lab_ring *r, enum lab_call_mode mode, uint32_t la
 	if (r->event_idx) {
 		/* used_event: "notify me once you write the used entry with this index". Off:
 		 * one behind, so the device would have to go all the way around. */
-		uint16_t *used_event = &vr->avail->ring[vr->size];
 		uint16_t at = mode == LAB_CALLS_OFF ? (uint16_t)(vr->last_used - 1)
 						    : (uint16_t)(vr->last_used + skip);
 
-		__atomic_store_n(used_event, at, __ATOMIC_SEQ_CST);
+		lab_rw_split_used_event(vr->avail, vr->size, at);
 	} else {
 		lab_vring_set_avail_flags(vr, mode == LAB_CALLS_OFF ? VL_AVAIL_F_NO_INTERRUPT : 0);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);

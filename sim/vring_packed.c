@@ -73,41 +73,13 @@ static void step(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 	*pos = (uint16_t)p;
 }
 
-uint16_t lab_pring_junk_id(uint16_t id, uint16_t pos)
-{
-	/* Deterministic (no draw from a generator: workloads stay what they were), spread over
-	 * all 16 bits, so it is often out of range and otherwise another chain's id. */
-	uint16_t junk = (uint16_t)((pos + 1u) * 40503u ^ 0xA5C3u ^ id);
-
-	return junk == id ? (uint16_t)~id : junk;
-}
-
 int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t n)
 {
 	if (n == 0 || n > pr->free_descs || pr->nfree_ids == 0)
 		return -1;
 	uint16_t id = pr->free_ids[--pr->nfree_ids];
-	uint16_t head = pr->next_avail, head_flags = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		struct vl_packed_desc *d = &pr->desc[pr->next_avail];
-		uint16_t flags = (uint16_t)(elems[i].flags | lab_pring_avail_flags(pr->avail_wrap) |
-					    (i + 1 < n ? VL_DESC_F_NEXT : 0));
-
-		d->addr = elems[i].addr;
-		d->len = elems[i].len;
-		/* The buffer id belongs in the last descriptor (spec 2.8.6); the device must
-		 * ignore it elsewhere, so the others carry junk a core reading the wrong one
-		 * would return (never the real id). */
-		d->id = i + 1 < n ? lab_pring_junk_id(id, pr->next_avail) : id;
-		if (i == 0)
-			head_flags = flags;
-		else
-			__atomic_store_n(&d->flags, flags, __ATOMIC_RELEASE);
-		step(&pr->next_avail, &pr->avail_wrap, 1, pr->size);
-	}
-	/* The head last: the device must never see a partial chain (spec 2.8.6). */
-	__atomic_store_n(&pr->desc[head].flags, head_flags, __ATOMIC_RELEASE);
+	lab_rw_packed_chain(pr->desc, pr->size, &pr->next_avail, &pr->avail_wrap, id, elems, n);
 	pr->free_descs -= n;
 	pr->id_ndescs[id] = (uint16_t)n;
 	pr->id_busy[id] = true;
@@ -119,12 +91,7 @@ int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t
 void lab_pring_write_raw(struct lab_pring *pr, uint16_t pos, uint64_t addr, uint32_t len,
 			 uint16_t id, uint16_t flags)
 {
-	struct vl_packed_desc *d = &pr->desc[pos];
-
-	d->addr = addr;
-	d->len = len;
-	d->id = id;
-	__atomic_store_n(&d->flags, flags, __ATOMIC_RELEASE);
+	lab_rw_packed_desc(pr->desc, pos, addr, len, id, flags);
 }
 
 /* Give back id and its descriptors; the used position moves past them. */

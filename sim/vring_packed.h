@@ -3,7 +3,8 @@
  * into consecutive descriptors, the buffer id into the last one, the head's flags last after
  * a write barrier; used descriptors are read at the next position and the driver skips as
  * many descriptors as the buffer occupied. Low-level on purpose, like vring_split.h: hostile
- * tests write raw descriptors with lab_pring_write_raw. */
+ * tests write raw descriptors with lab_pring_write_raw. The ring bytes are written by
+ * ring_write.h; this file keeps the driver's state (positions, ids, chains in flight). */
 #ifndef LAB_VRING_PACKED_H
 #define LAB_VRING_PACKED_H
 
@@ -11,15 +12,8 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "ring_write.h"
 #include "vhostlab/vl_virtio.h"
-
-/* One element of a chain to post: flags may hold VL_DESC_F_WRITE or VL_DESC_F_INDIRECT;
- * NEXT, AVAIL and USED are set by the ring. */
-struct lab_pdesc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags;
-};
 
 struct lab_pring {
 	struct lab_gmem *gmem;
@@ -54,16 +48,13 @@ int lab_pring_init(struct lab_pring *pr, struct lab_gmem *g, uint64_t ring_gpa, 
 		   uint16_t start_pos, bool start_wrap, bool in_order);
 void lab_pring_fini(struct lab_pring *pr);
 
-/* Post a chain of n elements (n <= size). Returns the buffer id, or -1 when no id or too
- * few free descriptors are left. The chain is visible to the device on return. */
+/* Post a chain of n elements (n <= size; written by lab_rw_packed_chain). Returns the buffer
+ * id, or -1 when no id or too few free descriptors are left. The chain is visible to the
+ * device on return. */
 int lab_pring_post(struct lab_pring *pr, const struct lab_pdesc *elems, uint32_t n);
-/* What the driver writes where the device must ignore a buffer id (every descriptor of a
- * chain but the last, the entries of an indirect table): never id, derived from id and the
- * ring position (or table index) pos. */
-uint16_t lab_pring_junk_id(uint16_t id, uint16_t pos);
 
-/* Write one raw descriptor, flags exactly as given (hostile cases). Does not move
- * next_avail. */
+/* Write one raw descriptor, flags exactly as given (hostile cases; lab_rw_packed_desc).
+ * Does not move next_avail. */
 void lab_pring_write_raw(struct lab_pring *pr, uint16_t pos, uint64_t addr, uint32_t len,
 			 uint16_t id, uint16_t flags);
 
@@ -73,11 +64,5 @@ void lab_pring_write_raw(struct lab_pring *pr, uint16_t pos, uint64_t addr, uint
  * nothing is used; *bad is set (and false returned) when the device names an id that is not
  * in flight or, in order, not ahead of us. */
 bool lab_pring_pop_used(struct lab_pring *pr, uint32_t *id, uint32_t *len, bool *bad);
-
-/* Flags (AVAIL/USED) of an available descriptor for the current driver wrap counter. */
-static inline uint16_t lab_pring_avail_flags(bool wrap)
-{
-	return (uint16_t)(wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED);
-}
 
 #endif

@@ -36,8 +36,8 @@ int lab_vring_init(struct lab_vring *vr, struct lab_gmem *g, uint64_t ring_gpa, 
 	memset(vr->desc, 0, vl_split_desc_bytes(size));
 	memset(vr->avail, 0, vl_split_avail_bytes(size));
 	memset(vr->used, 0, vl_split_used_bytes(size));
-	vr->avail->idx = start_idx;
-	vr->used->idx = start_idx;
+	lab_rw_split_publish(vr->avail, start_idx);
+	lab_rw_split_used_idx(vr->used, start_idx);
 	vr->avail_idx = start_idx;
 	vr->last_used = start_idx;
 	/* Hand out descriptors from the top so chains use scattered, non-sequential indices
@@ -71,33 +71,28 @@ void lab_vring_desc_put(struct lab_vring *vr, uint16_t idx)
 void lab_vring_set_desc(struct lab_vring *vr, uint16_t idx, uint64_t addr, uint32_t len,
 			uint16_t flags, uint16_t next)
 {
-	struct vl_split_desc *d = &vr->desc[idx];
-
-	d->addr = addr;
-	d->len = len;
-	d->flags = flags;
-	d->next = next;
+	lab_rw_split_desc(vr->desc, idx, addr, len, flags, next);
 }
 
 void lab_vring_add_avail(struct lab_vring *vr, uint16_t head)
 {
-	vr->avail->ring[vr->avail_idx & (vr->size - 1)] = head;
+	lab_rw_split_avail(vr->avail, vr->size, vr->avail_idx, head);
 	vr->avail_idx++;
 }
 
 void lab_vring_kick(struct lab_vring *vr)
 {
-	__atomic_store_n(&vr->avail->idx, vr->avail_idx, __ATOMIC_RELEASE);
+	lab_rw_split_publish(vr->avail, vr->avail_idx);
 }
 
 void lab_vring_force_avail_idx(struct lab_vring *vr, uint16_t idx)
 {
-	__atomic_store_n(&vr->avail->idx, idx, __ATOMIC_RELEASE);
+	lab_rw_split_publish(vr->avail, idx);
 }
 
 void lab_vring_set_avail_flags(struct lab_vring *vr, uint16_t flags)
 {
-	__atomic_store_n(&vr->avail->flags, flags, __ATOMIC_RELAXED);
+	lab_rw_split_avail_flags(vr->avail, flags);
 }
 
 uint16_t lab_vring_used_pending(const struct lab_vring *vr)

@@ -2,7 +2,9 @@
 /* The guest side of a split virtqueue, written exactly as a driver would write it: the
  * descriptor table, available ring and used ring live in simulated guest RAM and are touched
  * only through the guest view. Low-level on purpose: hostile tests use these calls to write
- * any descriptor a malicious driver could; the net driver builds well-formed chains on top. */
+ * any descriptor a malicious driver could; the net driver builds well-formed chains on top.
+ * The ring bytes are written by ring_write.h; this file keeps the driver's state (indices,
+ * free descriptors). */
 #ifndef LAB_VRING_SPLIT_H
 #define LAB_VRING_SPLIT_H
 
@@ -10,6 +12,7 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "ring_write.h"
 #include "vhostlab/vl_virtio.h"
 
 struct lab_vring {

@@ -1,36 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* Replay, the guest side: every guest statement of a trace as the driver writes it, and the
- * driver's reading of used elements (docs/trace-format.md, "Guest actions"). Rings are
- * written through the guest view with the orderings a driver uses: split avail->idx and
- * packed flags words with release stores, used index and flags read with acquire. */
+ * driver's reading of used elements (docs/trace-format.md, "Guest actions"). The rings are
+ * written through the guest view by ring_write.h, the writer every lab driver shares (split
+ * avail->idx and packed flags words with release stores, a packed chain's head last); used
+ * index and flags are read with acquire. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "double_fetch.h"
 #include "replay_internal.h"
+#include "ring_write.h"
 #include "vl_lab_control.h"
-
-static void store16_release(uint8_t *p, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)(void *)p, v, __ATOMIC_RELEASE);
-}
 
 static uint16_t load16_acquire(const uint8_t *p)
 {
 	return __atomic_load_n((const uint16_t *)(const void *)p, __ATOMIC_ACQUIRE);
 }
 
-static void put_desc(uint8_t *at, uint64_t addr, uint32_t len, uint16_t a, uint16_t b)
+/* The guest views of a queue's areas, as ring_write.h takes them. */
+static struct vl_packed_desc *pring(struct rp_queue *q)
 {
-	memcpy(at, &addr, 8);
-	memcpy(at + 8, &len, 4);
-	memcpy(at + 12, &a, 2);  /* split: flags; packed: id */
-	memcpy(at + 14, &b, 2);  /* split: next; packed: flags (stored last by the caller) */
+	return (struct vl_packed_desc *)(void *)q->desc;
 }
 
-static uint16_t packed_avail_flags(bool wrap)
+static struct vl_split_avail *avail_ring(struct rp_queue *q)
 {
-	return wrap ? LAB_TRACE_DESC_AVAIL : LAB_TRACE_DESC_USED;
+	return (struct vl_split_avail *)(void *)q->drv;
 }
 
 /* ---- setup -------------------------------------------------------------------------- */
@@ -70,15 +65,15 @@ bool rp_queue_driver_init(struct rp *r, struct rp_queue *q)
 		for (uint32_t i = 0; i < n; i++) {
 			bool w = i < tq->start ? tq->wrap : !tq->wrap;
 
-			store16_release(q->desc + 16 * i + 14,
-					(uint16_t)(w ? LAB_TRACE_DESC_AVAIL | LAB_TRACE_DESC_USED : 0));
+			lab_rw_packed_flags(pring(q), (uint16_t)i,
+					    (uint16_t)(w ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0));
 		}
 	} else {
 		/* Both indices start at `start`: the avail index is the driver's, the used index
 		 * is where a device that consumed everything before it left it. */
 		q->avail_idx = q->last_used = tq->start;
-		store16_release(q->drv + 2, tq->start);
-		store16_release(q->dev + 2, tq->start);
+		lab_rw_split_publish(avail_ring(q), tq->start);
+		lab_rw_split_used_idx((struct vl_split_used *)(void *)q->dev, tq->start);
 	}
 	return true;
 }
@@ -160,21 +155,20 @@ static bool op_desc(struct rp *r, const struct lab_trace_op *op)
 	if (op->index >= q->size)
 		return rp_error(r, "error:index", "descriptor %llu is outside queue %s of size %u",
 				(unsigned long long)op->index, q->tq->name, q->size);
-	put_desc(q->desc + 16 * op->index, op->addr, (uint32_t)op->len, op->flags, op->next);
+	lab_rw_split_desc(q->desc, (uint32_t)op->index, op->addr, (uint32_t)op->len, op->flags,
+			  op->next);
 	return true;
 }
 
 static bool op_pdesc(struct rp *r, const struct lab_trace_op *op)
 {
 	struct rp_queue *q = queue_of(r, op);
-	uint8_t *at;
 
 	if (op->index >= q->size)
 		return rp_error(r, "error:index", "position %llu is outside queue %s of size %u",
 				(unsigned long long)op->index, q->tq->name, q->size);
-	at = q->desc + 16 * op->index;
-	put_desc(at, op->addr, (uint32_t)op->len, op->id, load16_acquire(at + 14));
-	store16_release(at + 14, op->flags);
+	lab_rw_packed_desc(pring(q), (uint16_t)op->index, op->addr, (uint32_t)op->len, op->id,
+			   op->flags);
 	q->fresh[op->index] = true;
 	q->pos_id[op->index] = op->id;
 	q->pos_next[op->index] = (op->flags & LAB_TRACE_DESC_NEXT) != 0;
@@ -193,9 +187,9 @@ static bool op_idesc(struct rp *r, const struct lab_trace_op *op)
 	if (!(at = rp_guest(r, op->addr2 + 16 * op->index, 16, "the indirect table entry")))
 		return false;
 	if (packed)
-		put_desc(at, op->addr, (uint32_t)op->len, op->id, op->flags);
+		lab_rw_packed_entry(at, 0, op->addr, (uint32_t)op->len, op->id, op->flags);
 	else
-		put_desc(at, op->addr, (uint32_t)op->len, op->flags, op->next);
+		lab_rw_split_desc(at, 0, op->addr, (uint32_t)op->len, op->flags, op->next);
 	return true;
 }
 
@@ -207,8 +201,7 @@ static bool op_avail(struct rp *r, const struct lab_trace_op *op)
 	/* Only a split ring has an avail ring (the packed driver area is 4 bytes). */
 	if (q->packed)
 		return rp_error(r, "error:layout", "avail on packed queue %s", q->tq->name);
-	memcpy(q->drv + 4 + 2 * (q->avail_idx % q->size), &head, 2);
-	q->avail_idx++;
+	lab_rw_split_avail(avail_ring(q), q->size, q->avail_idx++, head);
 	return true;
 }
 
@@ -222,13 +215,13 @@ static bool op_kick(struct rp *r, const struct lab_trace_op *op)
 	}
 	if (op->given & LAB_TA_IDX)
 		q->avail_idx = (uint16_t)op->value;
-	store16_release(q->drv + 2, q->avail_idx);
+	lab_rw_split_publish(avail_ring(q), q->avail_idx);
 	return true;
 }
 
 /* post, split: the lowest free descriptors, linked in order; head = the first. */
-static bool post_split(struct rp *r, struct rp_queue *q, const struct lab_trace_op *op,
-		       uint32_t ndescs, const struct lab_trace_buf *bufs, uint16_t ind_flags)
+static bool post_split(struct rp *r, struct rp_queue *q, const struct lab_pdesc *elems,
+		       uint32_t ndescs)
 {
 	uint16_t idx[LAB_TRACE_MAX_ITEMS];
 	uint32_t got = 0;
@@ -236,32 +229,25 @@ static bool post_split(struct rp *r, struct rp_queue *q, const struct lab_trace_
 	for (uint32_t i = 0; i < q->size && got < ndescs; i++)
 		if (!q->desc_busy[i])
 			idx[got++] = (uint16_t)i;
-	if (got < ndescs)
+	/* (got == 0 cannot pass ndescs >= 1; said so, gcc knows idx[0] is written) */
+	if (got == 0 || got < ndescs)
 		return rp_error(r, "error:post", "post: queue %s has %u free descriptors, the chain "
 				"needs %u", q->tq->name, got, ndescs);
+	lab_rw_split_chain(q->desc, idx, elems, got);
 	for (uint32_t i = 0; i < ndescs; i++) {
-		bool more = i + 1 < ndescs;
-		uint16_t fl = (uint16_t)(more ? LAB_TRACE_DESC_NEXT : 0);
-
-		if (bufs)
-			fl |= bufs[i].write ? LAB_TRACE_DESC_WRITE : 0;
-		else
-			fl |= ind_flags;
-		put_desc(q->desc + 16u * idx[i], bufs ? bufs[i].gpa : op->addr2,
-			 bufs ? bufs[i].len : 16u * op->nitems, fl, more ? idx[i + 1] : 0);
 		q->desc_busy[idx[i]] = true;
-		q->chain_next[idx[i]] = more ? idx[i + 1] : 0;
+		q->chain_next[idx[i]] = i + 1 < ndescs ? idx[i + 1] : 0;
 	}
 	q->chain_len[idx[0]] = (uint16_t)ndescs;
-	memcpy(q->drv + 4 + 2 * (q->avail_idx % q->size), &idx[0], 2);
-	q->avail_idx++;
+	lab_rw_split_avail(avail_ring(q), q->size, q->avail_idx++, idx[0]);
 	rp_narrate(r, "  posted head %u (%u descriptors)\n", idx[0], ndescs);
 	return true;
 }
 
-/* post, packed: the next positions, id = the lowest free id, the head's flags last. */
-static bool post_packed(struct rp *r, struct rp_queue *q, const struct lab_trace_op *op,
-			uint32_t ndescs, const struct lab_trace_buf *bufs, uint16_t ind_flags)
+/* post, packed: the next positions, id = the lowest free id (in the last descriptor, junk
+ * in the others), the head's flags last. */
+static bool post_packed(struct rp *r, struct rp_queue *q, const struct lab_pdesc *elems,
+			uint32_t ndescs)
 {
 	uint32_t id = 0;
 
@@ -274,27 +260,8 @@ static bool post_packed(struct rp *r, struct rp_queue *q, const struct lab_trace
 				id == q->size ? "no" : "a", ndescs);
 	uint16_t pos = q->next_avail;
 	bool wrap = q->avail_wrap;
-	uint8_t *head = q->desc + 16u * pos;
-	uint16_t head_flags = 0;
 
-	for (uint32_t i = 0; i < ndescs; i++) {
-		bool more = i + 1 < ndescs;
-		uint16_t fl = (uint16_t)(packed_avail_flags(wrap) | (more ? LAB_TRACE_DESC_NEXT : 0));
-		uint8_t *at = q->desc + 16u * pos;
-
-		fl |= bufs ? (bufs[i].write ? LAB_TRACE_DESC_WRITE : 0) : ind_flags;
-		if (i == 0) {
-			head_flags = fl;
-			put_desc(at, bufs ? bufs[i].gpa : op->addr2,
-				 bufs ? bufs[i].len : 16u * op->nitems, (uint16_t)id,
-				 load16_acquire(at + 14));
-		} else {
-			put_desc(at, bufs[i].gpa, bufs[i].len, (uint16_t)id, 0);
-			store16_release(at + 14, fl);
-		}
-		packed_advance(q, &pos, &wrap, 1);
-	}
-	store16_release(head + 14, head_flags);
+	lab_rw_packed_chain(pring(q), q->size, &pos, &wrap, (uint16_t)id, elems, ndescs);
 	packed_in_flight(q, (uint16_t)id, (uint16_t)ndescs);
 	rp_narrate(r, "  posted id %u at position %u (%u descriptors)\n", id, q->next_avail, ndescs);
 	q->next_avail = q->scan_pos = pos;
@@ -302,44 +269,53 @@ static bool post_packed(struct rp *r, struct rp_queue *q, const struct lab_trace
 	return true;
 }
 
+/* The buffers of a post, as ring_write.h takes them (n: the op's buffer count). */
+static struct lab_pdesc *post_elems(const struct lab_trace_op *op)
+{
+	struct lab_pdesc *e = malloc(op->nitems * sizeof(*e));
+
+	for (uint32_t i = 0; e && i < op->nitems; i++)
+		e[i] = (struct lab_pdesc){
+			.addr = op->bufs[i].gpa, .len = op->bufs[i].len,
+			.flags = (uint16_t)(op->bufs[i].write ? VL_DESC_F_WRITE : 0),
+		};
+	return e;
+}
+
 static bool op_post(struct rp *r, const struct lab_trace_op *op)
 {
 	struct rp_queue *q = queue_of(r, op);
-	bool indirect = (op->given & LAB_TA_INDIRECT) != 0;
+	struct lab_pdesc *elems, ind;
+	bool ok;
 
 	if (op->nitems == 0)
 		return rp_error(r, "error:post", "post without buffers");
-	if (indirect) {
-		/* The table: entries in order, split ones linked by next. */
-		uint8_t *tab = rp_guest(r, op->addr2, 16ull * op->nitems, "the indirect table");
-		bool any_write = false;
-
-		if (!tab)
-			return false;
-		for (uint32_t i = 0; i < op->nitems; i++) {
-			const struct lab_trace_buf *b = &op->bufs[i];
-			bool more = i + 1 < op->nitems;
-			uint16_t w = b->write ? LAB_TRACE_DESC_WRITE : 0;
-
-			any_write |= b->write;
-			if (q->packed)
-				put_desc(tab + 16 * i, b->gpa, b->len, 0, w);
-			else
-				put_desc(tab + 16 * i, b->gpa, b->len,
-					 (uint16_t)(w | (more ? LAB_TRACE_DESC_NEXT : 0)),
-					 more ? (uint16_t)(i + 1) : 0);
-		}
-		(void)any_write;
-		if (q->packed)
-			return post_packed(r, q, op, 1, NULL, LAB_TRACE_DESC_INDIRECT);
-		return post_split(r, q, op, 1, NULL, LAB_TRACE_DESC_INDIRECT);
-	}
-	if (op->nitems > q->size)
+	if (!(op->given & LAB_TA_INDIRECT) && op->nitems > q->size)
 		return rp_error(r, "error:post", "post: %u buffers in a queue of size %u",
 				op->nitems, q->size);
-	if (q->packed)
-		return post_packed(r, q, op, op->nitems, op->bufs, 0);
-	return post_split(r, q, op, op->nitems, op->bufs, 0);
+	if (!(elems = post_elems(op)))
+		return rp_error(r, "error:memory", "out of memory");
+	if (op->given & LAB_TA_INDIRECT) {
+		/* The buffers go into a table at addr2; one INDIRECT descriptor names it. */
+		uint8_t *tab = rp_guest(r, op->addr2, 16ull * op->nitems, "the indirect table");
+
+		if (tab) {
+			if (q->packed)
+				lab_rw_packed_table(tab, elems, op->nitems);
+			else
+				lab_rw_split_table(tab, elems, op->nitems);
+		}
+		free(elems);
+		if (!tab)
+			return false;
+		ind = (struct lab_pdesc){
+			.addr = op->addr2, .len = 16u * op->nitems, .flags = VL_DESC_F_INDIRECT,
+		};
+		return q->packed ? post_packed(r, q, &ind, 1) : post_split(r, q, &ind, 1);
+	}
+	ok = q->packed ? post_packed(r, q, elems, op->nitems) : post_split(r, q, elems, op->nitems);
+	free(elems);
+	return ok;
 }
 
 /* The mutate observer: count reads covering the target byte; at the N-th, overwrite. */
