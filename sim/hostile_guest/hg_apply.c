@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hg_internal.h"
+#include "ring_write.h"
 #include "trace_sink.h"
 #include "vl_lab_control.h"
 
@@ -34,28 +35,19 @@ static void raw_write(struct lab_hg *d, const struct lab_hg_action *a)
 	case LAB_HG_DESC: {
 		uint16_t i = (uint16_t)(a->value % d->size);
 
-		if (split) {
-			d->desc[i] = (struct vl_split_desc){a->addr, a->len, a->flags, a->other};
-		} else {
-			d->pdesc[i].addr = a->addr;
-			d->pdesc[i].len = a->len;
-			d->pdesc[i].id = a->other;
-			__atomic_store_n(&d->pdesc[i].flags, a->flags, __ATOMIC_RELEASE);
-		}
+		if (split)
+			lab_rw_split_desc(d->desc, i, a->addr, a->len, a->flags, a->other);
+		else
+			lab_rw_packed_desc(d->pdesc, i, a->addr, a->len, a->other, a->flags);
 		break;
 	}
 	default: { /* LAB_HG_TABLE */
 		uint32_t off = a->off % (FZ_DP_RAM - 15u);
 
-		if (split) {
-			struct vl_split_desc s = {a->addr, a->len, a->flags, a->other};
-
-			memcpy(d->ram + off, &s, 16);
-		} else {
-			struct vl_packed_desc p = {a->addr, a->len, a->other, a->flags};
-
-			memcpy(d->ram + off, &p, 16);
-		}
+		if (split)
+			lab_rw_split_desc(d->ram + off, 0, a->addr, a->len, a->flags, a->other);
+		else
+			lab_rw_packed_entry(d->ram + off, 0, a->addr, a->len, a->other, a->flags);
 		break;
 	}
 	}
@@ -69,15 +61,14 @@ static void driver_state(struct lab_hg *d, const struct lab_hg_action *a)
 	switch (a->kind) {
 	case LAB_HG_AVAIL:
 		if (split) {
-			d->avail->ring[d->avail_idx & (d->size - 1)] = a->value;
-			d->avail_idx++;
+			lab_rw_split_avail(d->avail, d->size, d->avail_idx++, a->value);
 		} else {
 			hg_do_pflags(d, a->value, a->byte);
 		}
 		break;
 	case LAB_HG_PUBLISH:
 		if (split) {
-			__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+			lab_rw_split_publish(d->avail, d->avail_idx);
 		} else {
 			d->ppos = (uint16_t)((a->value & 0x7fffu) % d->size);
 			d->pwrap = (a->value & VL_PACKED_WRAP_BIT) != 0;
@@ -86,7 +77,7 @@ static void driver_state(struct lab_hg *d, const struct lab_hg_action *a)
 	case LAB_HG_FORCE:
 		if (split) {
 			d->avail_idx = a->value;
-			__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+			lab_rw_split_publish(d->avail, d->avail_idx);
 		} else {
 			hg_pstep(&d->ppos, &d->pwrap, a->byte, d->size);
 		}
@@ -94,12 +85,11 @@ static void driver_state(struct lab_hg *d, const struct lab_hg_action *a)
 	default: /* LAB_HG_EVENT */
 		if (split) {
 			if (a->flag)
-				d->avail->ring[d->size] = a->value; /* used_event */
+				lab_rw_split_used_event(d->avail, d->size, a->value);
 			else
-				d->avail->flags = a->value;
+				lab_rw_split_avail_flags(d->avail, a->value);
 		} else {
-			d->drv_ev->off_wrap = a->value;
-			__atomic_store_n(&d->drv_ev->flags, a->other, __ATOMIC_RELEASE);
+			lab_rw_packed_event(d->drv_ev, a->other, a->value);
 		}
 		break;
 	}

@@ -1,26 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The guest side of the hostile guest beyond raw writes: well-formed chains of a chosen
- * shape through its own cursor, packed flag flips, a new memory table. */
+ * shape through its own cursor, packed flag flips, a new memory table. Every ring write goes
+ * through the lab's one ring writer (sim/ring_write.h). */
 #include <string.h>
 
 #include "hg_internal.h"
-
-struct hg_desc {
-	uint64_t gpa;
-	uint32_t len;
-	uint16_t flags;
-};
-
-static void write_desc(struct lab_hg *d, uint16_t i, const struct hg_desc *e, bool more,
-		       uint16_t next)
-{
-	struct vl_split_desc *s = &d->desc[i];
-
-	s->addr = e->gpa;
-	s->len = e->len;
-	s->flags = (uint16_t)(e->flags | (more ? VL_DESC_F_NEXT : 0));
-	s->next = next;
-}
+#include "ring_write.h"
 
 /* A well-formed chain of the shape asked for, through the driver cursor. */
 void hg_do_post(struct lab_hg *d, uint8_t shape, uint16_t len16, uint16_t off16,
@@ -54,42 +39,30 @@ void hg_do_post(struct lab_hg *d, uint8_t shape, uint16_t len16, uint16_t off16,
 		memcpy(buf, hdr, d->hdr_len);
 		fz_fill(buf + d->hdr_len, total - d->hdr_len, d->posts);
 	}
-	struct hg_desc e[12];
+	struct lab_pdesc e[12];
 	uint32_t ne = 0, at = 0, rest = total;
 
 	if ((shape & FZ_POST_HDR_ALONE) && total > d->hdr_len) {
-		e[ne++] = (struct hg_desc){gpa, d->hdr_len, dir};
+		e[ne++] = (struct lab_pdesc){gpa, d->hdr_len, dir};
 		at = d->hdr_len;
 		rest = total - d->hdr_len;
 	}
 	for (uint32_t i = 0; i < nsegs; i++) {
 		uint32_t l = i + 1 < nsegs ? rest / nsegs : rest - rest / nsegs * (nsegs - 1);
 
-		e[ne++] = (struct hg_desc){gpa + at, l, dir};
+		e[ne++] = (struct lab_pdesc){gpa + at, l, dir};
 		at += l;
 		if (i == 0 && (shape & FZ_POST_ZERO_LEN))
-			e[ne++] = (struct hg_desc){gpa, 0, dir};
+			e[ne++] = (struct lab_pdesc){gpa, 0, dir};
 	}
 	if (indirect) {
 		uint32_t toff = (off + total + 15u) & ~15u;
-		uint8_t *t = d->ram + toff;
 
-		for (uint32_t i = 0; i < ne; i++) {
-			if (d->L == VL_LAYOUT_SPLIT) {
-				struct vl_split_desc s = {
-					e[i].gpa, e[i].len,
-					(uint16_t)(e[i].flags | (i + 1 < ne ? VL_DESC_F_NEXT : 0)),
-					(uint16_t)(i + 1 < ne ? i + 1 : 0),
-				};
-
-				memcpy(t + 16 * i, &s, 16);
-			} else {
-				struct vl_packed_desc p = {e[i].gpa, e[i].len, 0, e[i].flags};
-
-				memcpy(t + 16 * i, &p, 16);
-			}
-		}
-		e[0] = (struct hg_desc){d->ram_gpa + toff, 16u * ne, VL_DESC_F_INDIRECT};
+		if (d->L == VL_LAYOUT_SPLIT)
+			lab_rw_split_table(d->ram + toff, e, ne);
+		else
+			lab_rw_packed_table(d->ram + toff, e, ne);
+		e[0] = (struct lab_pdesc){d->ram_gpa + toff, 16u * ne, VL_DESC_F_INDIRECT};
 		ne = 1;
 	}
 	if (d->L == VL_LAYOUT_SPLIT) {
@@ -97,30 +70,13 @@ void hg_do_post(struct lab_hg *d, uint8_t shape, uint16_t len16, uint16_t off16,
 
 		for (uint32_t i = 0; i < ne; i++)
 			idx[i] = (uint16_t)(d->next_desc++ % d->size);
-		for (uint32_t i = 0; i < ne; i++)
-			write_desc(d, idx[i], &e[i], i + 1 < ne, i + 1 < ne ? idx[i + 1] : 0);
-		d->avail->ring[d->avail_idx & (d->size - 1)] = idx[0];
-		d->avail_idx++;
-		__atomic_store_n(&d->avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+		lab_rw_split_chain(d->desc, idx, e, ne);
+		lab_rw_split_avail(d->avail, d->size, d->avail_idx++, idx[0]);
+		lab_rw_split_publish(d->avail, d->avail_idx);
 		return;
 	}
-	uint16_t id = (uint16_t)(d->next_id++ % d->size), head = d->ppos, head_flags = 0;
-
-	for (uint32_t i = 0; i < ne; i++) {
-		struct vl_packed_desc *p = &d->pdesc[d->ppos];
-		uint16_t flags = (uint16_t)(e[i].flags | hg_pavail_bits(d->pwrap) |
-					    (i + 1 < ne ? VL_DESC_F_NEXT : 0));
-
-		p->addr = e[i].gpa;
-		p->len = e[i].len;
-		p->id = id;
-		if (i == 0)
-			head_flags = flags;
-		else
-			__atomic_store_n(&p->flags, flags, __ATOMIC_RELEASE);
-		hg_pstep(&d->ppos, &d->pwrap, 1, d->size);
-	}
-	__atomic_store_n(&d->pdesc[head].flags, head_flags, __ATOMIC_RELEASE);
+	lab_rw_packed_chain(d->pdesc, d->size, &d->ppos, &d->pwrap,
+			    (uint16_t)(d->next_id++ % d->size), e, ne);
 }
 
 void hg_do_pflags(struct lab_hg *d, uint16_t pos, uint8_t mode)
@@ -148,7 +104,7 @@ void hg_do_pflags(struct lab_hg *d, uint16_t pos, uint8_t mode)
 		f ^= VL_DESC_F_WRITE;
 	if (mode & FZ_PFLAG_INDIRECT)
 		f ^= VL_DESC_F_INDIRECT;
-	__atomic_store_n(&p->flags, f, __ATOMIC_RELEASE);
+	lab_rw_packed_flags(d->pdesc, (uint16_t)(pos % d->size), f);
 }
 
 void hg_do_setmem(struct lab_hg *d)
