@@ -30,6 +30,7 @@
 
 #include "fd_send.h"
 #include "fuzz_vhost_user.h"
+#include "ring_write.h"
 
 struct fz_vu_env {
 	bool ready;
@@ -317,31 +318,22 @@ static void op_post(struct fz_vu_run *r, struct fz_in *in)
 
 		if (!wflag)
 			memset(env.mem + buf, 0, 12); /* a zero virtio-net header, then payload */
+		/* One-descriptor chains, written by the lab's ring writer (sim/ring_write.h). */
 		if (!packed) {
-			struct vl_split_desc *d = (struct vl_split_desc *)ring + id;
 			struct vl_split_avail *av = (struct vl_split_avail *)(ring + FZ_VU_AVAIL_OFF);
 
-			d->addr = FZ_VU_GPA + buf;
-			d->len = len;
-			d->flags = wflag;
-			d->next = 0;
-			av->ring[r->avail_idx[q] % size] = id;
-			r->avail_idx[q]++;
-			__atomic_store_n(&av->idx, r->avail_idx[q], __ATOMIC_RELEASE);
+			lab_rw_split_desc(ring, id, FZ_VU_GPA + buf, len, wflag, 0);
+			lab_rw_split_avail(av, size, r->avail_idx[q]++, id);
+			lab_rw_split_publish(av, r->avail_idx[q]);
 		} else {
-			struct vl_packed_desc *d = (struct vl_packed_desc *)ring + r->avail_pos[q];
+			struct lab_pdesc e = {FZ_VU_GPA + buf, len, wflag};
 			bool wrap = !r->avail_wrap[q]; /* stored inverted: false = wrap counter 1 */
+			uint16_t pos = r->avail_pos[q];
 
-			d->addr = FZ_VU_GPA + buf;
-			d->len = len;
-			d->id = id;
-			__atomic_store_n(&d->flags,
-					 (uint16_t)(wflag | (wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED)),
-					 __ATOMIC_RELEASE);
-			if (++r->avail_pos[q] >= size) {
-				r->avail_pos[q] = 0;
-				r->avail_wrap[q] = !r->avail_wrap[q];
-			}
+			lab_rw_packed_chain((struct vl_packed_desc *)(void *)ring, size, &pos, &wrap,
+					    id, &e, 1);
+			r->avail_pos[q] = pos;
+			r->avail_wrap[q] = !wrap;
 		}
 	}
 }
