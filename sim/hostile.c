@@ -110,7 +110,7 @@ struct lab_hostile_outcome lab_hostile_expect(enum lab_hostile c, enum vl_layout
 		o.reason = VL_DROP_DIRECTION;
 		break;
 	case LAB_HOSTILE_BAD_OFFLOAD:
-		o.reason = VL_DROP_BAD_OFFLOAD;
+		o.reason = VL_DROP_CSUM_PAST_FRAME;
 		break;
 	case LAB_HOSTILE_RX_TOO_SMALL:
 		o.reason = VL_DROP_RX_BUF_TOO_SMALL;

@@ -35,22 +35,24 @@ static void hdr_read(const uint8_t *h, struct vl_offload *ol)
 
 /* "Hostile inputs", bogus offload header: a checksum must land inside the packet, a GSO
  * packet needs a known type, a segment size and headers inside the packet, and ECN means
- * nothing without GSO. */
+ * nothing without GSO -- each refusal under its own drop reason, in that order. */
 static enum vl_drop hdr_check(const struct vl_offload *ol, uint32_t len)
 {
 	if ((ol->flags & VL_NET_HDR_F_NEEDS_CSUM) &&
 	    (uint32_t)ol->csum_start + ol->csum_offset + 2u > len)
-		return VL_DROP_BAD_OFFLOAD;
+		return VL_DROP_CSUM_PAST_FRAME;
 	switch (ol->gso_type & ~VL_NET_HDR_GSO_ECN) {
 	case VL_NET_HDR_GSO_NONE:
-		return (ol->gso_type & VL_NET_HDR_GSO_ECN) ? VL_DROP_BAD_OFFLOAD : VL_DROP_NONE;
+		return (ol->gso_type & VL_NET_HDR_GSO_ECN) ? VL_DROP_ECN_WITHOUT_GSO : VL_DROP_NONE;
 	case VL_NET_HDR_GSO_TCPV4:
 	case VL_NET_HDR_GSO_UDP:
 	case VL_NET_HDR_GSO_TCPV6:
 	case VL_NET_HDR_GSO_UDP_L4:
-		return ol->gso_size == 0 || ol->hdr_len > len ? VL_DROP_BAD_OFFLOAD : VL_DROP_NONE;
+		if (ol->gso_size == 0)
+			return VL_DROP_GSO_NO_SEGMENT_SIZE;
+		return ol->hdr_len > len ? VL_DROP_GSO_HDR_PAST_FRAME : VL_DROP_NONE;
 	default:
-		return VL_DROP_BAD_OFFLOAD;
+		return VL_DROP_GSO_UNKNOWN_TYPE;
 	}
 }
 

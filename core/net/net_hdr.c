@@ -42,25 +42,28 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
 	 * plus 2 fits 32 bits. */
 	if ((ol->flags & VL_NET_HDR_F_NEEDS_CSUM) &&
 	    (uint32_t)ol->csum_start + ol->csum_offset + 2u > pkt_len)
-		return VL_DROP_BAD_OFFLOAD;
+		return VL_DROP_CSUM_PAST_FRAME;
 
 	uint8_t gso = ol->gso_type & (uint8_t)~VL_NET_HDR_GSO_ECN;
 
 	switch (gso) {
 	case VL_NET_HDR_GSO_NONE:
+		/* ECN qualifies a segmentation: alone it asks for nothing a device can do. */
 		if (ol->gso_type & VL_NET_HDR_GSO_ECN)
-			return VL_DROP_BAD_OFFLOAD;
+			return VL_DROP_ECN_WITHOUT_GSO;
 		break;
 	case VL_NET_HDR_GSO_TCPV4:
 	case VL_NET_HDR_GSO_UDP:
 	case VL_NET_HDR_GSO_TCPV6:
 	case VL_NET_HDR_GSO_UDP_L4:
 		/* Segmenting needs a segment size and headers that lie inside the packet. */
-		if (ol->gso_size == 0 || ol->hdr_len > pkt_len)
-			return VL_DROP_BAD_OFFLOAD;
+		if (ol->gso_size == 0)
+			return VL_DROP_GSO_NO_SEGMENT_SIZE;
+		if (ol->hdr_len > pkt_len)
+			return VL_DROP_GSO_HDR_PAST_FRAME;
 		break;
 	default:
-		return VL_DROP_BAD_OFFLOAD;
+		return VL_DROP_GSO_UNKNOWN_TYPE;
 	}
 	return VL_DROP_NONE;
 }

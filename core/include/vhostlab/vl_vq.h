@@ -69,7 +69,13 @@ enum vl_drop {
 	VL_DROP_DIRECTION,           /* device-writable piece in a TX chain / read-only in RX */
 	VL_DROP_TOO_MANY_PIECES,     /* more translated pieces than VL_CHAIN_MAX_PIECES */
 	VL_DROP_SHORT_CHAIN,         /* TX chain no longer than the virtio-net header */
-	VL_DROP_BAD_OFFLOAD,         /* TX header's csum/gso fields point outside the packet */
+	/* TX virtio-net header offload fields (VIRTIO_NET_F_CSUM negotiated; docs/architecture.md,
+	 * "Offload headers", names the rule each enforces): */
+	VL_DROP_CSUM_PAST_FRAME,     /* NEEDS_CSUM: csum_start + csum_offset + 2 > packet length */
+	VL_DROP_ECN_WITHOUT_GSO,     /* the GSO ECN bit on a packet without GSO */
+	VL_DROP_GSO_UNKNOWN_TYPE,    /* gso_type not NONE, TCPV4, UDP, TCPV6 or UDP_L4 */
+	VL_DROP_GSO_NO_SEGMENT_SIZE, /* GSO with gso_size 0: no segment size to cut at */
+	VL_DROP_GSO_HDR_PAST_FRAME,  /* GSO with hdr_len longer than the packet */
 	VL_DROP_TX_TOO_BIG,          /* TX packet longer than VL_PKT_MAX_LEN */
 	VL_DROP_RX_BUF_TOO_SMALL,    /* RX chain smaller than the virtio-net header */
 	/* Packet-level (enqueue): the packet is not delivered, nothing of it is published. */
