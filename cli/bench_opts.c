@@ -71,6 +71,12 @@ static void bench_usage(FILE *out)
 		"exit status: 0 measured, 1 the core misbehaved (the message names the cell and\n"
 		"packet) or a measurement failed, 2 usage error.\n",
 		BENCH_MAX_PIECES, BENCH_MAX_REPS);
+	fprintf(out, "\ncore: %s\n", cli_lab_core_note() ?
+		"the lab build (guest-load hooks; slower), which this program (vhostlab) runs\n"
+		"on: its numbers are the lab's, not production's. vhostlab-fast bench measures\n"
+		"the production core (scripts/perf_gate.py does)." :
+		"the production core (libvhostlab's objects, no lab hooks): this is\n"
+		"vhostlab-fast, the production program. vhostlab bench measures the lab build.");
 }
 
 const char *bench_dir_name(enum bench_dir d)

@@ -29,10 +29,10 @@ const char *cli_core_build(void);
  * cli/core_build.c. */
 const char *cli_build_variant(void);
 
-/* In the lab build, exec vhostlab-fast (the production core) with the subcommand's argv
- * (argv[0] is the subcommand's name) when it sits beside this binary and nothing asks for
- * the hooks (serve --record, VHOSTLAB_CORE=lab-hooks). Returns only when it did not. */
-void cli_exec_production(int argc, char **argv);
+/* In the lab build (vhostlab), the note serve and bench print on stderr after their command
+ * name: they run on the lab build of the core, and vhostlab-fast is the production program.
+ * NULL in the production build (vhostlab-fast). cli/core_build.c. */
+const char *cli_lab_core_note(void);
 
 /* Parse an unsigned decimal in [min, max]; on error print "vhostlab CMD: OPT: ..." naming
  * the value and return false. */

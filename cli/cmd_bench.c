@@ -84,6 +84,10 @@ int cmd_bench(int argc, char **argv)
 		free(o);
 		return rc;
 	}
+	/* Even with --quiet and --json (stdout stays the document alone): lab numbers must not
+	 * pass for production ones. The JSON's "core" says the same. */
+	if (cli_lab_core_note())
+		fprintf(stderr, "vhostlab bench: %s\n", cli_lab_core_note());
 	if (o->profile_dir) {
 		char err[512];
 

@@ -140,6 +140,14 @@ static void serve_usage(FILE *out)
 		SERVE_IDLE_PAUSE_DEFAULT_NS, (unsigned long long)VL_VU_FEATURES_SUPPORTED,
 		SERVE_RECORD_MAX_PAIRS,
 		SERVE_RECORD_MAX_PACKETS_DEFAULT);
+	fprintf(out, "\nCORE\n%s\n", cli_lab_core_note() ?
+		"    This is vhostlab, the lab program: serve runs on the lab build of the core\n"
+		"    (guest-load hooks; slower) and says so on stderr (event \"core\", even with\n"
+		"    --quiet). --record needs that build. vhostlab-fast serve is the production\n"
+		"    program for serving and benchmarking." :
+		"    This is vhostlab-fast, the production program: serve runs on the production\n"
+		"    core (libvhostlab's objects, no lab hooks). --record needs the lab build of\n"
+		"    the core: vhostlab serve --record.");
 }
 
 enum {
@@ -505,6 +513,9 @@ int cmd_serve(int argc, char **argv)
 		return rc;
 	s.start = serve_now();
 	s.nports = s.o.mode == SERVE_PAIR ? 2 : 1;
+	/* The lab program says which core it serves on (event "core", even with --quiet). */
+	if (cli_lab_core_note())
+		serve_event(&s, "core", NULL, "%s", cli_lab_core_note());
 
 	bool ok = s.o.mode != SERVE_TAP || serve_tap_open(&s, s.o.tap_name, s.o.queues);
 

@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Which copy of the core this program runs, and the hand-over from the lab build to the
- * production build.
+/* Which copy of the core this program runs.
  *
- * `vhostlab` links the core compiled with the lab's guest-load hooks, so that traces with
- * `mutate` and the double-fetch adversary replay. Every load of a guest-owned ring field then
- * calls a (no-op) hook: fine for the lab, wrong for a back end serving a real front end or
- * for a benchmark. `vhostlab-fast` is the same program linked with the production core
- * (no hooks, exactly libvhostlab's objects); `vhostlab serve` and `vhostlab bench` hand
- * themselves over to it when it sits next to the running binary. */
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+ * Two programs, two builds of the core, and neither runs the other:
+ * - `vhostlab`, the lab program, links the core compiled with the lab's guest-load hooks, so
+ *   that traces with `mutate` and the double-fetch adversary replay. Every load of a
+ *   guest-owned ring field then calls a (no-op) hook: fine for the lab, slower for a back end
+ *   serving a real front end or for a benchmark. It runs every command itself, `serve` and
+ *   `bench` included, and says on stderr which core those run on (cli_lab_core_note);
+ * - `vhostlab-fast`, the production program, is serve and bench linked with the production
+ *   core (no hooks, exactly libvhostlab's objects). */
+#include <stddef.h>
 
 #include "cli.h"
 
@@ -50,61 +46,12 @@ const char *cli_build_variant(void)
 	return joined[0] ? joined + 1 : "default";
 }
 
-#ifdef VL_LAB_BUILD
-/* Does the command line ask for something only the hooked core can do? */
-static bool needs_hooks(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		/* serve --record observes every ring load the core makes. */
-		if (!strcmp(argv[i], "--record") || !strncmp(argv[i], "--record=", 9))
-			return true;
-	}
-	return false;
-}
-#endif
-
-void cli_exec_production(int argc, char **argv)
+const char *cli_lab_core_note(void)
 {
 #ifdef VL_LAB_BUILD
-	const char *env = getenv("VHOSTLAB_CORE");
-
-	if (env && !strcmp(env, "lab-hooks"))
-		return;
-	if (needs_hooks(argc, argv))
-		return;
-
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n <= 0 || (size_t)n >= sizeof(self) - 1)
-		return;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-
-	if (slash == NULL)
-		return;
-	char fast[PATH_MAX];
-	int len = snprintf(fast, sizeof(fast), "%.*s/vhostlab-fast", (int)(slash - self), self);
-
-	if (len < 0 || (size_t)len >= sizeof(fast) || access(fast, X_OK) != 0)
-		return; /* not installed beside us: run here, on the hooked core */
-
-	/* argv[0] of the subcommand is its name; the new program needs its own in front. */
-	char **nargv = calloc((size_t)argc + 2, sizeof(*nargv));
-
-	if (nargv == NULL)
-		return;
-	nargv[0] = fast;
-	for (int i = 0; i < argc; i++)
-		nargv[i + 1] = argv[i];
-	execv(fast, nargv);
-	fprintf(stderr, "vhostlab: cannot run %s (%s); running on the lab-hooks core\n", fast,
-		strerror(errno));
-	free(nargv);
+	return "runs on the lab build of the core (guest-load hooks; slower); vhostlab-fast is "
+	       "the production program for serving and benchmarking";
 #else
-	(void)argc;
-	(void)argv;
+	return NULL;
 #endif
 }

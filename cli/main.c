@@ -9,12 +9,24 @@
 #include "cli.h"
 #include "vhostlab/vhostlab.h"
 
+/* Each program prints its own name; the lab build of the core makes the lab program. */
+#ifdef VL_LAB_BUILD
+#define PROGRAM "vhostlab"
+#else
+#define PROGRAM "vhostlab-fast"
+#endif
+
+#ifdef VL_LAB_BUILD
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: vhostlab [--version] [-h|--help] COMMAND [ARGS]\n"
 		"\n"
 		"vhostlab is a virtio-net vhost-user back end core and the lab that tests it.\n"
+		"This is the lab program: it links the lab build of the core (guest-load hooks,\n"
+		"fault injection) and runs every command on it. Its serve and bench are for the\n"
+		"lab (serve --record, the hooks' cost) and say so on stderr; vhostlab-fast, built\n"
+		"beside it, is the production program for serving and benchmarking.\n"
 		"\n"
 		"commands:\n"
 		"  run      run the simulated-guest lab over a scenario matrix and verify every\n"
@@ -25,14 +37,38 @@ static void usage(FILE *out)
 		"           trace)\n"
 		"  serve    serve a vhost-user virtio-net device to QEMU or DPDK virtio-user\n"
 		"           (loopback, rxonly, txonly, tap or pair forwarding; null and\n"
-		"           touch ceilings)\n"
+		"           touch ceilings), on the lab build of the core; --record needs it\n"
 		"  bench    benchmark the core against a lean simulated guest: Mpps, ns per\n"
-		"           packet, allocations per call, instructions per packet (callgrind)\n"
+		"           packet, allocations per call, instructions per packet (callgrind),\n"
+		"           on the lab build of the core (vhostlab-fast bench: the production one)\n"
 		"  help     show this text, or `vhostlab help COMMAND` for a command's options\n"
 		"\n"
 		"exit status: 0 success, 1 a check failed, 2 usage error.\n"
 		"Documentation: docs/cli.md\n");
 }
+#else
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vhostlab-fast [--version] [-h|--help] COMMAND [ARGS]\n"
+		"\n"
+		"vhostlab-fast is the production program of vhostlab: serve and bench linked\n"
+		"with the production core (libvhostlab's objects: no lab hooks, no fault\n"
+		"injection). The lab's commands (run, replay, minimize, trace) and serve --record\n"
+		"need the lab build of the core: they are in vhostlab.\n"
+		"\n"
+		"commands:\n"
+		"  serve    serve a vhost-user virtio-net device to QEMU or DPDK virtio-user\n"
+		"           (loopback, rxonly, txonly, tap or pair forwarding; null and\n"
+		"           touch ceilings)\n"
+		"  bench    benchmark the core against a lean simulated guest: Mpps, ns per\n"
+		"           packet, allocations per call, instructions per packet (callgrind)\n"
+		"  help     show this text, or `vhostlab-fast help COMMAND` for a command's options\n"
+		"\n"
+		"exit status: 0 success, 1 a check failed, 2 usage error.\n"
+		"Documentation: docs/cli.md\n");
+}
+#endif
 
 void cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -86,23 +122,23 @@ void cli_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* The subcommands. The lab build (vhostlab, hooked core) has them all; vhostlab-fast (the
- * production core, cli/core_build.c) only those that want speed and need no hooks. */
+/* The subcommands. The lab program (vhostlab, the lab build of the core) has them all and
+ * runs each itself; the production program (vhostlab-fast, the production core,
+ * cli/core_build.c) only those that want speed and need no hooks. */
 struct cli_command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	bool production; /* hand over to vhostlab-fast when it is there */
 };
 
 static const struct cli_command commands[] = {
 #ifdef VL_LAB_BUILD
-	{"run", cmd_run, false},
-	{"replay", cmd_replay, false},
-	{"minimize", cmd_minimize, false},
-	{"trace", cmd_trace, false},
+	{"run", cmd_run},
+	{"replay", cmd_replay},
+	{"minimize", cmd_minimize},
+	{"trace", cmd_trace},
 #endif
-	{"serve", cmd_serve, true},
-	{"bench", cmd_bench, true},
+	{"serve", cmd_serve},
+	{"bench", cmd_bench},
 };
 
 static const struct cli_command *find_command(const char *name)
@@ -126,8 +162,8 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("vhostlab %s (core: %s, build: %s)\n", VHOSTLAB_VERSION, cli_core_build(),
-		       cli_build_variant());
+		printf("%s %s (core: %s, build: %s)\n", PROGRAM, VHOSTLAB_VERSION,
+		       cli_core_build(), cli_build_variant());
 		return CLI_EXIT_OK;
 	}
 	if (!strcmp(cmd, "help")) {
@@ -155,7 +191,5 @@ int main(int argc, char **argv)
 #endif
 		return CLI_EXIT_USAGE;
 	}
-	if (c->production)
-		cli_exec_production(argc - 1, argv + 1);
 	return c->fn(argc - 1, argv + 1);
 }

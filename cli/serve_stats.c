@@ -70,7 +70,8 @@ void serve_event(const struct serve *s, const char *event, const struct serve_po
 	va_list ap;
 	bool error = event[0] == 'e' && event[1] == 'r'; /* "error" */
 
-	if (s->o.quiet && !error)
+	/* Errors, and the lab program's note on its core, are printed even with --quiet. */
+	if (s->o.quiet && !error && strcmp(event, "core") != 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -234,13 +235,15 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 {
 	struct serve_qstats tot = {0};
 
-	printf("{\n  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
+	printf("{\n  \"core\": \"%s\",\n"
+	       "  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
 	       "  \"zero_copy\": %s,\n  \"evict\": \"%s\",\n  \"prefetch\": \"%s\",\n"
 	       "  \"line_wait\": \"%s\",\n  \"busy_poll\": %s,\n"
 	       "  \"seconds\": %.3f,\n  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
-	       mode_names[s->o.mode], s->o.queues, s->o.client ? "true" : "false",
+	       cli_core_build(), mode_names[s->o.mode], s->o.queues,
+	       s->o.client ? "true" : "false",
 	       s->o.zero_copy ? "true" : "false", evict_names[s->o.evict],
 	       evict_names[s->o.prefetch], s->o.line_wait_off ? "off" : "on",
 	       s->o.busy_poll ? "true" : "false", secs,

@@ -2,7 +2,11 @@
 
 The binary under test comes from the environment variable VHOSTLAB_BIN (absolute, or
 relative to the current directory or the repository root); the default is
-<repo>/build/release/cli/vhostlab, which `./lab run` and `./lab test` build.
+<repo>/build/release/cli/vhostlab, which `./lab run` and `./lab test` build. That is the lab
+program (the lab build of the core). The production program, vhostlab-fast (serve and bench
+on the production core), is the `vhostlab_fast` fixture: VHOSTLAB_FAST_BIN, else the
+vhostlab-fast beside that vhostlab. vhostlab never runs vhostlab-fast itself: a test that
+wants the production core (serving a real front end, production numbers) asks for it.
 
 A missing binary is a failure, never a skip: a harness that silently skips everything
 would let CI pass without testing anything.
@@ -131,6 +135,34 @@ def vhostlab() -> Vhostlab:
             f"vhostlab binary not found or not executable: {path} ({origin}).\n"
             "Build it first (./lab run --help, or cmake -S . -B build/release && "
             "cmake --build build/release), or point VHOSTLAB_BIN at it.",
+            pytrace=False,
+        )
+    return Vhostlab(path)
+
+
+def fast_path_for(lab: Path) -> Path:
+    """The production program (vhostlab-fast) that goes with the lab program `lab`:
+    $VHOSTLAB_FAST_BIN, else the one built beside it."""
+    env = os.environ.get("VHOSTLAB_FAST_BIN")
+    if not env:
+        return lab.parent / "vhostlab-fast"
+    p = Path(env)
+    if not p.is_absolute():
+        candidates = [Path.cwd() / p, REPO_ROOT / p]
+        p = next((c for c in candidates if c.exists()), candidates[0])
+    return p
+
+
+@pytest.fixture(scope="session")
+def vhostlab_fast(vhostlab) -> Vhostlab:
+    """vhostlab-fast, the production program (serve and bench on the production core);
+    fails (does not skip) when it is missing."""
+    path = fast_path_for(vhostlab.path)
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"vhostlab-fast not found or not executable: {path} (VHOSTLAB_FAST_BIN, else "
+            f"beside {vhostlab.path}).\nBuild it (cmake --build build/release, target "
+            "vhostlab-fast), or point VHOSTLAB_FAST_BIN at it.",
             pytrace=False,
         )
     return Vhostlab(path)

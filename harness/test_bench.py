@@ -1,6 +1,8 @@
 """`vhostlab bench` (docs/cli.md): help, usage errors naming the bad value, a --quick --json
 run whose numbers are sane and whose allocation counts follow --fill, the instruction
 counts' determinism, and the CI gate (scripts/perf_gate.py) failing on a doctored baseline.
+What measures runs `vhostlab-fast bench` (the production program, fixture vhostlab_fast):
+`vhostlab bench` runs on the lab build of the core and is checked for naming it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
+from script_import import import_script
 
 GATE = REPO_ROOT / "scripts" / "perf_gate.py"
 
@@ -83,18 +86,17 @@ def test_bench_usage_errors_name_the_value(vhostlab, args, named):
     assert res.stdout == "", res.describe()
 
 
-def test_bench_quick_json_is_sane(vhostlab):
-    res = vhostlab("bench", "--quick", "--json", "--quiet", "--reps", "3",
-                   "--direction", "dequeue,enqueue,both", "--sizes", "64,1518",
-                   "--mergeable", "on,off", timeout=60)
+def test_bench_quick_json_is_sane(vhostlab_fast):
+    res = vhostlab_fast("bench", "--quick", "--json", "--quiet", "--reps", "3",
+                        "--direction", "dequeue,enqueue,both", "--sizes", "64,1518",
+                        "--mergeable", "on,off", timeout=60)
     assert res.returncode == 0, res.describe()
     doc = res.json()
-    assert doc["core"] in ("production", "lab-hooks")
+    # The production program measures the production core (vhostlab's bench, the lab one:
+    # test_cli.py test_lab_serve_and_bench_name_their_core).
+    assert doc["core"] == "production"
     # The build variant, as --version names it (the Release build the suite runs: default).
-    assert f"build: {doc['build']})" in vhostlab("--version").stdout
-    # The lab build hands bench over to vhostlab-fast when it sits beside it.
-    if (Path(vhostlab.path).parent / "vhostlab-fast").exists():
-        assert doc["core"] == "production"
+    assert f"build: {doc['build']})" in vhostlab_fast("--version").stdout
     assert doc["reps"] == 3 and doc["packets_per_rep"] == 20000
     assert isinstance(doc["cpu"], str) and doc["cpu"]
     assert len(doc["cells"]) == 3 * 2 * 2 * 2
@@ -120,11 +122,11 @@ def test_bench_quick_json_is_sane(vhostlab):
             assert 31 <= c["alloc_bufs_per_call"] <= 32, where
 
 
-def test_bench_fill_drives_allocations(vhostlab):
+def test_bench_fill_drives_allocations(vhostlab_fast):
     """Technique 4: with nothing available, AVAILABLE allocates nothing, BURST a burst."""
-    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "3200",
-                   "--direction", "dequeue", "--layout", "split,packed", "--sizes", "64",
-                   "--alloc", "available,burst", "--fill", "full,one,empty")
+    res = vhostlab_fast("bench", "--json", "--quiet", "--reps", "1", "--packets", "3200",
+                        "--direction", "dequeue", "--layout", "split,packed", "--sizes", "64",
+                        "--alloc", "available,burst", "--fill", "full,one,empty")
     assert res.returncode == 0, res.describe()
     cells = res.json()["cells"]
     assert len(cells) == 2 * 2 * 3
@@ -147,10 +149,10 @@ def test_bench_fill_drives_allocations(vhostlab):
             assert bufs == pytest.approx(32, abs=1), where
 
 
-def test_bench_zero_copy_dequeues_without_copying(vhostlab):
-    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
-                   "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
-                   "--in-order", "on,off")
+def test_bench_zero_copy_dequeues_without_copying(vhostlab_fast):
+    res = vhostlab_fast("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
+                        "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
+                        "--in-order", "on,off")
     assert res.returncode == 0, res.describe()
     for c in res.json()["cells"]:
         if c["zero_copy"]:
@@ -159,14 +161,14 @@ def test_bench_zero_copy_dequeues_without_copying(vhostlab):
             assert c["zc_packets"] == 0, c["name"]
 
 
-def test_bench_pieces_are_zero_copied_as_segments(vhostlab):
+def test_bench_pieces_are_zero_copied_as_segments(vhostlab_fast):
     """--pieces 2: every TX chain is two descriptors (header and half the payload, then the
     rest). With zero-copy every packet is still dequeued without copying (two segments, one
     segment allocation per packet besides the burst's heads); without it nothing is, and the
     cells are named apart from the one-piece ones."""
-    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
-                   "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
-                   "--pieces", "1,2")
+    res = vhostlab_fast("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
+                        "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
+                        "--pieces", "1,2")
     assert res.returncode == 0, res.describe()
     cells = {(c["layout"], c["zero_copy"], c["pieces"]): c for c in res.json()["cells"]}
     assert len(cells) == 8
@@ -182,14 +184,14 @@ def test_bench_pieces_are_zero_copied_as_segments(vhostlab):
             assert per_call == pytest.approx(1.0, abs=0.05), c
 
 
-def test_bench_indirect_tables(vhostlab):
+def test_bench_indirect_tables(vhostlab_fast):
     """--indirect on: each TX chain is one INDIRECT ring descriptor pointing at a table of its
     pieces. Every packet still arrives whole (bench checks count, lengths, sequence numbers
     and sampled bytes, and fails otherwise), the cells are named apart, zero-copy still takes
     every packet, and a ring of 256 takes bursts of 64 eight-piece chains (a descriptor each)."""
-    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
-                   "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
-                   "--pieces", "1,3", "--indirect", "on,off")
+    res = vhostlab_fast("bench", "--json", "--quiet", "--reps", "1", "--packets", "5000",
+                        "--direction", "dequeue", "--sizes", "1518", "--zero-copy", "on,off",
+                        "--pieces", "1,3", "--indirect", "on,off")
     assert res.returncode == 0, res.describe()
     cells = {(c["layout"], c["zero_copy"], c["pieces"], c["indirect"]): c
              for c in res.json()["cells"]}
@@ -198,19 +200,19 @@ def test_bench_indirect_tables(vhostlab):
         assert c["name"].endswith("/indirect=on") == indirect, c["name"]
         assert c["packets_per_rep"] >= 5000, c
         assert c["zc_packets"] == (c["packets_per_rep"] if zc else 0), c
-    res = vhostlab("bench", "--json", "--quiet", "--reps", "1", "--packets", "2000",
-                   "--direction", "dequeue", "--sizes", "64", "--pieces", "8", "--burst", "64",
-                   "--indirect", "on")
+    res = vhostlab_fast("bench", "--json", "--quiet", "--reps", "1", "--packets", "2000",
+                        "--direction", "dequeue", "--sizes", "64", "--pieces", "8", "--burst", "64",
+                        "--indirect", "on")
     assert res.returncode == 0, res.describe()
     assert all(c["packets_per_rep"] >= 2000 for c in res.json()["cells"]), res.stdout
 
 
-def test_bench_csum_reads_the_tx_header(vhostlab):
+def test_bench_csum_reads_the_tx_header(vhostlab_fast):
     """With VIRTIO_NET_F_CSUM negotiated dequeue reads and checks each TX header, which costs
     instructions; enqueue reads no header, so --csum makes no second enqueue cell."""
-    res = vhostlab("bench", "--json", "--quiet", "--instructions", "--reps", "1",
-                   "--packets", "5000", "--direction", "dequeue,enqueue", "--layout", "packed",
-                   "--sizes", "64", "--csum", "off,on")
+    res = vhostlab_fast("bench", "--json", "--quiet", "--instructions", "--reps", "1",
+                        "--packets", "5000", "--direction", "dequeue,enqueue", "--layout", "packed",
+                        "--sizes", "64", "--csum", "off,on")
     assert res.returncode == 0, res.describe()
     cells = {c["name"]: c for c in res.json()["cells"]}
     base = "packed/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full"
@@ -221,26 +223,28 @@ def test_bench_csum_reads_the_tx_header(vhostlab):
     assert on["instr_per_pkt"] > off["instr_per_pkt"], (on["instr_per_pkt"], off["instr_per_pkt"])
 
 
-def test_bench_table_names_the_core(vhostlab):
-    res = vhostlab("bench", "--quiet", "--reps", "1", "--packets", "2000", "--sizes", "64")
-    assert res.returncode == 0, res.describe()
-    assert "core: " in res.stdout and "Mpps" in res.stdout and "ns/pkt" in res.stdout
-    assert "dequeue/split/64/" in res.stdout and "enqueue/packed/64/" in res.stdout
+def test_bench_table_names_the_core(vhostlab, vhostlab_fast):
+    for prog, core in ((vhostlab, "lab-hooks"), (vhostlab_fast, "production")):
+        res = prog("bench", "--quiet", "--reps", "1", "--packets", "2000", "--sizes", "64")
+        assert res.returncode == 0, res.describe()
+        assert f"core: {core} " in res.stdout, res.describe()
+        assert "Mpps" in res.stdout and "ns/pkt" in res.stdout
+        assert "dequeue/split/64/" in res.stdout and "enqueue/packed/64/" in res.stdout
 
 
-def instr_cell(vhostlab, *extra):
-    res = vhostlab("bench", "--instructions", "--json", "--quiet", "--reps", "1",
-                   "--packets", "4000", "--direction", "dequeue", "--layout", "packed",
-                   "--sizes", "256", *extra, timeout=120)
+def instr_cell(prog, *extra):
+    res = prog("bench", "--instructions", "--json", "--quiet", "--reps", "1",
+               "--packets", "4000", "--direction", "dequeue", "--layout", "packed",
+               "--sizes", "256", *extra, timeout=120)
     assert res.returncode == 0, res.describe()
     return res.json()["cells"]
 
 
-def test_bench_instructions_are_deterministic(vhostlab):
-    if sanitizer_build(vhostlab.path):
+def test_bench_instructions_are_deterministic(vhostlab_fast):
+    if sanitizer_build(vhostlab_fast.path):
         pytest.skip("valgrind cannot run a sanitizer build")
-    first = instr_cell(vhostlab)
-    second = instr_cell(vhostlab)
+    first = instr_cell(vhostlab_fast)
+    second = instr_cell(vhostlab_fast)
     assert len(first) == len(second) == 1
     a, b = first[0], second[0]
     assert a["instr_packets"] == b["instr_packets"] >= 4000
@@ -249,15 +253,15 @@ def test_bench_instructions_are_deterministic(vhostlab):
     assert abs(a["instr_total"] - b["instr_total"]) <= a["instr_total"] * 0.001, (a, b)
 
 
-def test_bench_profile_keeps_what_callgrind_counted(vhostlab, tmp_path):
+def test_bench_profile_keeps_what_callgrind_counted(vhostlab_fast, tmp_path):
     """--profile DIR: one callgrind file per cell, named after it, whose total is the JSON's
     instr_total, and that callgrind_annotate splits into the core's functions."""
-    if sanitizer_build(vhostlab.path):
+    if sanitizer_build(vhostlab_fast.path):
         pytest.skip("valgrind cannot run a sanitizer build")
     out = tmp_path / "prof"  # missing: bench makes it
-    res = vhostlab("bench", "--json", "--reps", "1", "--packets", "3000", "--layout", "split",
-                   "--sizes", "64", "--direction", "dequeue,enqueue", "--profile", str(out),
-                   timeout=120)
+    res = vhostlab_fast("bench", "--json", "--reps", "1", "--packets", "3000", "--layout", "split",
+                        "--sizes", "64", "--direction", "dequeue,enqueue", "--profile", str(out),
+                        timeout=120)
     assert res.returncode == 0, res.describe()
     doc = res.json()
     assert doc["instructions"] is True
@@ -283,11 +287,11 @@ def gate(*args):
                           check=False, timeout=300)
 
 
-def test_perf_gate_fails_on_a_doctored_baseline(vhostlab, tmp_path):
+def test_perf_gate_fails_on_a_doctored_baseline(vhostlab_fast, tmp_path):
     """The gate itself can fail: a baseline 10 % below what is measured names the cell."""
-    if sanitizer_build(vhostlab.path):
+    if sanitizer_build(vhostlab_fast.path):
         pytest.skip("valgrind cannot run a sanitizer build")
-    cells = instr_cell(vhostlab, "--zero-copy", "on,off")
+    cells = instr_cell(vhostlab_fast, "--zero-copy", "on,off")
     measured = tmp_path / "measured.json"
     measured.write_text(json.dumps({"core": "production", "cells": cells}))
     exact = {c["name"]: c["instr_per_pkt"] for c in cells}
@@ -319,6 +323,15 @@ def test_perf_gate_fails_on_a_doctored_baseline(vhostlab, tmp_path):
     baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": {other: exact[other]}}))
     missing = gate("--measured", str(measured), "--baseline", str(baseline))
     assert missing.returncode == 1 and "no baseline" in missing.stdout
+
+
+def test_perf_gate_runs_the_production_program(vhostlab):
+    """The gate's counts are the production core's: given the lab program (as ./lab once
+    passed it), it measures the vhostlab-fast beside it; vhostlab-fast it takes as is."""
+    perf_gate = import_script("perf_gate")
+    fast = os.path.join(os.path.dirname(str(vhostlab.path)), "vhostlab-fast")
+    assert perf_gate.fast_program(str(vhostlab.path)) == fast
+    assert perf_gate.fast_program(fast) == fast
 
 
 def test_perf_gate_names_a_bad_input_file(tmp_path):

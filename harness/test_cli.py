@@ -167,40 +167,74 @@ def test_usage_error_prints_no_json(vhostlab):
     assert res.stdout.strip() == "", f"nothing may be printed on stdout\n{res.describe()}"
 
 
-def test_two_builds_of_the_core(vhostlab, tmp_path):
-    """vhostlab runs the lab-hooks core (traces with `mutate` replay); vhostlab-fast, built
-    beside it, is the production core, and serve hands itself over to it (cli/core_build.c)."""
+LAB_NOTE = ("runs on the lab build of the core (guest-load hooks; slower); vhostlab-fast is "
+            "the production program for serving and benchmarking")
+
+
+def running_exe(argv: list[str], sock) -> tuple[str, str]:
+    """Start `argv` (a serve on `sock`), wait for its socket; return the file its process
+    runs (/proc/PID/exe) and its stderr once stopped."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sock.exists(), f"{argv[0]} serve did not create its socket"
+        exe = os.readlink(f"/proc/{proc.pid}/exe")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    return exe, err
+
+
+def test_two_programs_two_builds_of_the_core(vhostlab, vhostlab_fast, tmp_path):
+    """vhostlab, the lab program, runs the lab build of the core (traces with `mutate`
+    replay) and runs every command itself, serve and bench included, saying so on stderr;
+    vhostlab-fast, built beside it, is the production program (serve, bench). Neither
+    execs the other (cli/core_build.c)."""
     res = vhostlab("--version")
     # The build variant: "default", or what differs from it (docs/cli.md), the same in both.
-    m = re.search(r"\(core: lab-hooks, build: ((?:noinline|lto|twopath)(?:\+(?:lto|twopath))*"
-                  r"|default)\)", res.stdout)
+    m = re.search(r"^vhostlab \S+ \(core: lab-hooks, build: "
+                  r"((?:noinline|lto|twopath)(?:\+(?:lto|twopath))*|default)\)", res.stdout)
     assert m, res.describe()
-    fast = vhostlab.path.parent / "vhostlab-fast"
-    assert fast.is_file(), f"{fast} not built beside {vhostlab.path}"
-
-    res = run_binary(fast, "--version")
+    res = vhostlab_fast("--version")
     assert res.returncode == 0, res.describe()
+    assert res.stdout.startswith("vhostlab-fast "), res.describe()
     assert f"(core: production, build: {m.group(1)})" in res.stdout, res.describe()
+    # Each --help says which program it is and names the other.
+    lab_help, fast_help = vhostlab("--help").stdout, vhostlab_fast("--help").stdout
+    assert "lab build of the core" in lab_help and "vhostlab-fast" in lab_help, lab_help
+    assert "production program" in fast_help and "run, replay" in fast_help, fast_help
+    for cmd in ("serve", "bench"):
+        assert "vhostlab-fast" in vhostlab(cmd, "--help").stdout
+        assert "production" in vhostlab_fast(cmd, "--help").stdout
     # The lab's commands need the hooked core: vhostlab-fast refuses them by name.
-    res = run_binary(fast, "replay", "x.trace")
+    res = vhostlab_fast("replay", "x.trace")
     assert_usage_error(res, "'replay'")
-    # A running `vhostlab serve` is vhostlab-fast (exec keeps the pid), unless told otherwise.
-    for env, want in ((None, "vhostlab-fast"), ("lab-hooks", "vhostlab")):
-        sock = tmp_path / f"hand-over-{want}.sock"
-        environ = dict(os.environ)
-        if env:
-            environ["VHOSTLAB_CORE"] = env
-        proc = subprocess.Popen(
-            [str(vhostlab.path), "serve", "--socket", str(sock), "--duration", "10", "--quiet"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environ,
-        )
-        try:
-            deadline = time.monotonic() + 10
-            while not sock.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert sock.exists(), "serve did not create its socket"
-            exe = os.readlink(f"/proc/{proc.pid}/exe")
-            assert os.path.basename(exe) == want, f"VHOSTLAB_CORE={env}: serve runs {exe}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    # A running `vhostlab serve` is vhostlab itself, and says on stderr which core it runs
+    # (even with --quiet); `vhostlab-fast serve` is vhostlab-fast and says nothing of it.
+    for prog, want_note in ((vhostlab, True), (vhostlab_fast, False)):
+        sock = tmp_path / f"{prog.path.name}.sock"
+        exe, err = running_exe([str(prog.path), "serve", "--socket", str(sock),
+                                "--duration", "10", "--quiet"], sock)
+        assert os.path.basename(exe) == prog.path.name, f"{prog.path} serve runs {exe}"
+        assert (f"vhostlab serve: {LAB_NOTE}" in err) == want_note, err
+
+
+def test_lab_serve_and_bench_name_their_core(vhostlab, vhostlab_fast, tmp_path):
+    """Machine-readable output names the core that ran, so lab numbers cannot pass for
+    production ones; the lab program's note stays on stderr, stdout is the JSON alone."""
+    for prog, core in ((vhostlab, "lab-hooks"), (vhostlab_fast, "production")):
+        res = prog("serve", "--socket", str(tmp_path / "j.sock"), "--json", "--duration", "0.2")
+        assert res.returncode == 0, res.describe()
+        assert res.json()["core"] == core, res.describe()
+        events = [json.loads(line) for line in res.stderr.splitlines()]
+        notes = [e for e in events if e["event"] == "core"]
+        assert [e["message"] for e in notes] == ([LAB_NOTE] if core == "lab-hooks" else []), \
+            res.describe()
+        res = prog("bench", "--json", "--quiet", "--reps", "1", "--packets", "1000",
+                   "--sizes", "64", "--layout", "split", "--direction", "dequeue")
+        assert res.returncode == 0, res.describe()
+        assert res.json()["core"] == core, res.describe()
+        want = f"vhostlab bench: {LAB_NOTE}\n" if core == "lab-hooks" else ""
+        assert res.stderr == want, res.describe()

@@ -1,5 +1,7 @@
-"""Interoperability of `vhostlab serve` with a real vhost-user front end: DPDK 22.11 testpmd
-driving virtio-user (docs/serve.md, ../shared/design/real-front-ends.md).
+"""Interoperability of `vhostlab-fast serve` (the production program: serve on the
+production core; the lab program's serve --record is test_record.py's) with a real vhost-user
+front end: DPDK 22.11 testpmd driving virtio-user (docs/serve.md,
+../shared/design/real-front-ends.md).
 
 For every cell of {split, packed} x {mergeable on, off} x {in-order on, off}:
   - testpmd txonly -> serve rxonly: serve received what testpmd sent;
@@ -138,14 +140,14 @@ class Serve:
     as_json=False: the text a person reads -- statistics lines on stderr, the summary on stdout
     (stop() returns it as a string)."""
 
-    def __init__(self, vhostlab, workdir: Path, *args: str, sock: Path | None = None,
+    def __init__(self, prog, workdir: Path, *args: str, sock: Path | None = None,
                  wrap: list[str] | None = None, as_json: bool = True):
         self.sock = sock or workdir / f"s{next(_counter)}.sock"
         self.err = workdir / f"serve{next(_counter)}.err"
         self.as_json = as_json
         self.running: dict | None = None  # its "running" event, once session() saw it
         self.argv = [
-            str(vhostlab.path), "serve", "--socket", str(self.sock),
+            str(prog.path), "serve", "--socket", str(self.sock),
             *(["--json"] if as_json else []), "--stats-interval", "0.05", *args,
         ]
         self._errf = open(self.err, "w")
@@ -342,11 +344,12 @@ def queue0(result: dict) -> dict:
     return result["ports"][0]["queues"][0]
 
 
-def session(vhostlab, testpmd, workdir, mode: str, fwd: str, cell, start="start",
+def session(prog, testpmd, workdir, mode: str, fwd: str, cell, start="start",
             serve_args=(), setup=(), queues: int = 1):
-    """One testpmd session against serve: start, traffic, quit. serve.running is serve's
-    "running" event (the negotiated features)."""
-    serve = Serve(vhostlab, workdir, "--mode", mode, *serve_args)
+    """One testpmd session against `prog serve` (vhostlab-fast, or vhostlab for --record):
+    start, traffic, quit. serve.running is serve's "running" event (the negotiated
+    features)."""
+    serve = Serve(prog, workdir, "--mode", mode, *serve_args)
     tp = None
     try:
         serve.wait_socket()
@@ -368,8 +371,8 @@ def session(vhostlab, testpmd, workdir, mode: str, fwd: str, cell, start="start"
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=CELL_IDS)
-def test_testpmd_txonly_to_serve_rxonly(vhostlab, testpmd, workdir, cell):
-    counts, result, _, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell)
+def test_testpmd_txonly_to_serve_rxonly(vhostlab_fast, testpmd, workdir, cell):
+    counts, result, _, _ = session(vhostlab_fast, testpmd, workdir, "rxonly", "txonly", cell)
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}")
     check_in_flight(counts["tx"], q["rx_packets"], "testpmd -> serve")
@@ -379,8 +382,8 @@ def test_testpmd_txonly_to_serve_rxonly(vhostlab, testpmd, workdir, cell):
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=CELL_IDS)
-def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
-    counts, result, serve, tp = session(vhostlab, testpmd, workdir, "txonly", "rxonly", cell)
+def test_serve_txonly_to_testpmd_rxonly(vhostlab_fast, testpmd, workdir, cell):
+    counts, result, serve, tp = session(vhostlab_fast, testpmd, workdir, "txonly", "rxonly", cell)
     q = queue0(result)
     print(f"{cell}: serve sent {q['tx_packets']}, testpmd received {counts['rx']}")
     assert counts["rx_errors"] == 0, (counts, tail(tp.log))
@@ -403,12 +406,12 @@ def test_serve_txonly_to_testpmd_rxonly(vhostlab, testpmd, workdir, cell):
 
 
 @pytest.mark.parametrize("cell", [CELLS[0], CELLS[7]], ids=[CELL_IDS[0], CELL_IDS[7]])
-def test_serve_txonly_takes_what_testpmd_io_sends_back(vhostlab, testpmd, workdir, cell):
+def test_serve_txonly_takes_what_testpmd_io_sends_back(vhostlab_fast, testpmd, workdir, cell):
     """testpmd io sends back every frame serve's txonly sends it. serve, busy sending, still
     takes all of it off the guest's TX ring (which it polls in every round while the ring
     yields packets, and in 1 of 8 busy rounds otherwise): what testpmd sent, serve received,
     less what is in flight; both byte counts are 64 a frame."""
-    counts, result, serve, tp = session(vhostlab, testpmd, workdir, "txonly", "io", cell)
+    counts, result, serve, tp = session(vhostlab_fast, testpmd, workdir, "txonly", "io", cell)
     q = queue0(result)
     print(f"{cell}: serve sent {q['tx_packets']}, testpmd received {counts['rx']}, sent back "
           f"{counts['tx']} (dropped {counts['tx_dropped']}), serve received {q['rx_packets']}")
@@ -419,13 +422,13 @@ def test_serve_txonly_takes_what_testpmd_io_sends_back(vhostlab, testpmd, workdi
     assert q["drops"] == 0, q
 
 
-def test_idle_pause_bounds_idle_polls(vhostlab, testpmd, workdir):
+def test_idle_pause_bounds_idle_polls(vhostlab_fast, testpmd, workdir):
     """--poll --idle-pause 200000: every round that found the ring empty is followed by
     200 us of spinning, so serve's idle polls are at most its run time / 200 us (+1); traffic
     still flows and nothing is lost. (At --idle-pause 0 an idle serve polls millions of times
     a second.)"""
     cell = {"ring": "packed", "mrg": 1, "ord": 0}
-    counts, result, _, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+    counts, result, _, _ = session(vhostlab_fast, testpmd, workdir, "rxonly", "txonly", cell,
                                    serve_args=("--poll", "--idle-pause", "200000"))
     q = queue0(result)
     print(f"idle-pause 200 us: {q['rx_idle_polls']} idle of {q['rx_polls']} polls in "
@@ -450,13 +453,13 @@ NULL_RUNS = ([("null", c) for c in NULL_CELLS]
 
 @pytest.mark.parametrize("mode,cell", NULL_RUNS,
                          ids=[f"{m}-{c['ring']}-ord{c['ord']}" for m, c in NULL_RUNS])
-def test_testpmd_txonly_to_serve_null(vhostlab, testpmd, workdir, mode, cell):
+def test_testpmd_txonly_to_serve_null(vhostlab_fast, testpmd, workdir, mode, cell):
     """--mode null and --mode touch (the ceilings of reports/vs-dpdk.md): every chain
     testpmd sent came back, unread but for touch's one byte -- serve's count of returned
     chains is testpmd's TX count, its bytes are the descriptors' lengths less the header
     (testpmd's 64-byte frames), and the receive ring was left alone. (That touch reads the
     right byte is test_discard's to show.)"""
-    counts, result, _, _ = session(vhostlab, testpmd, workdir, mode, "txonly", cell)
+    counts, result, _, _ = session(vhostlab_fast, testpmd, workdir, mode, "txonly", cell)
     q = queue0(result)
     print(f"{mode} {cell}: testpmd sent {counts['tx']}, serve returned {q['rx_packets']}")
     assert result["mode"] == mode
@@ -474,9 +477,9 @@ CIRCULATING = 4 * 32
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=CELL_IDS)
-def test_testpmd_macswap_through_serve_loopback(vhostlab, testpmd, workdir, cell):
+def test_testpmd_macswap_through_serve_loopback(vhostlab_fast, testpmd, workdir, cell):
     counts, result, _, _ = session(
-        vhostlab, testpmd, workdir, "loopback", "macswap", cell, start="start tx_first 4"
+        vhostlab_fast, testpmd, workdir, "loopback", "macswap", cell, start="start tx_first 4"
     )
     q = queue0(result)
     print(
@@ -532,7 +535,7 @@ EVICT_CELLS = ([{"ring": ring, "mrg": 1, "ord": 1, "mode": "rxonly", "evict": e}
 
 @pytest.mark.parametrize("cell", EVICT_CELLS,
                          ids=[f"{c['ring']}-{c['mode']}-{c['evict']}" for c in EVICT_CELLS])
-def test_evict_after_read(vhostlab, testpmd, workdir, cell):
+def test_evict_after_read(vhostlab_fast, testpmd, workdir, cell):
     """serve --evict: testpmd's 64-byte frames, one copy each (touch: one line read each), so
     `on` evicts exactly one line a packet and `off` none; `auto` runs trials while traffic
     flows (a trial takes six 20 ms epochs, the first off), so it evicted some packets' lines
@@ -540,7 +543,7 @@ def test_evict_after_read(vhostlab, testpmd, workdir, cell):
     evicts nothing."""
     ev = cell["evict"]
     # Payload prefetch off: auto would run the tuner, and its trials, with --evict on or off.
-    counts, result, serve, _ = session(vhostlab, testpmd, workdir, cell["mode"], "txonly",
+    counts, result, serve, _ = session(vhostlab_fast, testpmd, workdir, cell["mode"], "txonly",
                                        cell, serve_args=("--evict", ev, "--prefetch", "off"))
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
@@ -566,7 +569,7 @@ PREFETCH_CELLS = [{"ring": ring, "mrg": 1, "ord": 1, "prefetch": p}
 
 @pytest.mark.parametrize("cell", PREFETCH_CELLS,
                          ids=[f"{c['ring']}-{c['prefetch']}" for c in PREFETCH_CELLS])
-def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
+def test_payload_prefetch(vhostlab_fast, testpmd, workdir, cell):
     """serve --prefetch: testpmd's 64-byte frames, each one descriptor, copied at once
     (--batch-threshold 0), so `on` asks for every packet's first line ahead -- but for the
     bursts that follow one that found none to ask for, when the ring runs dry --, `off` for
@@ -574,7 +577,7 @@ def test_payload_prefetch(vhostlab, testpmd, workdir, cell):
     packets and not all. Every packet arrives either way."""
     pf = cell["prefetch"]
     counts, result, serve, _ = session(
-        vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+        vhostlab_fast, testpmd, workdir, "rxonly", "txonly", cell,
         serve_args=("--prefetch", pf, "--evict", "off", "--batch-threshold", "0"))
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']}, "
@@ -600,13 +603,13 @@ LINE_WAIT_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_, "line_wait": w}
 @pytest.mark.parametrize("cell", LINE_WAIT_CELLS,
                          ids=[f"{c['ring']}-ord{c['ord']}-{c['line_wait']}"
                               for c in LINE_WAIT_CELLS])
-def test_line_wait(vhostlab, testpmd, workdir, cell):
+def test_line_wait(vhostlab_fast, testpmd, workdir, cell):
     """serve --line-wait: testpmd writes its packed descriptors one at a time, so with `on`
     some of serve's bursts find it inside a line and leave that line's chains for the next
     burst (counted, never more than the bursts, every frame still arriving); `off`, and a
     split ring whatever the option, never."""
     w = cell["line_wait"]
-    counts, result, serve, _ = session(vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+    counts, result, serve, _ = session(vhostlab_fast, testpmd, workdir, "rxonly", "txonly", cell,
                                        serve_args=("--line-wait", w))
     q = queue0(result)
     print(f"{cell}: testpmd sent {counts['tx']}, serve received {q['rx_packets']} in "
@@ -625,14 +628,14 @@ TEXT_CELLS = [{"ring": "split", "mrg": 1, "ord": 1, "zc": False},
 
 @pytest.mark.parametrize("cell", TEXT_CELLS,
                          ids=[c["ring"] + ("-zc" if c["zc"] else "") for c in TEXT_CELLS])
-def test_text_summary(vhostlab, testpmd, workdir, cell):
+def test_text_summary(vhostlab_fast, testpmd, workdir, cell):
     """serve without --json: the final statistics a person reads (docs/serve.md, Output)
     agree with testpmd's counts and with themselves -- the table's row and the total, the
     features negotiated, and the --evict auto and --prefetch auto lines, which name the
     same tuner's trials. With --zero-copy: testpmd's 64-byte frames are under its minimum,
     so none is received without copying, and none is prefetched (zero-copy asks for none,
     tests/unit/test_tx_prefetch.c)."""
-    serve = Serve(vhostlab, workdir, "--mode", "rxonly", "--evict", "auto", "--prefetch",
+    serve = Serve(vhostlab_fast, workdir, "--mode", "rxonly", "--evict", "auto", "--prefetch",
                   "auto", "--batch-threshold", "0", *(["--zero-copy"] if cell["zc"] else []),
                   as_json=False)
     tp = None
@@ -691,11 +694,11 @@ ZC_CELLS = [{"ring": ring, "mrg": 1, "ord": ord_}
 
 
 @pytest.mark.parametrize("cell", ZC_CELLS, ids=[f"{c['ring']}-ord{c['ord']}" for c in ZC_CELLS])
-def test_zero_copy_loopback(vhostlab, testpmd, workdir, cell):
+def test_zero_copy_loopback(vhostlab_fast, testpmd, workdir, cell):
     """--zero-copy with 1500-byte frames: packets reference guest memory, chains go back
     to testpmd when they are freed (in order under IN_ORDER), every packet returns."""
     counts, result, _, _ = session(
-        vhostlab, testpmd, workdir, "loopback", "macswap", cell, start="start tx_first 4",
+        vhostlab_fast, testpmd, workdir, "loopback", "macswap", cell, start="start tx_first 4",
         serve_args=("--zero-copy",), setup=("set txpkts 1500",),
     )
     q = queue0(result)
@@ -719,14 +722,14 @@ SEG_CELLS = [{"ring": ring, "mrg": 1, "ord": 0} for ring in ("split", "packed")]
 
 
 @pytest.mark.parametrize("cell", SEG_CELLS, ids=[c["ring"] for c in SEG_CELLS])
-def test_zero_copy_of_segmented_frames(vhostlab, testpmd, workdir, cell):
+def test_zero_copy_of_segmented_frames(vhostlab_fast, testpmd, workdir, cell):
     """testpmd txonly with 1500-byte frames in two mbuf segments (64 + 1436 bytes): virtio-user
     sends each as a chain whose payload lies in two guest buffers. serve --zero-copy makes each
     a packet of two segments pointing into them instead of copying it (a Linux guest's
     linear part and page fragments arrive the same way): no `scattered` fallback, and every
     byte counted."""
     counts, result, _, _ = session(
-        vhostlab, testpmd, workdir, "rxonly", "txonly", cell,
+        vhostlab_fast, testpmd, workdir, "rxonly", "txonly", cell,
         serve_args=("--zero-copy",), setup=("set txpkts 64,1436",),
     )
     q = queue0(result)
@@ -748,10 +751,10 @@ def test_zero_copy_of_segmented_frames(vhostlab, testpmd, workdir, cell):
         assert q["tx_write_ignored"] == 0, q
 
 
-def test_features_serve_does_not_offer_are_not_negotiated(vhostlab, testpmd, workdir):
+def test_features_serve_does_not_offer_are_not_negotiated(vhostlab_fast, testpmd, workdir):
     """--no-packed --no-mrg-rxbuf --no-in-order against a front end asking for all three:
     it falls back to a split ring with neither, and traffic flows."""
-    serve = Serve(vhostlab, workdir, "--mode", "loopback", "--no-packed", "--no-mrg-rxbuf",
+    serve = Serve(vhostlab_fast, workdir, "--mode", "loopback", "--no-packed", "--no-mrg-rxbuf",
                   "--no-in-order")
     tp = None
     try:
@@ -771,9 +774,9 @@ def test_features_serve_does_not_offer_are_not_negotiated(vhostlab, testpmd, wor
     assert queue0(result)["rx_packets"] > 10000, result
 
 
-def test_frontend_restart_resumes_traffic(vhostlab, testpmd, workdir):
+def test_frontend_restart_resumes_traffic(vhostlab_fast, testpmd, workdir):
     """testpmd killed mid-traffic (no GET_VRING_BASE), a new one gets through."""
-    serve = Serve(vhostlab, workdir, "--mode", "rxonly")
+    serve = Serve(vhostlab_fast, workdir, "--mode", "rxonly")
     try:
         serve.wait_socket()
         first = FrontEnd(testpmd, workdir, serve.sock, "txonly")
@@ -796,11 +799,11 @@ def test_frontend_restart_resumes_traffic(vhostlab, testpmd, workdir):
     assert result["ports"][0]["connections"] == 2
 
 
-def test_client_mode_reconnects_to_testpmd_server(vhostlab, testpmd, workdir):
+def test_client_mode_reconnects_to_testpmd_server(vhostlab_fast, testpmd, workdir):
     """serve --client against virtio-user server=1; testpmd killed and restarted."""
     sock = workdir / "fe.sock"
     first = FrontEnd(testpmd, workdir, sock, "txonly", server=True)
-    serve = Serve(vhostlab, workdir, "--client", "--mode", "rxonly", sock=sock)
+    serve = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
     try:
         serve.wait_event("running", 1, [first.log])
         first.traffic(serve, 0.3, stop=False)  # killed while it forwards:
@@ -825,7 +828,7 @@ def test_client_mode_reconnects_to_testpmd_server(vhostlab, testpmd, workdir):
 
 
 @pytest.mark.parametrize("ring", ["split", "packed"])
-def test_back_end_restart_under_a_virtio_user_server(vhostlab, testpmd, workdir, ring):
+def test_back_end_restart_under_a_virtio_user_server(vhostlab_fast, testpmd, workdir, ring):
     """serve killed while testpmd (server=1) keeps its rings and traffic, then a new serve
     --client. Split: the front end keeps its indices and hands the new back end base 0 while
     they are far ahead: serve resumes at the guest's used index (a `resync` event) instead of
@@ -835,13 +838,13 @@ def test_back_end_restart_under_a_virtio_user_server(vhostlab, testpmd, workdir,
     sock = workdir / f"fe-keep-{ring}.sock"
     fe = FrontEnd(testpmd, workdir, sock, "txonly", server=True,
                   cell={"ring": ring, "mrg": 1, "ord": 0})
-    first = Serve(vhostlab, workdir, "--client", "--mode", "rxonly", sock=sock)
+    first = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
     second = None
     try:
         first.wait_event("running", 1, [fe.log])
         fe.traffic(first, 0.3, stop=False)
         first.kill()  # gone without a word; testpmd keeps transmitting into a full ring
-        second = Serve(vhostlab, workdir, "--client", "--mode", "rxonly", sock=sock)
+        second = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
         second.wait_event("running", 1, [fe.log])
         if ring == "split":
             ev = second.wait_event("resync", 1, [fe.log])
@@ -873,9 +876,9 @@ def rss_kib(pid: int) -> int:
     return int(m.group(1))
 
 
-def test_reconnects_do_not_grow_fds_or_memory(vhostlab, testpmd, workdir):
+def test_reconnects_do_not_grow_fds_or_memory(vhostlab_fast, testpmd, workdir):
     """20 front ends in turn, each moving traffic: serve's fds and RSS stay put."""
-    serve = Serve(vhostlab, workdir, "--mode", "loopback")
+    serve = Serve(vhostlab_fast, workdir, "--mode", "loopback")
     figures = []
     try:
         serve.wait_socket()
@@ -906,10 +909,10 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab, testpmd, workdir):
     assert result["ports"][0]["connections"] == RECONNECTS + 1
 
 
-def test_multiqueue_loopback(vhostlab, testpmd, workdir):
+def test_multiqueue_loopback(vhostlab_fast, testpmd, workdir):
     """Two queue pairs (MQ negotiated): each pair loops its own traffic back."""
     counts, result, serve, tp = session(
-        vhostlab, testpmd, workdir, "loopback", "macswap",
+        vhostlab_fast, testpmd, workdir, "loopback", "macswap",
         {"ring": "split", "mrg": 1, "ord": 1}, start="start tx_first 4",
         serve_args=("--queues", "2"), queues=2)
     assert running_features(serve.running) & (1 << 22), "VIRTIO_NET_F_MQ not negotiated"
@@ -926,10 +929,10 @@ def test_multiqueue_loopback(vhostlab, testpmd, workdir):
     check_in_flight(total_tx, counts["rx"], "serve -> testpmd", 2 * QUEUE_SIZE)
 
 
-def test_pair_mode_between_two_front_ends(vhostlab, testpmd, workdir):
+def test_pair_mode_between_two_front_ends(vhostlab_fast, testpmd, workdir):
     """--mode pair: testpmd txonly on a split ring -> serve -> testpmd rxonly on packed."""
     second = workdir / "pair2.sock"
-    serve = Serve(vhostlab, workdir, "--mode", f"pair:{second}")
+    serve = Serve(vhostlab_fast, workdir, "--mode", f"pair:{second}")
     tx = rx = None
     try:
         wait_for(second.exists, START_TIMEOUT, "the second socket", [serve.err])
@@ -990,7 +993,7 @@ print(ok)
 """
 
 
-def test_tap_mode_reaches_the_host_stack(vhostlab, testpmd, workdir):
+def test_tap_mode_reaches_the_host_stack(vhostlab_fast, testpmd, workdir):
     """--mode tap: a namespace's kernel pings testpmd (icmpecho) through serve.
 
     Per real-front-ends.md, the TAP device and its address live in a network namespace
@@ -1000,7 +1003,7 @@ def test_tap_mode_reaches_the_host_stack(vhostlab, testpmd, workdir):
     serve = tp = None
     try:
         sock = workdir / "tap.sock"
-        serve = Serve(vhostlab, workdir, "--mode", "tap:vhl0", sock=sock,
+        serve = Serve(vhostlab_fast, workdir, "--mode", "tap:vhl0", sock=sock,
                       wrap=["ip", "netns", "exec", ns])
         serve.wait_socket()
         subprocess.run(["ip", "netns", "exec", ns, "ip", "addr", "add", "198.18.0.1/24",

@@ -1,10 +1,11 @@
-"""Interoperability of `vhostlab serve` with QEMU 7.2 and a Linux guest (docs/interop.md,
+"""Interoperability of `vhostlab-fast serve` (the production program; vhostlab serve
+--record in test_record_qemu.py) with QEMU 7.2 and a Linux guest (docs/interop.md,
 ../shared/design/real-front-ends.md).
 
 For each cell of {split, packed} ring x {mergeable RX buffers on, off}:
 
     network namespace vhl-qemu-PID-N (made here, deleted at the end)
-      vhostlab serve --socket SOCK --mode tap:vhlN      the TAP lives in the namespace
+      vhostlab-fast serve --socket SOCK --mode tap:vhlN the TAP lives in the namespace
       vhlN 10.99.0.1/24                                 (never on the host's namespace)
       harness/guest/host_peer.py                        TCP sink :5001, source :5002
     qemu-system-x86_64 -accel tcg ... -netdev vhost-user (SOCK) -device virtio-net-pci
@@ -152,7 +153,8 @@ def netns_ok() -> None:
 class Cell:
     """One cell's namespace, serve, host peer and QEMU, torn down in close()."""
 
-    def __init__(self, vhostlab, workdir: Path, cell: dict) -> None:
+    def __init__(self, prog, workdir: Path, cell: dict) -> None:
+        """prog: the program that serves (vhostlab-fast; vhostlab for --record)."""
         n = next(_counter)
         self.cell = cell
         self.dir = workdir
@@ -166,7 +168,7 @@ class Cell:
             "guest console": workdir / "console.log",
             "qemu stderr": workdir / "qemu.err",
         }
-        self.vhostlab = vhostlab
+        self.prog = prog
         self.serve_extra: list[str] = []  # more serve options (test_record_qemu.py)
         self.ns_made = False
         self.serve = self.peer = self.qemu = None
@@ -186,7 +188,7 @@ class Cell:
         sh("ip", "-n", self.ns, "link", "set", "lo", "up")
 
     def start_serve(self) -> None:
-        self.serve_argv = [str(self.vhostlab.path), "serve", "--socket", str(self.sock),
+        self.serve_argv = [str(self.prog.path), "serve", "--socket", str(self.sock),
                            "--mode", f"tap:{self.tap}", "--json", "--stats-interval", "1",
                            *self.serve_extra]
         self.serve = subprocess.Popen(
@@ -206,7 +208,7 @@ class Cell:
                   if e.get("event") == "error"]
         if self.serve.poll() is not None and not errors:
             pytest.fail(f"vhostlab serve exited {self.serve.returncode} before listening "
-                        f"(is `serve` in {self.vhostlab.path}?)" + dump(self.logs),
+                        f"(is `serve` in {self.prog.path}?)" + dump(self.logs),
                         pytrace=False)
         if errors:
             tun = Path("/dev/net/tun")
@@ -336,21 +338,21 @@ def summary(cell_id: str, g: dict | None, sink: dict, source: dict, qemu_secs: f
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=CELL_IDS)
-def test_qemu_linux_guest_tcp_through_serve_tap(vhostlab, qemu, guest, netns_ok, cell,
+def test_qemu_linux_guest_tcp_through_serve_tap(vhostlab_fast, qemu, guest, netns_ok, cell,
                                                   capsys):
-    run_checked_cell(vhostlab, qemu, guest, cell, capsys)
+    run_checked_cell(vhostlab_fast, qemu, guest, cell, capsys)
 
 
 ZC_CELLS = [c for c in CELLS if c["mrg"]]
 
 
 @pytest.mark.parametrize("cell", ZC_CELLS, ids=[c["ring"] for c in ZC_CELLS])
-def test_qemu_linux_guest_zero_copy(vhostlab, qemu, guest, netns_ok, cell, capsys):
+def test_qemu_linux_guest_zero_copy(vhostlab_fast, qemu, guest, netns_ok, cell, capsys):
     """serve --zero-copy under a Linux guest's TCP stream (mergeable buffers): the same
     checks as every cell, and the guest's MTU-sized frames -- the linear part with the
     headers and a page fragment with the data, two pieces -- are dequeued without copying.
     Before multi-segment zero-copy this traffic reported zero_copied 0 (docs/interop.md)."""
-    q = run_checked_cell(vhostlab, qemu, guest, cell, capsys, ("--zero-copy",))
+    q = run_checked_cell(vhostlab_fast, qemu, guest, cell, capsys, ("--zero-copy",))
     fb = q["zc_fallbacks"]
     print(f"\n  zero-copy: {q['zero_copied']} of {q['rx_packets']} received without copying, "
           f"fallbacks {fb}", end="")
@@ -361,11 +363,11 @@ def test_qemu_linux_guest_zero_copy(vhostlab, qemu, guest, netns_ok, cell, capsy
     assert fb["scattered"] == 0, q
 
 
-def run_checked_cell(vhostlab, qemu, guest, cell: dict, capsys, serve_extra=()) -> dict:
+def run_checked_cell(prog, qemu, guest, cell: dict, capsys, serve_extra=()) -> dict:
     """Run one cell (namespace, serve in TAP mode, host peer, QEMU with the Linux guest),
     check everything it printed, and return serve's queue 0."""
     with tempfile.TemporaryDirectory(prefix="vhl-qemu-") as d:
-        c = Cell(vhostlab, Path(d), cell)
+        c = Cell(prog, Path(d), cell)
         c.serve_extra = list(serve_extra)
         try:
             c.make_namespace()

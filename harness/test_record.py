@@ -6,8 +6,9 @@ starts it: for split and packed rings, testpmd txonly -> serve rxonly (serve deq
 serve txonly -> testpmd rxonly (serve enqueues) and testpmd macswap <-> serve loopback
 (both). Each trace must replay with every expectation holding, hold as many packets as serve
 reported recording, and carry the statements of that traffic. An edited trace fails replay
-at the edited line. Options serve cannot record are usage errors naming why. (QEMU: one cell
-in test_interop_qemu.py.)
+at the edited line. Options serve cannot record are usage errors naming why. Recording needs
+the lab build of the core, so these sessions run `vhostlab serve` (the lab program), where
+test_interop_dpdk.py runs vhostlab-fast. (QEMU: test_record_qemu.py.)
 """
 
 from __future__ import annotations
@@ -176,6 +177,22 @@ def test_record_refuses_what_a_trace_cannot_hold(vhostlab, workdir, args, messag
     assert message in res.stderr, res.stderr
     assert res.stdout == ""
     assert not (workdir / "t.trace").exists()
+
+
+def test_record_needs_the_lab_program(vhostlab, vhostlab_fast, workdir):
+    """Recording observes every ring load the core makes: only the lab build of the core
+    reports them, so `vhostlab serve --record` records (on that build, and says so) and
+    vhostlab-fast, the production program, refuses --record naming the program that can."""
+    res = vhostlab_fast("serve", "--socket", str(workdir / "s.sock"), "--record",
+                        str(workdir / "t.trace"))
+    assert res.returncode == 2, res.describe()
+    assert "run `vhostlab serve`, not vhostlab-fast" in res.stderr, res.describe()
+    assert not (workdir / "t.trace").exists()
+    res = vhostlab("serve", "--socket", str(workdir / "s.sock"), "--record",
+                   str(workdir / "t.trace"), "--duration", "0.1", "--json")
+    assert res.returncode == 0, res.describe()
+    assert res.json()["core"] == "lab-hooks", res.describe()
+    assert '"event": "core"' in res.stderr, res.describe()
 
 
 def test_record_max_packets_needs_record(vhostlab, workdir):

@@ -247,10 +247,10 @@ def test_line_count(tmp_path):
     assert row["verdict"] == REPORT_ONLY and f"saves {second} code lines" in row["reason"]
 
 
-def test_check_variant(vhostlab):
+def test_check_variant(vhostlab_fast):
     # The build under test is the default variant; named anything else, it is refused.
     from seedclaims import measure
-    fast = Path(vhostlab.path).parent / "vhostlab-fast"
+    fast = Path(vhostlab_fast.path)
     measure.check_variant(fast, "default")
     with pytest.raises(RuntimeError, match="not the 'twopath' build"):
         measure.check_variant(fast, "twopath")
@@ -263,9 +263,22 @@ def test_help():
         assert opt in p.stdout
 
 
-def test_quick_end_to_end(vhostlab, tmp_path):
+def test_bench_runs_the_production_program(vhostlab, vhostlab_fast):
+    """Seed claims are production numbers: vhostlab-fast bench, found beside a vhostlab given;
+    a bench that ran on the lab build of the core is refused."""
+    from seedclaims import measure
+    assert measure.fast_program(Path(vhostlab.path)) == Path(vhostlab_fast.path)
+    assert measure.fast_program(Path(vhostlab_fast.path)) == Path(vhostlab_fast.path)
+    args = ["--reps", "1", "--packets", "1000", "--sizes", "64", "--layout", "split",
+            "--direction", "dequeue"]
+    assert measure.bench(Path(vhostlab_fast.path), args, [])["core"] == "production"
+    with pytest.raises(RuntimeError, match="ran on the lab-hooks core"):
+        measure.bench(Path(vhostlab.path), args, [])
+
+
+def test_quick_end_to_end(vhostlab_fast, tmp_path):
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--bin", str(vhostlab.path),
+    p = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--bin", str(vhostlab_fast.path),
                         "--out", str(out), "--build-root", str(tmp_path / "builds")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -2,8 +2,8 @@
 name what is wrong; the summary's arithmetic on made-up runs; one short real run checked for
 structure and self-consistency -- never for which variant is faster.
 
-Needs dpdk-testpmd (a missing one fails, as in test_interop_dpdk.py) and vl_cpu_pingpong
-and vhostlab-fast beside the vhostlab under test.
+Needs dpdk-testpmd (a missing one fails, as in test_interop_dpdk.py), vhostlab-fast (the
+production program serve runs as; fixture vhostlab_fast) and vl_cpu_pingpong beside it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "serve_ab.py"
 
 
-def ab(vhostlab, *args, timeout=300):
-    argv = [sys.executable, str(SCRIPT), "--vhostlab", str(vhostlab.path), *args]
+def ab(prog, *args, timeout=300):
+    """scripts/serve_ab.py --vhostlab PROG ARGS (PROG: vhostlab, or vhostlab-fast)."""
+    argv = [sys.executable, str(SCRIPT), "--vhostlab", str(prog.path), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -56,11 +57,13 @@ def test_help():
         assert word in res.stdout, word
 
 
-def test_variant_specs(vhostlab):
+def test_variant_specs(vhostlab, vhostlab_fast):
     m = import_script("serve_ab")
-    v = m.parse_variant("b16=serve --burst 16", vhostlab.path)
-    assert (v.name, v.kind, v.program, v.args) == (
-        "b16", "vhostlab", vhostlab.path, ["--poll", "--burst", "16"])
+    # serve runs as vhostlab-fast, named or found beside the vhostlab named.
+    for default in (vhostlab.path, vhostlab_fast.path):
+        v = m.parse_variant("b16=serve --burst 16", default)
+        assert (v.name, v.kind, v.program, v.args) == (
+            "b16", "vhostlab", vhostlab_fast.path, ["--poll", "--burst", "16"])
     v = m.parse_variant(f"{vhostlab.path} --poll --idle-pause 0", vhostlab.path)
     assert v.name == f"{vhostlab.path} --poll --idle-pause 0"
     assert v.args == ["--poll", "--idle-pause", "0"]  # --poll not added twice
@@ -166,16 +169,18 @@ def test_old_processes_start_again(monkeypatch, max_age, starts):
     assert all("error" not in r for r in runs)
 
 
-def test_short_run(vhostlab):
+def test_short_run(vhostlab_fast):
     if shutil.which("dpdk-testpmd") is None:
         pytest.fail("dpdk-testpmd not found: apt-get install --no-install-recommends dpdk-dev "
                     "librte-net-virtio23 (./lab installs them)", pytrace=False)
-    res = ab(vhostlab, "--cells", "split-mrg1-ord1-64-g2h", "--reps", "2", "--seconds", "0.3",
-             "--warmup", "0.2", "--json", "ref=serve", "b16=serve --burst 16", "touch")
+    res = ab(vhostlab_fast, "--cells", "split-mrg1-ord1-64-g2h", "--reps", "2",
+             "--seconds", "0.3", "--warmup", "0.2", "--json", "ref=serve",
+             "b16=serve --burst 16", "touch")
     assert res.returncode == 0, res.stderr[-4000:]
     doc = json.loads(res.stdout)
     assert [v["name"] for v in doc["variants"]] == ["ref", "b16", "touch"]
     assert doc["variants"][1]["args"] == ["--poll", "--burst", "16"]
+    assert doc["variants"][0]["program"] == str(vhostlab_fast.path), doc["variants"]
     runs = doc["runs"]
     assert len(runs) == 6, runs
     # Interleaved: rep 0 in the given order, rep 1 reversed.

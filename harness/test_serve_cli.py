@@ -1,6 +1,8 @@
 """`vhostlab serve` without a front end (docs/serve.md): help, usage errors that name the bad
 value, the socket file's life, signals and --duration, client mode with nobody listening,
-and a connection that sends garbage. The DPDK interop tests are in test_interop_dpdk.py.
+and a connection that sends garbage. What serves runs `vhostlab-fast serve` (the production
+program, fixture vhostlab_fast); `vhostlab serve`, on the lab build of the core, is checked
+for saying so in test_cli.py. The DPDK interop tests are in test_interop_dpdk.py.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ def tmp():
         yield Path(d)
 
 
-def test_serve_help_mentions_every_option(vhostlab):
-    res = vhostlab("serve", "--help")
-    assert res.returncode == 0, res.describe()
-    missing = [opt for opt in SERVE_OPTIONS if opt not in res.stdout]
-    assert not missing, f"serve --help does not mention {missing}\n{res.describe()}"
-    assert vhostlab("help", "serve").stdout == res.stdout
-    assert "serve" in vhostlab("--help").stdout
+def test_serve_help_mentions_every_option(vhostlab, vhostlab_fast):
+    for prog in (vhostlab, vhostlab_fast):
+        res = prog("serve", "--help")
+        assert res.returncode == 0, res.describe()
+        missing = [opt for opt in SERVE_OPTIONS if opt not in res.stdout]
+        assert not missing, f"serve --help does not mention {missing}\n{res.describe()}"
+        assert prog("help", "serve").stdout == res.stdout
+        assert "serve" in prog("--help").stdout
 
 
 @pytest.mark.parametrize(
@@ -83,10 +86,10 @@ def events(stderr: str) -> list[dict]:
     return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
 
 
-def test_duration_without_front_end(vhostlab, tmp):
+def test_duration_without_front_end(vhostlab_fast, tmp):
     sock = tmp / "s.sock"
-    res = vhostlab("serve", "--socket", str(sock), "--json", "--duration", "0.3",
-                   "--stats-interval", "0.1")
+    res = vhostlab_fast("serve", "--socket", str(sock), "--json", "--duration", "0.3",
+                        "--stats-interval", "0.1")
     assert res.returncode == 0, res.describe()
     doc = res.json()
     assert doc["stopped_by"] == "duration" and doc["ok"] is True, doc
@@ -105,9 +108,9 @@ def test_duration_without_front_end(vhostlab, tmp):
             assert e["idle_share"] >= 0.8, e
 
 
-def start(vhostlab, *args):
+def start(prog, *args):
     return subprocess.Popen(
-        ["timeout", "-s", "KILL", "60", str(vhostlab.path), "serve", *args],
+        ["timeout", "-s", "KILL", "60", str(prog.path), "serve", *args],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -126,9 +129,9 @@ def serve_pid(proc) -> int:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_stops_cleanly(vhostlab, tmp, sig):
+def test_signal_stops_cleanly(vhostlab_fast, tmp, sig):
     sock = tmp / "s.sock"
-    proc = start(vhostlab, "--socket", str(sock), "--mode", "txonly")
+    proc = start(vhostlab_fast, "--socket", str(sock), "--mode", "txonly")
     wait_path(sock, proc)
     os.kill(serve_pid(proc), sig)
     out, err = proc.communicate(timeout=10)
@@ -137,27 +140,27 @@ def test_signal_stops_cleanly(vhostlab, tmp, sig):
     assert not sock.exists()
 
 
-def test_a_file_that_is_not_a_socket_is_left_alone(vhostlab, tmp):
+def test_a_file_that_is_not_a_socket_is_left_alone(vhostlab_fast, tmp):
     path = tmp / "precious"
     path.write_text("keep me")
-    res = vhostlab("serve", "--socket", str(path), "--duration", "0.1")
+    res = vhostlab_fast("serve", "--socket", str(path), "--duration", "0.1")
     assert res.returncode == 1, res.describe()
     assert str(path) in res.stderr, res.describe()
     assert path.read_text() == "keep me"
 
 
-def test_stale_socket_is_replaced(vhostlab, tmp):
+def test_stale_socket_is_replaced(vhostlab_fast, tmp):
     sock = tmp / "s.sock"
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(str(sock))
     stale.close()  # the file stays, nobody listens
-    res = vhostlab("serve", "--socket", str(sock), "--duration", "0.1")
+    res = vhostlab_fast("serve", "--socket", str(sock), "--duration", "0.1")
     assert res.returncode == 0, res.describe()
 
 
-def test_client_mode_waits_for_a_server(vhostlab, tmp):
-    res = vhostlab("serve", "--socket", str(tmp / "nobody.sock"), "--client", "--json",
-                   "--duration", "0.5")
+def test_client_mode_waits_for_a_server(vhostlab_fast, tmp):
+    res = vhostlab_fast("serve", "--socket", str(tmp / "nobody.sock"), "--client", "--json",
+                        "--duration", "0.5")
     assert res.returncode == 0, res.describe()
     doc = res.json()
     assert doc["client"] is True and doc["ports"][0]["connections"] == 0, doc
@@ -165,11 +168,11 @@ def test_client_mode_waits_for_a_server(vhostlab, tmp):
     assert len(waiting) == 1, f"one 'waiting' line, not one per retry\n{res.stderr}"
 
 
-def test_garbage_front_end_is_survived(vhostlab, tmp):
+def test_garbage_front_end_is_survived(vhostlab_fast, tmp):
     """A peer that sends a malformed message, one that vanishes mid-message, and a second
     peer while one is connected: serve stays up and serves the next."""
     sock = tmp / "s.sock"
-    proc = start(vhostlab, "--socket", str(sock), "--json")
+    proc = start(vhostlab_fast, "--socket", str(sock), "--json")
     try:
         wait_path(sock, proc)
         # Request 9999 (unknown), flags version 1, no payload: rejected, connection kept.

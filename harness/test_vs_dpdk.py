@@ -3,7 +3,8 @@ a --quick run on two cells into a temporary directory, then the report checked f
 and self-consistency -- never for who is faster, which a busy machine can turn around.
 
 Needs what the script needs: dpdk-testpmd (a missing one fails, as in
-test_interop_dpdk.py), vhostlab-fast and vl_memcpy_ceiling beside the vhostlab under test,
+test_interop_dpdk.py), vhostlab-fast (the production program serve runs as; fixture
+vhostlab_fast) with vl_memcpy_ceiling and vl_cpu_pingpong beside it,
 python3-matplotlib for the plot.
 """
 
@@ -38,7 +39,7 @@ F_IN_ORDER = 1 << 35
 
 
 @pytest.fixture(scope="module")
-def report(vhostlab, tmp_path_factory):
+def report(vhostlab_fast, tmp_path_factory):
     if shutil.which("dpdk-testpmd") is None:
         pytest.fail("dpdk-testpmd not found: apt-get install --no-install-recommends dpdk-dev "
                     "librte-net-virtio23 (./lab installs them)", pytrace=False)
@@ -46,7 +47,7 @@ def report(vhostlab, tmp_path_factory):
     argv = [sys.executable, str(SCRIPT), "--quick", "--cells", ",".join(CELLS),
             "--seconds", "0.5", "--warmup", "0.3", "--out", str(out),
             "--fill", str(FILL_K), "--fill-minutes", str(FILL_MINUTES),
-            "--vhostlab", str(vhostlab.path)]
+            "--vhostlab", str(vhostlab_fast.path)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 0, (f"{' '.join(argv)} exited {proc.returncode}\n"
                                   f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
@@ -729,13 +730,13 @@ def test_runs_carry_their_placement(report):
     assert "## By placement" in (out / "vs-dpdk.md").read_text()
 
 
-def test_meta_names_what_ran(report, vhostlab):
+def test_meta_names_what_ran(report, vhostlab_fast):
     _, doc, _ = report
     meta = doc["meta"]
-    # serve must have handed itself over to the production core.
+    # serve ran as the production program.
     assert meta["serve_exe"].endswith("/vhostlab-fast"), meta["serve_exe"]
     # The build, by content, so that --extend can tell runs of another build.
-    fast = Path(vhostlab.path).parent / "vhostlab-fast"
+    fast = Path(vhostlab_fast.path)
     assert meta["serve_sha256"] == hashlib.sha256(fast.read_bytes()).hexdigest()
     assert meta["reps"] == 1 and meta["duration_seconds"] > 0
     assert meta["fe_cpu"] != meta["be_cpu"]
@@ -946,15 +947,15 @@ def fake_program(name: str) -> str:
 
 
 def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
-    """vs_dpdk.main(--extend) on `doc` without processes: fake vhostlab, vhostlab-fast and
-    probe files (parse_args wants them executable), every probe close, every run close at
-    its cell's and back end's close median in `doc` where it has one (not suspect:
-    suspect_runs). Returns
+    """vs_dpdk.main(--extend) on `doc` without processes: fake vhostlab-fast and probe
+    files (parse_args wants them executable; --vhostlab names vhostlab-fast itself), every
+    probe close, every run close at its cell's and back end's close median in `doc` where it
+    has one (not suspect: suspect_runs). Returns
     (exit status, the runs measured, the log, the report written, the fake binaries)."""
     vs_dpdk = import_script("vs_dpdk")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True)
-    for name in ("vhostlab", "vhostlab-fast", "vl_cpu_pingpong"):
+    for name in ("vhostlab-fast", "vl_cpu_pingpong"):
         (bin_dir / name).write_text(fake_program(name))
         (bin_dir / name).chmod(0o755)
     src = tmp_path / "earlier.json"
@@ -980,7 +981,7 @@ def extend_scripted(monkeypatch, tmp_path, doc: dict, args: list[str]):
     monkeypatch.setattr(vs_dpdk, "log", said.append)
     monkeypatch.setattr(vs_dpdk.time, "sleep", lambda s: None)
     out = tmp_path / "out"
-    rc = vs_dpdk.main(["--extend", str(src), "--vhostlab", str(bin_dir / "vhostlab"),
+    rc = vs_dpdk.main(["--extend", str(src), "--vhostlab", str(bin_dir / "vhostlab-fast"),
                        "--out", str(out), *args])
     written = json.loads((out / "vs-dpdk.json").read_text()) if rc == 0 else None
     return rc, ran, said, written, bin_dir

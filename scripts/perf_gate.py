@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CI gate on the core's instructions per packet (vhostlab bench --instructions).
+"""CI gate on the core's instructions per packet (vhostlab-fast bench --instructions).
 
   scripts/perf_gate.py                 measure the gate cells and compare them with
                                        reports/baseline/instructions.json: exit 1 when a
@@ -13,10 +13,16 @@ do depend on the compiler, its flags and the CPU features glibc's memcpy picks: 
 baseline records the compiler, build type and CPU, and a comparison across a different one
 is flagged.
 
+The gate measures the production core: `vhostlab-fast bench`, the production program.
+`vhostlab bench` runs on the lab build of the core (guest-load hooks), whose counts are not
+the production ones, so a --bin naming vhostlab measures the vhostlab-fast beside it, and a
+measurement from any other core is refused (exit 2).
+
 Options:
-  --bin PATH        vhostlab (default $VHOSTLAB_BIN, else build/release/cli/vhostlab)
+  --bin PATH        vhostlab-fast, or a vhostlab with vhostlab-fast beside it (default: the
+                    one beside $VHOSTLAB_BIN, else build/release/cli/vhostlab-fast)
   --baseline FILE   baseline to compare with / write (default reports/baseline/instructions.json)
-  --measured FILE   compare this `vhostlab bench --instructions --json` output (or a file
+  --measured FILE   compare this `vhostlab-fast bench --instructions --json` output (or a file
                     written by --save) instead of measuring
   --save FILE       also write the measurement (bench JSON cells) to FILE
   --tolerance PCT   allowed rise in percent (default 3)
@@ -36,7 +42,7 @@ PACKETS = 20000
 
 # The gate cells: both layouts and directions, 64 and 1518 bytes, mergeable on and off,
 # batching at the default threshold, zero-copy dequeue and packed in-order, and forwarding.
-# Each is one `vhostlab bench` cell (the options not given keep bench's defaults).
+# Each is one `vhostlab-fast bench` cell (the options not given keep bench's defaults).
 GATE_CELLS = [
     ["--direction", "dequeue", "--layout", "split", "--sizes", "64"],
     ["--direction", "dequeue", "--layout", "split", "--sizes", "1518"],
@@ -72,6 +78,14 @@ GATE_CELLS = [
 def die(msg, status=2):
     print(f"perf_gate: {msg}", file=sys.stderr)
     sys.exit(status)
+
+
+def fast_program(path):
+    """The production program the gate runs: path itself when it names vhostlab-fast, else
+    the vhostlab-fast beside it (path: the lab program, vhostlab)."""
+    if os.path.basename(path) == "vhostlab-fast":
+        return path
+    return os.path.join(os.path.dirname(path), "vhostlab-fast")
 
 
 def build_type_of(binary):
@@ -132,8 +146,8 @@ def load_json(path, what):
 def load_measured(path):
     data = load_json(path, "measurement")
     if not isinstance(data.get("cells"), list):
-        die(f"the measurement {path} has no \"cells\" list (give the output of `vhostlab bench "
-            "--instructions --json` or of --save)")
+        die(f"the measurement {path} has no \"cells\" list (give the output of "
+            "`vhostlab-fast bench --instructions --json` or of --save)")
     return data, data["cells"]
 
 
@@ -228,11 +242,13 @@ def main():
     if args.measured:
         head, cells = load_measured(args.measured)
     else:
-        binary = args.bin or os.environ.get("VHOSTLAB_BIN") or os.path.join(
-            ROOT, "build", "release", "cli", "vhostlab")
+        binary = fast_program(args.bin or os.environ.get("VHOSTLAB_BIN") or os.path.join(
+            ROOT, "build", "release", "cli", "vhostlab-fast"))
         if not os.access(binary, os.X_OK):
-            die(f"no vhostlab at {binary} (build it, or give --bin)")
+            die(f"no vhostlab-fast at {binary} (build it, or give --bin)")
         head, cells = measure(binary)
+        if head.get("core") != "production":
+            die(f"{binary} measured the {head.get('core')} core, not the production one")
         head = dict(head, build_type=build_type_of(binary))
     if args.save:
         with open(args.save, "w", encoding="utf-8") as f:

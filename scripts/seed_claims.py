@@ -14,8 +14,12 @@ verdict rules are in scripts/seedclaims/verdict.py and printed in the report.
                                          machine for figures worth committing)
   scripts/seed_claims.py --quick         smoke run: split ring only, few packets, no
                                          callgrind; variants only if already built
-  scripts/seed_claims.py --bin PATH      measure this vhostlab instead of building the
-                                         default variant
+  scripts/seed_claims.py --bin PATH      measure this vhostlab-fast (or the one beside
+                                         this vhostlab) instead of building the default
+                                         variant
+
+Every measurement runs `vhostlab-fast bench`: the production program, on the production
+core (`vhostlab bench` runs on the lab build of the core).
 """
 
 from __future__ import annotations
@@ -60,8 +64,8 @@ def parse_args(argv):
                    help="where the default, noinline, lto and twopath builds go "
                         "(default $VHOSTLAB_BUILD_ROOT/seed-claims, i.e. build/seed-claims)")
     p.add_argument("--bin", type=Path, default=None,
-                   help="an existing vhostlab to measure as the default build (nothing is "
-                        "built for it)")
+                   help="an existing vhostlab-fast to measure as the default build, or a "
+                        "vhostlab with vhostlab-fast beside it (nothing is built for it)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--instructions", dest="instructions", action="store_true", default=None,
                    help="also count instructions per packet with callgrind (default: on, "
@@ -110,17 +114,22 @@ def commit(out: Path, root: Path = ROOT) -> str:
 
 
 def executables(a, commands) -> dict:
-    """The vhostlab of each build variant to measure: built, or found prebuilt (--quick)."""
+    """The vhostlab-fast of each build variant to measure: built, or found prebuilt
+    (--quick)."""
     exes = {}
     if a.bin:
-        exes["default"] = a.bin.resolve()
+        exes["default"] = measure.fast_program(a.bin.resolve())
+        if not os.access(exes["default"], os.X_OK):
+            measure.log(f"--bin {a.bin}: no vhostlab-fast at {exes['default']} (the "
+                        "production program measures; build the vhostlab-fast target)")
+            sys.exit(2)
     for name in C.BUILD_VARIANTS:
         if name in exes:
             continue
-        prebuilt = a.build_root / name / "cli" / "vhostlab"
+        prebuilt = a.build_root / name / "cli" / "vhostlab-fast"
         if a.quick and not (name == "default" and not a.bin):
-            if prebuilt.exists() and (prebuilt.parent / "vhostlab-fast").exists():
-                measure.check_variant(prebuilt.parent / "vhostlab-fast", name)
+            if prebuilt.exists():
+                measure.check_variant(prebuilt, name)
                 exes[name] = prebuilt
             else:
                 measure.log(f"--quick: build '{name}' not built under {a.build_root}: skipped")

@@ -4,7 +4,8 @@
 option, DPDK's own back end).
 
 Each variant is a back end: `dpdk` (testpmd's net_vhost), `null` or `touch` (serve's
-ceilings), or a `vhostlab serve` -- this tree's or another build's, with extra options.
+ceilings), or a `vhostlab-fast serve` (the production program) -- this tree's or another
+build's, with extra options.
 For each repetition and each cell, every variant runs once, one after the other (the order
 reversed on odd repetitions), with the front end (testpmd, virtio-user) and the window
 exactly as scripts/vs_dpdk.py runs them; the placement probe (vl_cpu_pingpong) classifies
@@ -47,7 +48,7 @@ BACKENDS = ("dpdk", "null", "touch")
 class Variant:
     name: str
     kind: str                   # dpdk, null, touch or vhostlab
-    program: Path | None = None  # vhostlab: the program serve runs from
+    program: Path | None = None  # vhostlab: the program serve runs from (vhostlab-fast)
     args: list[str] = field(default_factory=list)  # vhostlab: serve options after --poll
 
 
@@ -70,9 +71,13 @@ def parse_variant(text: str, default_program: Path) -> Variant:
     program = default_program if words[0] == "serve" else Path(words[0])
     if not os.access(program, os.X_OK):
         raise ValueError(f"variant {text!r}: {program} is not an executable vhostlab")
-    if not os.access(program.parent / "vhostlab-fast", os.X_OK):
-        raise ValueError(f"variant {text!r}: no vhostlab-fast beside {program} (serve would "
-                         "run on the lab-hooks core)")
+    # serve runs as vhostlab-fast, the production program: the one named, or the one
+    # beside the vhostlab named (vhostlab itself serves on the lab build of the core).
+    fast = V.serve_program(program)
+    if not os.access(fast, os.X_OK):
+        raise ValueError(f"variant {text!r}: no vhostlab-fast beside {program} (serve runs "
+                         "as vhostlab-fast, the production program)")
+    program = fast
     args = words[1:]
     return Variant(name, "vhostlab", program, args if "--poll" in args else ["--poll", *args])
 
@@ -82,8 +87,10 @@ def parse_args(argv):
         description="Interleaved A/B of back ends (DPDK's, serve's ceilings, vhostlab serve "
         "builds and options) under testpmd on virtio-user, per cell and CPU placement.",
         epilog="Variants: [NAME=]SPEC with SPEC dpdk, null, touch, 'serve [ARG...]' (this "
-        "tree's vhostlab, see --vhostlab) or 'PROGRAM [ARG...]' (another build's vhostlab, "
-        "vhostlab-fast beside it); serve runs with --poll unless told. The first variant is "
+        "tree's vhostlab-fast, see --vhostlab) or 'PROGRAM [ARG...]' (another build's "
+        "vhostlab-fast, or its vhostlab with vhostlab-fast beside it: serve runs as "
+        "vhostlab-fast, the production program); serve runs with --poll unless told. The "
+        "first variant is "
         "the reference of the ratios. Example: scripts/serve_ab.py --cells "
         "packed-mrg1-ord1-64-h2g --reps 8 old=/tmp/old/vhostlab new=serve dpdk. "
         "Cells as in scripts/vs_dpdk.py (RING-mrgM-ordO-SIZE-DIR, patterns allowed).")
@@ -107,7 +114,8 @@ def parse_args(argv):
     p.add_argument("--vhostlab", type=Path,
                    default=Path(os.environ.get("VHOSTLAB_BIN",
                                                V.ROOT / "build/release/cli/vhostlab")),
-                   help="the vhostlab of `serve` variants, and the probe's directory "
+                   help="the build of `serve` variants (its vhostlab, or its vhostlab-fast: "
+                   "serve runs as vhostlab-fast), and the probe's directory "
                    "(default: $VHOSTLAB_BIN or build/release/cli/vhostlab)")
     p.add_argument("--json", action="store_true",
                    help="the result as JSON on stdout (variants, runs, per cell and placement)")

@@ -3,10 +3,10 @@
 
 The front end is DPDK 22.11 testpmd driving a virtio-user port. The back end, in turn, is
   dpdk      testpmd with a net_vhost port (DPDK's vhost library, the production reference),
-  vhostlab  `vhostlab serve` (which runs as vhostlab-fast, the production core),
-  null      `vhostlab serve --mode null`: chains go back unread, nothing is copied -- the
+  vhostlab  `vhostlab-fast serve` (the production program: serve on the production core),
+  null      `vhostlab-fast serve --mode null`: chains go back unread, nothing is copied -- the
             ceiling the front end allows (guest->host cells only);
-  touch     `vhostlab serve --mode touch`: null, reading the first byte of each packet --
+  touch     `vhostlab-fast serve --mode touch`: null, reading the first byte of each packet --
             the ceiling for any back end that reads its packets (guest->host cells: a
             back end that copies the packet reads that line too).
 over {split, packed} x {mergeable on, off} x {in-order on, off} x {64, 1518 B} x
@@ -275,14 +275,22 @@ class TestPmd(Proc):
         self.kill()
 
 
+def serve_program(vhostlab: Path) -> Path:
+    """The program serve runs from: vhostlab-fast (the production program) beside the given
+    vhostlab, or that path itself when it names vhostlab-fast. vhostlab, the lab program,
+    serves on the lab build of the core: never measured here."""
+    return vhostlab if vhostlab.name == "vhostlab-fast" else vhostlab.parent / "vhostlab-fast"
+
+
 class Serve(Proc):
-    """`vhostlab serve ... --json` listening on sock: events on stderr (the log), the final
-    JSON statistics on stdout."""
+    """`vhostlab-fast serve ... --json` listening on sock: events on stderr (the log), the
+    final JSON statistics on stdout."""
 
     def __init__(self, vhostlab: Path, workdir: Path, n: int, sock: Path, mode: str, size: int,
                  extra: list[str]):
         self.sock = sock
-        argv = ["taskset", "-c", str(BE_CPU), str(vhostlab), "serve", "--socket", str(sock),
+        argv = ["taskset", "-c", str(BE_CPU), str(serve_program(vhostlab)), "serve",
+                "--socket", str(sock),
                 "--mode", mode, "--size", str(size), "--json",
                 "--stats-interval", str(SERVE_STATS_INTERVAL), *extra]
         # serve's event times count from its own start, a few milliseconds after this.
@@ -320,7 +328,7 @@ class Serve(Proc):
         raise RunError(f"serve never saw the front end's rings ready\n{tail(self.log)}")
 
     def exe(self) -> str:
-        """What the serve process runs: vhostlab hands itself over to vhostlab-fast."""
+        """What the serve process runs (vhostlab-fast), as the kernel names it."""
         try:
             return os.readlink(f"/proc/{self.child_pid()}/exe")
         except OSError:
@@ -552,6 +560,11 @@ class Bench:
             if fe:
                 fe.kill()
             serve.kill()
+        # Only the production core is measured (builds before serve reported "core" had only
+        # vhostlab-fast serve here).
+        if final.get("core", "production") != "production":
+            raise RunError(f"serve ran on the {final['core']} core, not the production one: "
+                           f"{serve_program(self.a.vhostlab)} is not vhostlab-fast")
         q = final["totals"]
         res["setup_seconds"] = round(setup, 3)
         res["serve"] = {"rx_packets": q["rx_packets"], "tx_packets": q["tx_packets"],
@@ -1701,9 +1714,10 @@ def parse_args(argv):
     p.add_argument("--vhostlab", type=Path,
                    default=Path(os.environ.get("VHOSTLAB_BIN",
                                                ROOT / "build/release/cli/vhostlab")),
-                   help="the vhostlab program (default: $VHOSTLAB_BIN or "
-                   "build/release/cli/vhostlab); vhostlab-fast, vl_memcpy_ceiling and "
-                   "vl_cpu_pingpong (the placement probe) are expected beside it")
+                   help="the build's vhostlab, or its vhostlab-fast (default: $VHOSTLAB_BIN "
+                   "or build/release/cli/vhostlab); serve runs as vhostlab-fast (the "
+                   "production program), which vl_memcpy_ceiling and vl_cpu_pingpong (the "
+                   "placement probe) are expected beside")
     p.add_argument("--render", type=Path, metavar="JSON",
                    help="run nothing: write vs-dpdk.md, .png and .json into --out from the "
                    "vs-dpdk.json of an earlier run (its runs; cells and summary recomputed), "
@@ -1756,9 +1770,9 @@ def parse_args(argv):
     if (a.fill or a.extend) and not os.access(a.vhostlab.parent / "vl_cpu_pingpong", os.X_OK):
         p.error(f"{'--extend' if a.extend else f'--fill {a.fill}'}: needs the placement probe "
                 f"{a.vhostlab.parent / 'vl_cpu_pingpong'} (build the vl_cpu_pingpong target)")
-    if not os.access(a.vhostlab.parent / "vhostlab-fast", os.X_OK):
-        p.error(f"{a.vhostlab.parent / 'vhostlab-fast'} is missing: serve would run on the "
-                "lab-hooks core; build the vhostlab-fast target")
+    if not os.access(serve_program(a.vhostlab), os.X_OK):
+        p.error(f"{serve_program(a.vhostlab)} is missing: serve runs as vhostlab-fast, the "
+                "production program; build the vhostlab-fast target")
     check_machine(p)
     return a
 
@@ -1819,7 +1833,7 @@ def extend(a, cmdline: str, date: str) -> int:
         return 2
     doc, cells = got
     meta = doc["meta"]
-    sha = file_sha256(a.vhostlab.parent / "vhostlab-fast")
+    sha = file_sha256(serve_program(a.vhostlab))
     if meta.get("serve_sha256") and meta["serve_sha256"] != sha:
         log(f"--extend {a.extend}: its runs were made with another serve build (vhostlab-fast "
             f"sha256 {meta['serve_sha256'][:12]}, this one {str(sha)[:12]}): runs of two "

@@ -109,8 +109,8 @@ def markdown(data: dict) -> str:
           "measure it with (the row says what).", ""]
     if data.get("build_details"):
         L += ["## Build variants, cell by cell (techniques 2 and 5)", "",
-              "Each build's `vhostlab bench` (which runs that build's `vhostlab-fast`, the "
-              "production core) is run once per round, the builds interleaved round by "
+              "Each build's `vhostlab-fast bench` (the production program: the production "
+              "core) is run once per round, the builds interleaved round by "
               "round; medians and ranges are over the rounds.", ""]
         L += rows_table(data["build_details"]) + [""]
     L += ["## Raw cells", ""]
