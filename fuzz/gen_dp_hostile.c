@@ -309,6 +309,30 @@ void gen_dp_hostile(const char *target, bool packed, bool rx)
 	good_then_burst(&sd, 0x3000);
 	save_dp(target, "hostile-bad-offload", &sd);
 
+	/* Well-formed GSO headers the device did not offer to take: without the HOST_* GSO
+	 * features (gso_not_negotiated), and with them but without HOST_ECN
+	 * (ecn_not_negotiated), next to one it takes. */
+	for (int v = 0; v < 2; v++) {
+		static const uint8_t hdrs[5][10] = {
+			{VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0},
+			{VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_TCPV6, 74, 0, 0xa0, 0x05, 54, 0, 16, 0},
+			{VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_UDP, 42, 0, 0xdc, 0x05, 34, 0, 6, 0},
+			{VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_UDP_L4, 42, 0, 0xdc, 0x05, 34, 0, 6, 0},
+			{VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_TCPV4 | VL_NET_HDR_GSO_ECN, 54, 0, 0xa8,
+			 0x05, 34, 0, 16, 0},
+		};
+
+		s = base_setup(packed, rx);
+		s.hold |= v == 0 ? FZ_HOLD_NO_GSO : FZ_HOLD_NO_ECN;
+		seed_begin(&sd, packed, rx, &s);
+		for (int k = 0; k < 5; k++)
+			fz_enc_post(&sd.o, FZ_POST_RAW_HDR, 200, (uint16_t)(0x400 * k), hdrs[k]);
+		burst(&sd);
+		good_then_burst(&sd, 0x3000);
+		save_dp(target, v == 0 ? "hostile-gso-not-negotiated" : "hostile-ecn-not-negotiated",
+			&sd);
+	}
+
 	/* RX specifics (run on TX too, harmlessly): buffers smaller than the header, packets
 	 * over 64 KiB, a packet no buffer can hold. */
 	s = base_setup(packed, rx);

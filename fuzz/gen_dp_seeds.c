@@ -25,7 +25,7 @@ void seed_begin(struct seed *sd, bool packed, bool rx, const struct fz_dp_setup 
 	sd->packed = packed;
 	sd->rx = rx;
 	sd->dir = rx ? VL_DESC_F_WRITE : 0;
-	sd->hdr_len = vl_net_hdr_len(fz_dp_features(s->features,
+	sd->hdr_len = vl_net_hdr_len(fz_dp_features(s->features, s->hold,
 						     packed ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT));
 	fz_enc_setup(&sd->o, s);
 }

@@ -152,6 +152,7 @@ struct lab_model *lab_model_create(const struct lab_model_config *cfg)
 	m->mergeable = (q->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
 	m->indirect = (q->features & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) != 0;
 	m->in_order = (q->features & VL_FEATURE(VL_F_IN_ORDER)) != 0;
+	m->features = q->features;
 	/* Spec 5.1.6: num_buffers is part of the header for a VERSION_1 device or with
 	 * MRG_RXBUF; packed rings exist only for VERSION_1 devices. */
 	m->hdr_len = (q->features & VL_FEATURE(VL_F_VERSION_1)) || m->mergeable ||

@@ -53,6 +53,7 @@ struct lab_model {
 	uint32_t size;
 	uint32_t hdr_len;      /* 12 with VERSION_1 or MRG_RXBUF, else 10 (spec 5.1.6) */
 	bool mergeable, indirect, in_order;
+	uint64_t features;     /* as negotiated: the TX header's GSO types need their HOST_* bit */
 	struct lab_gmem *g;
 	struct mdl_map *maps;
 	uint32_t nmaps;

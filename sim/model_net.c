@@ -33,10 +33,23 @@ static void hdr_read(const uint8_t *h, struct vl_offload *ol)
 	ol->csum_offset = le16(h + 8);
 }
 
-/* "Hostile inputs", bogus offload header: a checksum must land inside the packet, a GSO
- * packet needs a known type, a segment size and headers inside the packet, and ECN means
- * nothing without GSO -- each refusal under its own drop reason, in that order. */
-static enum vl_drop hdr_check(const struct vl_offload *ol, uint32_t len)
+/* "Hostile inputs", bogus offload header: a checksum must land inside the packet, ECN means
+ * nothing without GSO, a GSO packet needs a known and negotiated type (and HOST_ECN for
+ * ECN), a segment size and headers inside the packet -- each refusal under its own drop
+ * reason, in that order. */
+/* Spec 5.1.6.2: a driver sends a GSO type, or ECN, only with the HOST_* feature for it. */
+static bool gso_negotiated(const struct lab_model *m, uint8_t type)
+{
+	uint64_t bit = type == VL_NET_HDR_GSO_TCPV4   ? VL_FEATURE(VL_F_NET_HOST_TSO4)
+		       : type == VL_NET_HDR_GSO_TCPV6 ? VL_FEATURE(VL_F_NET_HOST_TSO6)
+		       : type == VL_NET_HDR_GSO_UDP   ? VL_FEATURE(VL_F_NET_HOST_UFO)
+						      : VL_FEATURE(VL_F_NET_HOST_USO);
+
+	return (m->features & bit) != 0;
+}
+
+static enum vl_drop hdr_check(const struct lab_model *m, const struct vl_offload *ol,
+			      uint32_t len)
 {
 	if ((ol->flags & VL_NET_HDR_F_NEEDS_CSUM) &&
 	    (uint32_t)ol->csum_start + ol->csum_offset + 2u > len)
@@ -48,6 +61,11 @@ static enum vl_drop hdr_check(const struct vl_offload *ol, uint32_t len)
 	case VL_NET_HDR_GSO_UDP:
 	case VL_NET_HDR_GSO_TCPV6:
 	case VL_NET_HDR_GSO_UDP_L4:
+		if (!gso_negotiated(m, ol->gso_type & ~VL_NET_HDR_GSO_ECN))
+			return VL_DROP_GSO_NOT_NEGOTIATED;
+		if ((ol->gso_type & VL_NET_HDR_GSO_ECN) &&
+		    !(m->features & VL_FEATURE(VL_F_NET_HOST_ECN)))
+			return VL_DROP_ECN_NOT_NEGOTIATED;
 		if (ol->gso_size == 0)
 			return VL_DROP_GSO_NO_SEGMENT_SIZE;
 		return ol->hdr_len > len ? VL_DROP_GSO_HDR_PAST_FRAME : VL_DROP_NONE;
@@ -114,7 +132,7 @@ uint32_t lab_model_dequeue(struct lab_model *m, uint32_t max, struct lab_model_p
 				break; /* out of host memory: leave the chain for the next call */
 			gather(m, &c, b + end);
 			hdr_read(b + end, &ol);
-			c.why = hdr_check(&ol, c.len - m->hdr_len);
+			c.why = hdr_check(m, &ol, c.len - m->hdr_len);
 		}
 		/* Transmit buffers are only read: every one goes back with length 0. */
 		mdl_push_used(m, &c, 0);

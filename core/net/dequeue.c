@@ -41,7 +41,7 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 		vl_guest_load_bytes(hdr, vq->rq.pieces[0].host, 10);
 	else
 		vl_net_hdr_gather(vq->rq.pieces, np, vq->hdr_len, hdr);
-	return vl_net_hdr_to_offload(hdr, *pkt_len, ol);
+	return vl_net_hdr_to_offload(hdr, *pkt_len, vq->tx_gso_allowed, ol);
 }
 
 /* Copy the chain's bytes after the header into the packet's segments. */

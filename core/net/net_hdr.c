@@ -28,7 +28,24 @@ static uint16_t get16(const uint8_t *p)
 	return v;
 }
 
-enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
+uint8_t vl_net_tx_gso_allowed(uint64_t features)
+{
+	uint8_t a = 0;
+
+	if (features & VL_FEATURE(VL_F_NET_HOST_TSO4))
+		a |= VL_TX_GSO_TCPV4;
+	if (features & VL_FEATURE(VL_F_NET_HOST_TSO6))
+		a |= VL_TX_GSO_TCPV6;
+	if (features & VL_FEATURE(VL_F_NET_HOST_UFO))
+		a |= VL_TX_GSO_UDP;
+	if (features & VL_FEATURE(VL_F_NET_HOST_USO))
+		a |= VL_TX_GSO_UDP_L4;
+	if (features & VL_FEATURE(VL_F_NET_HOST_ECN))
+		a |= VL_TX_GSO_ECN;
+	return a;
+}
+
+enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint8_t allowed,
 				   struct vl_offload *ol)
 {
 	ol->flags = hdr[0];
@@ -55,13 +72,25 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
 	case VL_NET_HDR_GSO_TCPV4:
 	case VL_NET_HDR_GSO_UDP:
 	case VL_NET_HDR_GSO_TCPV6:
-	case VL_NET_HDR_GSO_UDP_L4:
+	case VL_NET_HDR_GSO_UDP_L4: {
+		/* The device takes only the GSO types it offered and the driver accepted (spec
+		 * 5.1.6.2: a driver sends a type only with its HOST_* feature). */
+		const uint8_t need = gso == VL_NET_HDR_GSO_TCPV4   ? VL_TX_GSO_TCPV4
+				     : gso == VL_NET_HDR_GSO_TCPV6 ? VL_TX_GSO_TCPV6
+				     : gso == VL_NET_HDR_GSO_UDP   ? VL_TX_GSO_UDP
+								   : VL_TX_GSO_UDP_L4;
+
+		if (!(allowed & need))
+			return VL_DROP_GSO_NOT_NEGOTIATED;
+		if ((ol->gso_type & VL_NET_HDR_GSO_ECN) && !(allowed & VL_TX_GSO_ECN))
+			return VL_DROP_ECN_NOT_NEGOTIATED;
 		/* Segmenting needs a segment size and headers that lie inside the packet. */
 		if (ol->gso_size == 0)
 			return VL_DROP_GSO_NO_SEGMENT_SIZE;
 		if (ol->hdr_len > pkt_len)
 			return VL_DROP_GSO_HDR_PAST_FRAME;
 		break;
+	}
 	default:
 		return VL_DROP_GSO_UNKNOWN_TYPE;
 	}

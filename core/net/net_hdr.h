@@ -13,9 +13,20 @@
 void vl_net_hdr_gather(const struct vl_piece *pieces, uint32_t np, uint32_t hdr_len,
 		       uint8_t hdr[12]);
 
+/* The TX offloads a queue's negotiated features allow (VL_TX_GSO_*): one bit per GSO type
+ * the device takes, and ECN. Computed once at queue creation. */
+#define VL_TX_GSO_TCPV4 (1u << 0)   /* HOST_TSO4 */
+#define VL_TX_GSO_TCPV6 (1u << 1)   /* HOST_TSO6 */
+#define VL_TX_GSO_UDP (1u << 2)     /* HOST_UFO */
+#define VL_TX_GSO_UDP_L4 (1u << 3)  /* HOST_USO */
+#define VL_TX_GSO_ECN (1u << 4)     /* HOST_ECN */
+uint8_t vl_net_tx_gso_allowed(uint64_t features);
+
 /* Check a TX header against the packet length it precedes (CVE-2024-11614 class: checksum
- * and GSO fields must point inside the packet) and convert it to offload metadata. */
-enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len,
+ * and GSO fields must point inside the packet) and against what was negotiated (allowed:
+ * vl_net_tx_gso_allowed), and convert it to offload metadata. The first rule broken names
+ * the drop (docs/architecture.md, "Hostile inputs"). */
+enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint8_t allowed,
 				   struct vl_offload *ol);
 
 /* Build the RX header bytes the guest will see for a packet spread over num_buffers chains.

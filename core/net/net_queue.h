@@ -61,6 +61,7 @@ struct vl_vq {
 	uint32_t hdr_len;          /* virtio-net header bytes: 10 or 12 */
 	bool mergeable;            /* VIRTIO_NET_F_MRG_RXBUF negotiated */
 	bool tx_offloads;          /* VIRTIO_NET_F_CSUM negotiated: TX headers carry offloads */
+	uint8_t tx_gso_allowed;    /* VL_TX_GSO_*: the GSO types (and ECN) negotiated for TX */
 
 	/* Small-copy batch (technique 1): bounded by the queue size, flushed per burst. */
 	struct vl_copy *batch;     /* [size] */

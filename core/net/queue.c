@@ -57,6 +57,7 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->hdr_len = vl_net_hdr_len(cfg->features);
 	vq->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
 	vq->tx_offloads = (cfg->features & VL_FEATURE(VL_F_NET_CSUM)) != 0;
+	vq->tx_gso_allowed = vl_net_tx_gso_allowed(cfg->features);
 	vq->batch_threshold = cfg->batch_threshold;
 	vq->batch = vl_calloc(size, sizeof(*vq->batch));
 	vq->rx_bufs = vl_calloc(size, sizeof(*vq->rx_bufs));

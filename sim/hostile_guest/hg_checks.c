@@ -105,6 +105,17 @@ void hg_check_tx_pkt(struct lab_hg *d, const struct vl_pkt *p)
 		if (ol->gso_size == 0 || ol->hdr_len > p->pkt_len)
 			fz_fail("GSO packet with gso_size %u hdr_len %u (len %u) passed",
 				ol->gso_size, ol->hdr_len, p->pkt_len);
+		/* Only what was negotiated passes (spec 5.1.6.2). */
+		int bit = gso == VL_NET_HDR_GSO_TCPV4   ? VL_F_NET_HOST_TSO4
+			  : gso == VL_NET_HDR_GSO_TCPV6 ? VL_F_NET_HOST_TSO6
+			  : gso == VL_NET_HDR_GSO_UDP   ? VL_F_NET_HOST_UFO
+							: VL_F_NET_HOST_USO;
+
+		if (!(d->features & VL_FEATURE(bit)))
+			fz_fail("GSO type 0x%02x passed without its feature (bit %d)", gso, bit);
+		if ((ol->gso_type & VL_NET_HDR_GSO_ECN) &&
+		    !(d->features & VL_FEATURE(VL_F_NET_HOST_ECN)))
+			fz_fail("GSO with ECN passed without HOST_ECN");
 	} else {
 		fz_fail("unknown GSO type 0x%02x passed", ol->gso_type);
 	}

@@ -45,7 +45,7 @@ static void hg_setup(struct lab_hg *d, const struct fz_dp_setup *s)
 	int err = 0;
 
 	d->s = *s;
-	d->features = fz_dp_features(s->features, d->L);
+	d->features = fz_dp_features(s->features, s->hold, d->L);
 	d->hdr_len = vl_net_hdr_len(d->features);
 	if (d->L == VL_LAYOUT_SPLIT)
 		d->size = 1u << (s->qsize % 9);

@@ -11,9 +11,15 @@ const char *const fz_op_names[FZ_OP__COUNT] = {
 
 /* ---- datapath format: setup and codes ------------------------------------------------ */
 
-uint64_t fz_dp_features(uint8_t dpf, enum vl_layout layout)
+uint64_t fz_dp_features(uint8_t dpf, uint8_t hold, enum vl_layout layout)
 {
 	uint64_t f = VL_FEATURE(VL_F_NET_CSUM);
+
+	if (!(hold & FZ_HOLD_NO_GSO))
+		f |= VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |
+		     VL_FEATURE(VL_F_NET_HOST_UFO) | VL_FEATURE(VL_F_NET_HOST_USO);
+	if (!(hold & FZ_HOLD_NO_ECN))
+		f |= VL_FEATURE(VL_F_NET_HOST_ECN);
 
 	if (dpf & FZ_DPF_MERGEABLE)
 		f |= VL_FEATURE(VL_F_NET_MRG_RXBUF);

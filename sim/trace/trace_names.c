@@ -14,6 +14,17 @@ const struct lab_tn_bit lab_tn_features[LAB_TN_NFEATURES] = {
 	FEATURE("version_1", VL_F_VERSION_1),
 	FEATURE("ring_packed", VL_F_RING_PACKED),
 	FEATURE("in_order", VL_F_IN_ORDER),
+	FEATURE("host_tso4", VL_F_NET_HOST_TSO4),
+	FEATURE("host_tso6", VL_F_NET_HOST_TSO6),
+	FEATURE("host_ecn", VL_F_NET_HOST_ECN),
+	FEATURE("host_ufo", VL_F_NET_HOST_UFO),
+	FEATURE("host_uso", VL_F_NET_HOST_USO),
+	FEATURE("guest_tso4", VL_F_NET_GUEST_TSO4),
+	FEATURE("guest_tso6", VL_F_NET_GUEST_TSO6),
+	FEATURE("guest_ecn", VL_F_NET_GUEST_ECN),
+	FEATURE("guest_ufo", VL_F_NET_GUEST_UFO),
+	FEATURE("guest_uso4", VL_F_NET_GUEST_USO4),
+	FEATURE("guest_uso6", VL_F_NET_GUEST_USO6),
 };
 
 const struct lab_tn_bit lab_tn_desc_flags[LAB_TN_NDESC_FLAGS] = {

@@ -14,7 +14,7 @@ struct lab_tn_bit {
 };
 
 /* Features by name, in bit order (the canonical order of `features`). */
-#define LAB_TN_NFEATURES 8u
+#define LAB_TN_NFEATURES 19u
 extern const struct lab_tn_bit lab_tn_features[LAB_TN_NFEATURES];
 /* Descriptor flags by name, in bit order. A split ring names the first three (next write
  * indirect), a packed ring all five (avail used as well). */

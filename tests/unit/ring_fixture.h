@@ -126,6 +126,11 @@ int rf_run_cases(const char *group, const struct rf_case *cases, size_t n,
 		 const struct CMUnitTest *more, size_t n_more);
 
 #define RF_IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
+/* Every TX segmentation offload a device can take: TSO over IPv4 and IPv6, UFO, USO, ECN. */
+#define RF_HOST_GSO                                                                          \
+	(VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |                   \
+	 VL_FEATURE(VL_F_NET_HOST_UFO) | VL_FEATURE(VL_F_NET_HOST_USO) |                     \
+	 VL_FEATURE(VL_F_NET_HOST_ECN))
 /* A row running scn_SCN, named SCN followed by suffix, with defaults for the rest. */
 #define RF_CASE(scn, suffix, lay, gran, feat)                                                \
 	{ .name = #scn suffix, .fn = scn_##scn, .layout = lay, .granularity = gran,          \

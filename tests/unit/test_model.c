@@ -131,6 +131,8 @@ static void expect_no_used(struct lab_ring *r)
 /* A TX header: NEEDS_CSUM, GSO TCPv4 with ECN, hdr_len 14, gso_size 1400, csum at 4 + 6;
  * the num_buffers bytes are garbage on purpose (the device ignores them on transmit). */
 static const uint8_t tx_hdr[12] = {0x01, 0x81, 14, 0, 0x78, 0x05, 4, 0, 6, 0, 0xEE, 0xEE};
+/* What tx_hdr needs negotiated: TCPv4 segmentation and ECN. */
+#define TX_HDR_FEATURES (VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_ECN))
 
 /* Header over three descriptors (3, 4, 5 bytes, each its own allocation), then 50 payload
  * bytes over two descriptors, the second straddling a 4 KiB region boundary. Direct, or
@@ -196,7 +198,7 @@ static void test_tx_header_over_three_direct_and_indirect(enum vl_layout L)
 	struct mt t;
 	struct lab_model_pkt out[8];
 
-	mt_setup(&t, L, 16, 0, 1 << 20);
+	mt_setup(&t, L, 16, TX_HDR_FEATURES, 1 << 20);
 	int a = post_tx(&t, false, 1), b = post_tx(&t, true, 2);
 
 	assert_true(a >= 0 && b >= 0);
@@ -224,7 +226,7 @@ static void test_tx_bad_chain_dropped(enum vl_layout L)
 	struct mt t;
 	struct lab_model_pkt out[4];
 
-	mt_setup(&t, L, 8, 0, 1 << 20);
+	mt_setup(&t, L, 8, TX_HDR_FEATURES, 1 << 20);
 	uint64_t buf = galloc(&t, 64, 64);
 	struct lab_pdesc bad[2] = {{buf, 12, 0}, {buf + 12, 20, VL_DESC_F_WRITE}};
 	int a = lab_ring_post(&t.tx, bad, 2), b = post_tx(&t, false, 3);

@@ -627,6 +627,67 @@ static uint16_t post_tx_hdr(struct rf *f, struct rf_q *s, const struct vl_net_hd
 	return post1(s, buf, f->hdr_len + plen, 0);
 }
 
+/* Each GSO type is taken only when its HOST_* feature was negotiated, and the ECN bit only
+ * with HOST_ECN (spec 5.1.6.2): else the chain is dropped, gso_not_negotiated or
+ * ecn_not_negotiated, and returned. The expected outcome of every header is worked out
+ * from the row's features, so one body covers none, some and all of them. */
+static void scn_gso_negotiation(struct rf *f, struct rf_q *s)
+{
+	static const struct {
+		uint8_t type;
+		int bit;
+	} types[] = {
+		{VL_NET_HDR_GSO_TCPV4, VL_F_NET_HOST_TSO4},
+		{VL_NET_HDR_GSO_TCPV6, VL_F_NET_HOST_TSO6},
+		{VL_NET_HDR_GSO_UDP, VL_F_NET_HOST_UFO},
+		{VL_NET_HDR_GSO_UDP_L4, VL_F_NET_HOST_USO},
+	};
+	const uint64_t feat = f->cfg.features;
+	const bool ecn_ok = (feat & VL_FEATURE(VL_F_NET_HOST_ECN)) != 0;
+	uint16_t heads[8];
+	enum vl_drop why[8];
+	uint32_t n = 0, good = 0, not_neg = 0, ecn_not = 0;
+
+	for (uint32_t t = 0; t < 4; t++) {
+		for (uint32_t ecn = 0; ecn < 2; ecn++) {
+			const struct vl_net_hdr h = {
+				.flags = VL_NET_HDR_F_NEEDS_CSUM,
+				.gso_type = (uint8_t)(types[t].type | (ecn ? VL_NET_HDR_GSO_ECN : 0)),
+				.hdr_len = 54, .gso_size = 1000, .csum_start = 34, .csum_offset = 16,
+			};
+			const bool type_ok = (feat & VL_FEATURE(types[t].bit)) != 0;
+
+			why[n] = !type_ok ? VL_DROP_GSO_NOT_NEGOTIATED
+				 : ecn && !ecn_ok ? VL_DROP_ECN_NOT_NEGOTIATED
+						  : VL_DROP_NONE;
+			good += why[n] == VL_DROP_NONE;
+			not_neg += why[n] == VL_DROP_GSO_NOT_NEGOTIATED;
+			ecn_not += why[n] == VL_DROP_ECN_NOT_NEGOTIATED;
+			heads[n] = post_tx_hdr(f, s, &h, 300, (uint8_t)(0xD0 + n));
+			n++;
+		}
+	}
+	struct vl_pkt *pkts[16];
+
+	assert_int_equal(vl_net_dequeue(s->q, f->pool, pkts, 16), good);
+	for (uint32_t i = 0, k = 0; i < n; i++) {
+		if (why[i] != VL_DROP_NONE)
+			continue;
+		rf_assert_pkt_pattern(pkts[k], 300, (uint8_t)(0xD0 + i));
+		assert_int_equal(pkts[k]->ol.gso_type, types[i / 2].type |
+						       (i % 2 ? VL_NET_HDR_GSO_ECN : 0));
+		vl_pkt_free(pkts[k++]);
+	}
+	assert_int_equal(rf_drops(s, VL_DROP_GSO_NOT_NEGOTIATED), not_neg);
+	assert_int_equal(rf_drops(s, VL_DROP_ECN_NOT_NEGOTIATED), ecn_not);
+	for (uint32_t k = 1; k < VL_DROP__COUNT; k++)
+		if (k != VL_DROP_GSO_NOT_NEGOTIATED && k != VL_DROP_ECN_NOT_NEGOTIATED)
+			assert_int_equal(vl_vq_stats(s->q)->drops[k], 0);
+	for (uint32_t i = 0; i < n; i++)
+		rf_expect_used(s, heads[i], 0);
+	rf_expect_no_used(s);
+}
+
 /* Offload fields beyond the packet (CVE-2024-11614) are dropped, each under the reason that
  * names its rule; legal ones, including the exact boundaries, pass and reach pkt->ol
  * unchanged. Without VIRTIO_NET_F_CSUM the header
@@ -969,7 +1030,14 @@ static const struct rf_case cases[] = {
 	SP(header_spread, "_legacy_hdr", RF_4K, false, .features_off = VL_FEATURE(VL_F_VERSION_1)),
 	TX_GRANS(short_chain),
 	TX_GRANS(tx_write_desc),
-	TX_GRANS(bad_offload),
+	SP(bad_offload, "_coarse", RF_COARSE, false, .features = RF_HOST_GSO),
+	SP(bad_offload, "_4k", RF_4K, false, .features = RF_HOST_GSO),
+	SP(gso_negotiation, "_none", RF_COARSE, false),
+	SP(gso_negotiation, "_tso4", RF_COARSE, false,
+	   .features = VL_FEATURE(VL_F_NET_HOST_TSO4)),
+	SP(gso_negotiation, "_tso6_ecn", RF_COARSE, false,
+	   .features = VL_FEATURE(VL_F_NET_HOST_TSO6) | VL_FEATURE(VL_F_NET_HOST_ECN)),
+	SP(gso_negotiation, "_all", RF_COARSE, false, .features = RF_HOST_GSO),
 	SP(bad_offload, "_ignored_without_csum", RF_4K, false,
 	   .features_off = VL_FEATURE(VL_F_NET_CSUM)),
 	TX_GRANS(tx_too_big),

@@ -1128,7 +1128,8 @@ static void test_fallback_names(void **state)
  * IN_ORDER, RAM for 40 frames of 64 KiB. */
 #define BOUND_ROW(shp, suffix, lay, feat)                                                    \
 	{ .name = "bound_" #shp suffix, .fn = scn_bound_##shp, .layout = lay,                \
-	  .granularity = RF_COARSE, .features = feat, .qsize = 16, .ram_size = 4u << 20 }
+	  .granularity = RF_COARSE, .features = (feat) | RF_HOST_GSO, .qsize = 16,            \
+	  .ram_size = 4u << 20 }
 #define BOUND_CASES(shp)                                                                     \
 	BOUND_ROW(shp, "_split", VL_LAYOUT_SPLIT, 0),                                        \
 		BOUND_ROW(shp, "_packed", VL_LAYOUT_PACKED, 0),                              \

@@ -14,6 +14,14 @@ extern "C" {
 #define VL_F_NET_CSUM          0
 #define VL_F_NET_GUEST_CSUM    1
 #define VL_F_NET_MTU           3
+#define VL_F_NET_GUEST_TSO4    7   /* the driver takes TCPv4 GSO frames on receive */
+#define VL_F_NET_GUEST_TSO6    8
+#define VL_F_NET_GUEST_ECN     9
+#define VL_F_NET_GUEST_UFO     10
+#define VL_F_NET_HOST_TSO4     11  /* the device takes TCPv4 GSO frames on transmit */
+#define VL_F_NET_HOST_TSO6     12
+#define VL_F_NET_HOST_ECN      13
+#define VL_F_NET_HOST_UFO      14
 #define VL_F_NET_MRG_RXBUF     15
 #define VL_F_NET_CTRL_VQ       17
 #define VL_F_NET_MQ            22
@@ -22,6 +30,9 @@ extern "C" {
 #define VL_F_VERSION_1         32
 #define VL_F_RING_PACKED       34
 #define VL_F_IN_ORDER          35
+#define VL_F_NET_GUEST_USO4    54  /* virtio 1.2: UDP segmentation offload */
+#define VL_F_NET_GUEST_USO6    55
+#define VL_F_NET_HOST_USO      56
 
 #define VL_FEATURE(bit) (1ULL << (bit))
 

@@ -74,6 +74,10 @@ enum vl_drop {
 	VL_DROP_CSUM_PAST_FRAME,     /* NEEDS_CSUM: csum_start + csum_offset + 2 > packet length */
 	VL_DROP_ECN_WITHOUT_GSO,     /* the GSO ECN bit on a packet without GSO */
 	VL_DROP_GSO_UNKNOWN_TYPE,    /* gso_type not NONE, TCPV4, UDP, TCPV6 or UDP_L4 */
+	VL_DROP_GSO_NOT_NEGOTIATED,  /* a GSO type whose HOST_* feature was not negotiated
+				      * (TCPV4: HOST_TSO4, TCPV6: HOST_TSO6, UDP: HOST_UFO,
+				      * UDP_L4: HOST_USO) */
+	VL_DROP_ECN_NOT_NEGOTIATED,  /* GSO with the ECN bit, HOST_ECN not negotiated */
 	VL_DROP_GSO_NO_SEGMENT_SIZE, /* GSO with gso_size 0: no segment size to cut at */
 	VL_DROP_GSO_HDR_PAST_FRAME,  /* GSO with hdr_len longer than the packet */
 	VL_DROP_TX_TOO_BIG,          /* TX packet longer than VL_PKT_MAX_LEN */
