@@ -6,7 +6,7 @@
 The core's layers, each allowed to include only itself and the layers below it:
 
   vhost_user   core/vhost_user/, vhostlab/vl_vhost_user.h
-  net          core/net/,        vhostlab/vl_net.h
+  net          core/net/,        vhostlab/vl_net.h, vhostlab/vl_sw_offload.h
   ring         core/ring/,       vhostlab/vl_vq.h (the queue handle, its config and stats)
   mem, pkt     core/mem/, core/pkt/, vhostlab/vl_mem.h, vhostlab/vl_pkt.h (neither
                includes the other)
@@ -41,7 +41,8 @@ RANKS = {"base": 0, "mem": 1, "pkt": 1, "ring": 2, "lab_control": 2, "net": 3,
          "vhost_user": 4, "umbrella": 5}
 PUBLIC = {
     "vl_error.h": "base", "vl_virtio.h": "base", "vl_mem.h": "mem", "vl_pkt.h": "pkt",
-    "vl_vq.h": "ring", "vl_net.h": "net", "vl_vhost_user.h": "vhost_user",
+    "vl_vq.h": "ring", "vl_net.h": "net", "vl_sw_offload.h": "net",
+    "vl_vhost_user.h": "vhost_user",
     "vhostlab.h": "umbrella",
 }
 LAB = {"vl_lab_hooks.h": "base", "lab_hooks.c": "base", "vl_lab_control.h": "lab_control",

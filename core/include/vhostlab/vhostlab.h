@@ -7,6 +7,7 @@
 #include "vl_mem.h"
 #include "vl_net.h"
 #include "vl_pkt.h"
+#include "vl_sw_offload.h"
 #include "vl_vhost_user.h"
 #include "vl_virtio.h"
 #include "vl_vq.h"
