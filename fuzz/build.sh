@@ -4,7 +4,8 @@
 # Uses the variables OSS-Fuzz sets: $CC $CXX $CFLAGS $CXXFLAGS $LIB_FUZZING_ENGINE $OUT (and
 # $WORK for intermediate files when set). Builds every target to $OUT/<name>, writes its seed
 # corpus (gen_corpus, plus the named regression inputs of fuzz/regressions/<name>/) to
-# $OUT/<name>_seed_corpus.zip and copies fuzz/<name>.dict to $OUT/<name>.dict.
+# $OUT/<name>_seed_corpus.zip, copies fuzz/<name>.dict to $OUT/<name>.dict and writes
+# $OUT/<name>.options (libFuzzer's timeout and dictionary). .clusterfuzzlite/build.sh runs it.
 #
 # Runs outside OSS-Fuzz too, with libFuzzer defaults:
 #   fuzz/build.sh                      # clang, ASan + UBSan, output in build/oss-fuzz-out
@@ -18,8 +19,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 : "${OUT:=$ROOT/build/oss-fuzz-out}"
 BUILD_DIR="${WORK:-$ROOT/build}/vhostlab-fuzz-objs"
 
-TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_enqueue
-         fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user)
+# Every fuzz/fuzz_*.c that defines the libFuzzer entry point is a target (the same list as
+# fuzz/corpus.cmake's VL_FUZZ_TARGETS: harness/test_clusterfuzzlite.py checks they agree).
+mapfile -t TARGETS < <(grep -l '^int LLVMFuzzerTestOneInput' "$ROOT"/fuzz/fuzz_*.c |
+                       xargs -n1 basename | sed 's/\.c$//' | sort)
 
 rm -rf "$BUILD_DIR"
 mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
@@ -82,8 +85,15 @@ for t in "${TARGETS[@]}"; do
     if [[ -d "$ROOT/fuzz/regressions/$t" ]]; then
         (cd "$ROOT/fuzz/regressions/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
     fi
-    if [[ -f "$ROOT/fuzz/$t.dict" ]]; then
-        cp "$ROOT/fuzz/$t.dict" "$OUT/$t.dict"
-    fi
+    # The options libFuzzer runs the target with under ClusterFuzz (as fuzz/run.sh runs it
+    # here): a 10 s timeout per input and the target's dictionary.
+    {
+        echo "[libfuzzer]"
+        echo "timeout = 10"
+        if [[ -f "$ROOT/fuzz/$t.dict" ]]; then
+            cp "$ROOT/fuzz/$t.dict" "$OUT/$t.dict"
+            echo "dict = $t.dict"
+        fi
+    } > "$OUT/$t.options"
 done
-echo "fuzz/build.sh: ${#TARGETS[@]} targets, seed corpora and dictionaries in $OUT"
+echo "fuzz/build.sh: ${#TARGETS[@]} targets, seed corpora, dictionaries and options in $OUT"
