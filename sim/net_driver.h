@@ -23,7 +23,7 @@
  * accepts: through an indirect table when indirect descriptors are negotiated, except one in
  * LAB_LIMIT_DIRECT_EVERY, which is direct and so takes the whole ring (it waits until the
  * ring is empty, at most LAB_LIMIT_PATIENCE rounds, then goes out as an ordinary chain). */
-#define LAB_LIMIT_EVERY 16u
+#define LAB_LIMIT_EVERY 32u
 #define LAB_LIMIT_DIRECT_EVERY 128u
 #define LAB_LIMIT_PATIENCE 16u
 /* One buffer placement in LAB_EDGE_EVERY (counted, not drawn) sits against a RAM region's
