@@ -172,12 +172,15 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 		fprintf(out, "\"zc_packets\": %" PRIu64 ", \"zc_fallbacks\": %" PRIu64
 			", \"held_max\": %" PRIu64 ", \"alloc_failures\": %" PRIu64
 			", \"log_pages_checked\": %" PRIu64 ", \"log_clean_marks\": %" PRIu64
-			", \"lines_evicted\": %" PRIu64 ", ",
+			", \"lines_evicted\": %" PRIu64 ", \"limit_chains\": %" PRIu64
+			", \"limit_chains_indirect\": %" PRIu64 ", \"region_end_buffers\": %" PRIu64
+			", \"region_start_buffers\": %" PRIu64 ", ",
 			s->tx_stats.zc_packets,
 			s->tx_stats.zc_fallbacks[0] + s->tx_stats.zc_fallbacks[1] +
 				s->tx_stats.zc_fallbacks[2],
 			s->held_max, s->tx_stats.alloc_failures, s->log_pages_checked,
-			s->log_clean_marks, s->tx_stats.lines_evicted);
+			s->log_clean_marks, s->tx_stats.lines_evicted, s->limit_chains,
+			s->limit_chains_indirect, s->region_end_buffers, s->region_start_buffers);
 		if (with_stats) {
 			fprintf(out, "\"stats\": {\"tx\": ");
 			stats_json(out, &s->tx_stats);

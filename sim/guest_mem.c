@@ -25,6 +25,8 @@
 #define GMEM_MAX_AREA (1ull << 36)
 /* Host placement spends up to this many times the guest size on extra guard gaps. */
 #define GMEM_SLACK_FACTOR 2u
+/* lab_gmem_alloc_edge tries this many regions from the cursor's before giving up. */
+#define GMEM_EDGE_TRIES 8u
 /* Marks "no fit" inside the allocator (a granule index can never be this large). */
 #define GMEM_NO_FIT UINT64_MAX
 
@@ -498,6 +500,15 @@ static uint64_t find_run(const struct lab_gmem *g, uint64_t lo, uint64_t hi, uin
 	return GMEM_NO_FIT;
 }
 
+/* Mark granules [s, s + need) as one allocation; its gpa. */
+static uint64_t take_run(struct lab_gmem *g, uint64_t s, uint64_t need)
+{
+	bits_assign(g->used, s, need, true);
+	bits_assign(g->head, s, 1, true);
+	g->allocated += need * GMEM_GRANULE;
+	return g->ram_gpa + s * GMEM_GRANULE;
+}
+
 /* Granules for len bytes. A zero-length allocation still takes one granule so it gets a
  * distinct, valid gpa (scenarios use zero-length buffers as hostile descriptors). */
 static uint64_t granules_for(uint64_t len)
@@ -521,11 +532,71 @@ uint64_t lab_gmem_alloc(struct lab_gmem *g, uint64_t len, uint64_t align)
 		s = find_run(g, 0, g->cursor, need, align);
 	if (s == GMEM_NO_FIT)
 		return 0;
-	bits_assign(g->used, s, need, true);
-	bits_assign(g->head, s, 1, true);
 	g->cursor = s + need < g->ngranules ? s + need : 0;
-	g->allocated += need * GMEM_GRANULE;
-	return g->ram_gpa + s * GMEM_GRANULE;
+	return take_run(g, s, need);
+}
+
+/* Index in g->regions of the RAM region holding RAM offset off (< ram_size). */
+static uint32_t ram_region_at(const struct lab_gmem *g, uint64_t off)
+{
+	uint64_t gpa = g->ram_gpa + off;
+	uint32_t lo = 1, hi = g->nregions - 1;
+
+	/* regions[1..] are in gpa order and tile RAM: the last whose start is <= gpa. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+
+		if (g->regions[mid].gpa <= gpa)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+uint64_t lab_gmem_alloc_edge(struct lab_gmem *g, uint64_t len, enum lab_gmem_edge edge)
+{
+	const uint64_t need = granules_for(len);
+	const uint32_t nram = g->nregions - 1;
+	const uint32_t first = ram_region_at(g, g->cursor * GMEM_GRANULE) - 1;
+
+	if (len > g->ram_size)
+		return 0;
+	/* Next fit fills the regions behind the cursor and leaves those ahead free: the first
+	 * few regions from the cursor's have a free edge if any has. */
+	for (uint32_t k = 0; k < nram && k < GMEM_EDGE_TRIES; k++) {
+		const struct vl_mem_region *r = &g->regions[1 + (first + k) % nram];
+		/* Regions are page multiples from a page-aligned RAM start: whole granules. */
+		const uint64_t lo = (r->gpa - g->ram_gpa) / GMEM_GRANULE;
+		const uint64_t hi = lo + r->size / GMEM_GRANULE;
+		uint64_t s;
+
+		if (edge == LAB_GMEM_REGION_END) {
+			if (need > hi)
+				continue;
+			s = hi - need;
+		} else {
+			if (need > g->ngranules - lo)
+				continue;
+			s = lo;
+		}
+		if (find_bit(g->used, s, s + need, true) == s + need)
+			return take_run(g, s, need);
+	}
+	return 0;
+}
+
+uint32_t lab_gmem_pieces(const struct lab_gmem *g, uint64_t gpa, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	uint32_t i = ram_region_at(g, gpa - g->ram_gpa);
+	const uint32_t from = i;
+	const uint64_t last = gpa + len - 1;
+
+	while (i + 1 < g->nregions && g->regions[i + 1].gpa <= last)
+		i++;
+	return i - from + 1;
 }
 
 /* Does [first, first+need) match one live allocation exactly? Its first granule must be a

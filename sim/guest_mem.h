@@ -61,6 +61,24 @@ void *lab_gmem_guest_ptr(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
  * >= 1), or 0 when no room. lab_gmem_free takes the same gpa and len. */
 uint64_t lab_gmem_alloc(struct lab_gmem *g, uint64_t len, uint64_t align);
 void lab_gmem_free(struct lab_gmem *g, uint64_t gpa, uint64_t len);
+
+/* Where lab_gmem_alloc_edge puts an allocation against a RAM region's edge. */
+enum lab_gmem_edge {
+	LAB_GMEM_REGION_START, /* its first byte is a region's first byte */
+	LAB_GMEM_REGION_END,   /* its last granule ends where a region ends: for a len that is a
+				* multiple of 64, its last byte is the region's last byte */
+};
+
+/* Like lab_gmem_alloc (64-byte aligned, freed with lab_gmem_free), but against an edge of a
+ * RAM region of the host view, trying up to 8 regions from the one holding the allocator's
+ * cursor on, so successive calls spread over regions. An allocation longer than a region
+ * runs over into its neighbours (it still starts or ends on the edge). 0 when none of them
+ * has room at that edge. */
+uint64_t lab_gmem_alloc_edge(struct lab_gmem *g, uint64_t len, enum lab_gmem_edge edge);
+
+/* How many regions of the host view [gpa, gpa+len) touches: the host pieces the core makes
+ * of it. 0 for len 0; the range must lie in RAM. */
+uint32_t lab_gmem_pieces(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
 uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g);
 
 /* Containment checks: snapshot every guest byte (ring area and RAM), later report each

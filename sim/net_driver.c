@@ -10,6 +10,9 @@
 #include "ring_write.h"
 #include "vhostlab/vl_net.h"
 
+/* Record room per slot: LAB_SHAPED_SEGS segs, then LAB_SHAPED_SEGS + 1 allocs. */
+#define REC_ROOM (2 * LAB_SHAPED_SEGS + 1)
+
 /* ---- failures ---------------------------------------------------------------------- */
 
 __attribute__((format(printf, 2, 3))) static int drv_fail(struct lab_net_driver *d,
@@ -56,22 +59,33 @@ static bool fifo_pop(struct lab_fifo *f, struct lab_expect *e)
 
 /* ---- grants (containment) ---------------------------------------------------------- */
 
+/* The bits [from, to) of one grant byte (0 <= from < to <= 8). */
+static uint8_t grant_mask(uint64_t from, uint64_t to)
+{
+	return (uint8_t)(((1u << to) - 1) & ~((1u << from) - 1));
+}
+
 /* Set or clear bits [first, first + len) of the grant bitmap: whole bytes at once in the
- * middle, bit by bit at the ragged ends. */
+ * middle, a mask at each ragged end (a chain at the limits has hundreds of small buffers). */
 static void grant_set(struct lab_net_driver *d, uint64_t gpa, uint32_t len, bool on)
 {
-	uint64_t i = gpa - lab_gmem_ram_gpa(d->g), end = i + len;
+	uint64_t i = gpa - lab_gmem_ram_gpa(d->g);
+	const uint64_t end = i + len;
 
-	for (; i < end && (i & 7); i++)
-		d->grant[i >> 3] = on ? d->grant[i >> 3] | (uint8_t)(1u << (i & 7))
-				      : d->grant[i >> 3] & (uint8_t)~(1u << (i & 7));
-	if (end - i >= 8) {
-		memset(&d->grant[i >> 3], on ? 0xff : 0, (end - i) >> 3);
-		i += (end - i) & ~(uint64_t)7;
+	while (i < end) {
+		const uint64_t lo = i & 7, n = end - i;
+
+		if (lo == 0 && n >= 8) {
+			memset(&d->grant[i >> 3], on ? 0xff : 0, n >> 3);
+			i += n & ~(uint64_t)7;
+			continue;
+		}
+		const uint64_t hi = lo + n < 8 ? lo + n : 8;
+		const uint8_t m = grant_mask(lo, hi);
+
+		d->grant[i >> 3] = on ? d->grant[i >> 3] | m : d->grant[i >> 3] & (uint8_t)~m;
+		i += hi - lo;
 	}
-	for (; i < end; i++)
-		d->grant[i >> 3] = on ? d->grant[i >> 3] | (uint8_t)(1u << (i & 7))
-				      : d->grant[i >> 3] & (uint8_t)~(1u << (i & 7));
 }
 
 static bool in_range(uint64_t gpa, uint64_t len, uint64_t base, uint64_t size)
@@ -100,20 +114,27 @@ bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_
 
 	if (!in_range(gpa, len, ram, lab_gmem_ram_size(d->g)))
 		return false;
-	/* Bit by bit at the ragged ends, whole bytes between: the memory door asks this for
-	 * every RX descriptor the core translates (door_check.h). */
+	/* A mask at the ragged ends, whole bytes between: the memory door asks this for every
+	 * RX descriptor the core translates (door_check.h). */
 	uint64_t i = gpa - ram;
 	const uint64_t end = i + len;
 
-	for (; i < end && (i & 7); i++)
-		if (!(d->grant[i >> 3] & (1u << (i & 7))))
+	while (i < end) {
+		const uint64_t lo = i & 7, n = end - i;
+
+		if (lo == 0 && n >= 8) {
+			if (d->grant[i >> 3] != 0xff)
+				return false;
+			i += 8;
+			continue;
+		}
+		const uint64_t hi = lo + n < 8 ? lo + n : 8;
+		const uint8_t m = grant_mask(lo, hi);
+
+		if ((d->grant[i >> 3] & m) != m)
 			return false;
-	for (; end - i >= 8; i += 8)
-		if (d->grant[i >> 3] != 0xff)
-			return false;
-	for (; i < end; i++)
-		if (!(d->grant[i >> 3] & (1u << (i & 7))))
-			return false;
+		i += hi - lo;
+	}
 	return true;
 }
 
@@ -147,10 +168,14 @@ int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
 		return drv_fail(d, "out of memory setting up the simulated driver");
 	d->tx_rec = calloc(cfg->queue_size, sizeof(*d->tx_rec));
 	d->rx_rec = calloc(cfg->queue_size, sizeof(*d->rx_rec));
+	d->tx_room = calloc((size_t)cfg->queue_size * REC_ROOM, sizeof(*d->tx_room));
+	d->rx_room = calloc((size_t)cfg->queue_size * REC_ROOM, sizeof(*d->rx_room));
+	d->stage = calloc(2 * LAB_MAX_SEGS + 1, sizeof(*d->stage));
 	d->scratch = malloc(VL_PKT_MAX_LEN + 12);
 	d->scratch2 = malloc(VL_PKT_MAX_LEN + 12);
 	d->grant = calloc(lab_gmem_ram_size(g) / 8 + 1, 1);
-	if (!d->tx_rec || !d->rx_rec || !d->scratch || !d->scratch2 || !d->grant ||
+	if (!d->tx_rec || !d->rx_rec || !d->tx_room || !d->rx_room || !d->stage || !d->scratch ||
+	    !d->scratch2 || !d->grant ||
 	    fifo_init(&d->tx_expect, cfg->queue_size) != 0 ||
 	    fifo_init(&d->rx_expect, 4 * cfg->queue_size + 1024) != 0)
 		return drv_fail(d, "out of memory setting up the simulated driver");
@@ -163,8 +188,21 @@ void lab_drv_fini(struct lab_net_driver *d)
 	lab_ring_fini(&d->rx);
 	free(d->tx_order);
 	free(d->rx_order);
+	for (uint32_t i = 0; i < d->cfg.queue_size; i++) {
+		if (d->tx_rec && d->tx_rec[i].wide) {
+			free(d->tx_rec[i].segs);
+			free(d->tx_rec[i].allocs);
+		}
+		if (d->rx_rec && d->rx_rec[i].wide) {
+			free(d->rx_rec[i].segs);
+			free(d->rx_rec[i].allocs);
+		}
+	}
 	free(d->tx_rec);
 	free(d->rx_rec);
+	free(d->tx_room);
+	free(d->rx_room);
+	free(d->stage);
 	free(d->scratch);
 	free(d->scratch2);
 	free(d->grant);
@@ -181,15 +219,42 @@ void lab_make_payload(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key)
 
 /* ---- chain construction -------------------------------------------------------------- */
 
+
 /* Put `len` bytes of src into fresh guest RAM at a random misalignment; records the
- * allocation in rec. Returns the gpa or 0 when RAM is full. */
+ * allocation in rec. Every LAB_EDGE_EVERY-th placement (counted, not drawn: the draws stay
+ * what they were) goes against a RAM region's edge instead, alternately ending on its last
+ * byte and starting on its first (lab_gmem_alloc_edge); with fine granularity such buffers
+ * also straddle into the next region or end where one ends. Returns the gpa or 0 when RAM
+ * is full. */
 static uint64_t place_bytes(struct lab_net_driver *d, struct lab_chain_rec *rec,
 			    const uint8_t *src, uint32_t len)
 {
 	uint32_t skew = lab_rng_chance(&d->rng, 1, 2) ? lab_rng_below(&d->rng, 64) : 0;
-	uint64_t alloc_len = (uint64_t)len + skew;
-	uint64_t base = lab_gmem_alloc(d->g, alloc_len ? alloc_len : 1, 64);
+	const uint64_t nth = d->placements++ % LAB_EDGE_EVERY;
+	uint64_t alloc_len = 0, base = 0;
 
+	if (len && nth % (LAB_EDGE_EVERY / 2) == LAB_EDGE_EVERY / 2 - 1) {
+		const bool end = nth == LAB_EDGE_EVERY - 1;
+
+		/* At the end: whole granules, the buffer in their last bytes. */
+		alloc_len = end ? ((uint64_t)len + 63) / 64 * 64 : len;
+		base = lab_gmem_alloc_edge(d->g, alloc_len,
+					   end ? LAB_GMEM_REGION_END : LAB_GMEM_REGION_START);
+		if (base) {
+			skew = (uint32_t)(alloc_len - len);
+			rec->edge_end += end;
+			rec->edge_start += !end;
+		}
+	}
+	if (base == 0) {
+		/* A chain at the limits keeps its small buffers inside one 64-byte granule, so
+		 * each is one host piece (pages, and so regions, start on granules) and the
+		 * chain's pieces stay what the core accepts. */
+		if (rec->limit != LAB_LIMIT_NONE && len <= 64 && skew > 64 - len)
+			skew = 64 - len;
+		alloc_len = (uint64_t)len + skew;
+		base = lab_gmem_alloc(d->g, alloc_len ? alloc_len : 1, 64);
+	}
 	if (base == 0)
 		return 0;
 	rec->allocs[rec->nallocs].gpa = base;
@@ -206,8 +271,121 @@ static void release_chain(struct lab_net_driver *d, struct lab_chain_rec *rec, b
 		grant_set(d, rec->segs[i].gpa, rec->segs[i].len, false);
 	for (uint32_t i = 0; i < rec->nallocs; i++)
 		lab_gmem_free(d->g, rec->allocs[i].gpa, rec->allocs[i].len);
+	if (rec->wide) {
+		free(rec->segs);
+		free(rec->allocs);
+		rec->segs = rec->allocs = NULL;
+		rec->wide = false;
+	}
 	rec->in_flight = false;
 	rec->nsegs = rec->nallocs = 0;
+}
+
+/* A posted chain's record into its slot: its segs and allocs into the slot's room, or, for a
+ * chain longer than that (at the limits), into arrays of its own. -1 when out of memory. */
+static int keep_chain(struct lab_chain_rec *slot, struct lab_seg *room,
+		      const struct lab_chain_rec *rec)
+{
+	struct lab_seg *segs = room, *allocs = room + LAB_SHAPED_SEGS;
+	const bool wide = rec->nsegs > LAB_SHAPED_SEGS || rec->nallocs > LAB_SHAPED_SEGS + 1;
+
+	if (wide) {
+		segs = malloc((rec->nsegs ? rec->nsegs : 1) * sizeof(*segs));
+		allocs = malloc((rec->nallocs ? rec->nallocs : 1) * sizeof(*allocs));
+		if (!segs || !allocs) {
+			free(segs);
+			free(allocs);
+			return -1;
+		}
+	}
+	*slot = *rec;
+	slot->wide = wide;
+	slot->segs = segs;
+	slot->allocs = allocs;
+	memcpy(segs, rec->segs, rec->nsegs * sizeof(*segs));
+	memcpy(allocs, rec->allocs, rec->nallocs * sizeof(*allocs));
+	return 0;
+}
+
+/* ---- chains at the core's limits ----------------------------------------------------- */
+
+/* The shape the chain with this key takes: one in LAB_LIMIT_EVERY is at the limits (keys
+ * count posted chains, so the rate is steady and nothing is drawn for it). */
+static enum lab_limit limit_shape(const struct lab_net_driver *d, uint64_t key)
+{
+	if (key % LAB_LIMIT_DIRECT_EVERY == LAB_LIMIT_DIRECT_EVERY - 1)
+		return LAB_LIMIT_DIRECT;
+	if (d->cfg.use_indirect && key % LAB_LIMIT_EVERY == LAB_LIMIT_EVERY - 1)
+		return LAB_LIMIT_INDIRECT;
+	return LAB_LIMIT_NONE;
+}
+
+/* Descriptors of a chain at the limits: as many as the core accepts. A chain (split: the
+ * walk's stamps; packed: the scan) and an indirect table (vl_chain_map_indirect) may have
+ * queue-size descriptors (spec 2.7.5.2, 2.7.5.3.1), and a chain at most VL_CHAIN_MAX_PIECES
+ * host pieces: placed one piece per descriptor, min(queue size, VL_CHAIN_MAX_PIECES). A
+ * mergeable receive packet's pieces over all its buffers count against that cap too, so an
+ * RX table that may follow other buffers of its packet keeps half of it for them. */
+static uint32_t limit_pieces(const struct lab_net_driver *d, enum lab_limit limit, bool rx)
+{
+	return rx && d->mergeable && limit == LAB_LIMIT_INDIRECT ? VL_CHAIN_MAX_PIECES / 2
+								 : VL_CHAIN_MAX_PIECES;
+}
+
+static uint32_t limit_descs(const struct lab_net_driver *d, enum lab_limit limit, bool rx)
+{
+	const uint32_t most = limit_pieces(d, limit, rx);
+
+	return d->cfg.queue_size < most ? d->cfg.queue_size : most;
+}
+
+/* A direct chain at the limits needs its descriptors free, which for queue-size
+ * descriptors means an empty ring: posting waits for that (returns -1) up to
+ * LAB_LIMIT_PATIENCE rounds, then the chain goes out ordinary. */
+static int limit_wait(struct lab_net_driver *d, const struct lab_ring *r, uint64_t *since,
+		      enum lab_limit *limit, uint32_t n)
+{
+	if (*limit != LAB_LIMIT_DIRECT || lab_ring_free_descs(r) >= n) {
+		*since = 0;
+		return 0;
+	}
+	if (*since == 0)
+		*since = d->round + 1;
+	if (d->round + 1 - *since < LAB_LIMIT_PATIENCE)
+		return -1;
+	*since = 0;
+	*limit = LAB_LIMIT_NONE;
+	return 0;
+}
+
+/* `total` bytes over n descriptors, as evenly as they go; with fewer bytes than descriptors,
+ * one byte each and zero-length descriptors after them (legal, skipped). */
+static uint32_t cut_limit(uint32_t total, uint32_t n, uint32_t *lens)
+{
+	for (uint32_t i = 0; i < n; i++)
+		lens[i] = total / n + (i < total % n);
+	return n;
+}
+
+/* The host pieces the core makes of a chain at the limits' buffers (regions are never
+ * joined in the host view: guard pages sit between them). place_bytes keeps a buffer of up
+ * to 64 bytes inside one granule, so one piece; only longer ones are looked up. */
+static uint32_t chain_pieces(const struct lab_net_driver *d, const struct lab_chain_rec *rec)
+{
+	uint32_t p = 0;
+
+	for (uint32_t i = 0; i < rec->nsegs; i++)
+		p += rec->segs[i].len <= 64 ? rec->segs[i].len != 0
+					    : lab_gmem_pieces(d->g, rec->segs[i].gpa, rec->segs[i].len);
+	return p;
+}
+
+static void count_posted(struct lab_net_driver *d, const struct lab_chain_rec *rec)
+{
+	d->limit_chains += rec->limit != LAB_LIMIT_NONE;
+	d->limit_chains_indirect += rec->limit == LAB_LIMIT_INDIRECT;
+	d->region_end_buffers += rec->edge_end;
+	d->region_start_buffers += rec->edge_start;
 }
 
 /* Cut `total` bytes into segment lengths. TX shapes put the header alone, share it with
@@ -276,6 +454,8 @@ static int link_chain(struct lab_net_driver *d, struct lab_ring *r, struct lab_c
 	struct lab_pdesc elems[LAB_MAX_SEGS];
 	int id;
 
+	if (rec->limit != LAB_LIMIT_NONE) /* drawn above all the same: the sequence stays */
+		indirect = rec->limit == LAB_LIMIT_INDIRECT;
 	for (uint32_t i = 0; i < rec->nsegs; i++)
 		elems[i] = (struct lab_pdesc){
 			.addr = rec->segs[i].gpa, .len = rec->segs[i].len, .flags = flags,
@@ -365,24 +545,68 @@ static void make_tx_header(struct lab_net_driver *d, uint32_t pkt_len, uint8_t *
 	put16(hdr + 10, (uint16_t)(pkt_len * 2654435761u >> 9));
 }
 
+/* A TX packet long enough to give each of n descriptors a byte: the smallest configured
+ * size that is, else the largest (the rest of its descriptors are then empty). */
+static uint32_t limit_pkt_len(const struct lab_net_driver *d, uint32_t pkt_len, uint32_t n)
+{
+	uint32_t best = 0, most = 0;
+
+	if (d->hdr_len + pkt_len >= n)
+		return pkt_len;
+	for (uint32_t i = 0; i < d->cfg.nsizes; i++) {
+		const uint32_t sz = d->cfg.sizes[i];
+
+		if (d->hdr_len + sz >= n && (best == 0 || sz < best))
+			best = sz;
+		most = sz > most ? sz : most;
+	}
+	return best ? best : most;
+}
+
+static int post_tx_chain(struct lab_net_driver *d, uint32_t pkt_len, enum lab_limit limit);
+
 int lab_drv_post_tx(struct lab_net_driver *d)
 {
-	uint16_t head;
 	uint32_t pkt_len = d->cfg.sizes[lab_rng_below(&d->rng, d->cfg.nsizes)];
-	uint32_t total = d->hdr_len + pkt_len;
-	uint32_t lens[LAB_MAX_SEGS];
-	struct lab_chain_rec rec = {0};
 
 	if (d->tx_expect.count == d->tx_expect.cap || lab_ring_free_descs(&d->tx) == 0)
 		return 0;
+	enum lab_limit limit = limit_shape(d, d->tx_key);
+
+	if (limit_wait(d, &d->tx, &d->tx_limit_wait, &limit, limit_descs(d, limit, false)) != 0)
+		return 0;
+	if (limit != LAB_LIMIT_NONE) {
+		int p = post_tx_chain(d, limit_pkt_len(d, pkt_len, limit_descs(d, limit, false)),
+				      limit);
+
+		if (p != 2)
+			return p;
+	}
+	return post_tx_chain(d, pkt_len, LAB_LIMIT_NONE);
+}
+
+/* Post one TX packet of pkt_len bytes, of random shape or at the limits. 1 posted, 0 out of
+ * descriptors or RAM, -1 driver failure, 2 a chain at the limits came out with more host
+ * pieces than the core accepts (its buffers are given back: post it ordinary). */
+static int post_tx_chain(struct lab_net_driver *d, uint32_t pkt_len, enum lab_limit limit)
+{
+	uint16_t head;
+	uint32_t total = d->hdr_len + pkt_len;
+	uint32_t lens[LAB_MAX_SEGS];
+	struct lab_chain_rec rec = {.segs = d->stage, .allocs = d->stage + LAB_MAX_SEGS};
+
 	rec.key = d->tx_key;
+	rec.limit = limit;
 	rec.pkt_len = pkt_len;
 	rec.total = total;
 	make_tx_header(d, pkt_len, rec.hdr);
 	memcpy(d->scratch, rec.hdr, d->hdr_len);
 	lab_make_payload(d->scratch + d->hdr_len, pkt_len, d->cfg.seed, rec.key);
 
-	uint32_t n = cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS, LAB_MAX_SEGS, lens);
+	uint32_t n = limit != LAB_LIMIT_NONE
+			     ? cut_limit(total, limit_descs(d, limit, false), lens)
+			     : cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS,
+					    LAB_SHAPED_SEGS, lens);
 	uint32_t off = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -395,11 +619,17 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 		rec.nsegs++;
 		off += lens[i];
 	}
+	if (limit != LAB_LIMIT_NONE && chain_pieces(d, &rec) > limit_pieces(d, limit, false)) {
+		release_chain(d, &rec, false);
+		return 2;
+	}
 	if (!link_chain(d, &d->tx, &rec, 0, &head))
 		goto no_room;
 	rec.in_flight = true;
 	rec.posted_round = d->round;
-	d->tx_rec[head] = rec;
+	if (keep_chain(&d->tx_rec[head], d->tx_room + (size_t)head * REC_ROOM, &rec) != 0)
+		return drv_fail(d, "out of memory keeping TX chain %u", head);
+	count_posted(d, &rec);
 	if (d->in_order)
 		d->tx_order[(d->tx_order_head + d->tx_order_count++) % d->cfg.queue_size] = head;
 
@@ -542,12 +772,16 @@ int lab_drv_check_tx_age(struct lab_net_driver *d, uint64_t max_age)
 
 int lab_drv_post_rx(struct lab_net_driver *d)
 {
-	struct lab_chain_rec rec = {0};
+	struct lab_chain_rec rec = {.segs = d->stage, .allocs = d->stage + LAB_MAX_SEGS};
 	uint32_t lens[LAB_MAX_SEGS];
 	uint16_t head;
 	uint32_t cap;
 
 	if (lab_ring_free_descs(&d->rx) == 0)
+		return 0;
+	rec.limit = limit_shape(d, d->rx_buf_key);
+	if (limit_wait(d, &d->rx, &d->rx_limit_wait, &rec.limit,
+		       limit_descs(d, rec.limit, true)) != 0)
 		return 0;
 	if (d->mergeable) {
 		/* Mostly ordinary buffers, sometimes tiny ones that hold little beyond the
@@ -566,13 +800,27 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 	} else {
 		cap = d->cfg.rx_buf_max + lab_rng_below(&d->rng, 64);
 	}
+	const uint32_t shaped_cap = cap;
+
+	if (rec.limit != LAB_LIMIT_NONE) {
+		/* A byte for each descriptor, and room for the largest packet: a direct chain
+		 * is all the ring holds, and no mergeable packet then spans two tables. */
+		const uint32_t n = limit_descs(d, rec.limit, true);
+
+		cap = cap > d->cfg.rx_buf_max ? cap : d->cfg.rx_buf_max;
+		cap = cap > n ? cap : n;
+	}
+again:
 	rec.key = d->rx_buf_key;
 	rec.total = cap;
 
 	/* Mergeable packets need several buffers at once: on small queues, one descriptor per
 	 * buffer (as Linux posts them) so the ring can hold queue-size buffers. */
 	uint32_t max_segs = d->mergeable ? (d->cfg.queue_size >= 64 ? 3 : 1) : 4;
-	uint32_t n = cut_segments(d, cap, 0, max_segs, max_segs == 1 ? 1 : LAB_MAX_SEGS, lens);
+	uint32_t n = rec.limit != LAB_LIMIT_NONE
+			     ? cut_limit(cap, limit_descs(d, rec.limit, true), lens)
+			     : cut_segments(d, cap, 0, max_segs,
+					    max_segs == 1 ? 1 : LAB_SHAPED_SEGS, lens);
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t gpa = place_bytes(d, &rec, NULL, lens[i]);
@@ -600,13 +848,24 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 		rec.segs[rec.nsegs].len = lens[i];
 		rec.nsegs++;
 	}
+	if (rec.limit != LAB_LIMIT_NONE &&
+	    chain_pieces(d, &rec) > limit_pieces(d, rec.limit, true)) {
+		/* More host pieces than the core accepts: give the buffers back, post it ordinary. */
+		release_chain(d, &rec, false);
+		rec.limit = LAB_LIMIT_NONE;
+		rec.edge_end = rec.edge_start = 0;
+		cap = shaped_cap;
+		goto again;
+	}
 	if (!link_chain(d, &d->rx, &rec, VL_DESC_F_WRITE, &head))
 		goto no_room;
 	for (uint32_t i = 0; i < rec.nsegs; i++)
 		grant_set(d, rec.segs[i].gpa, rec.segs[i].len, true);
 	rec.in_flight = true;
 	rec.posted_round = d->round;
-	d->rx_rec[head] = rec;
+	if (keep_chain(&d->rx_rec[head], d->rx_room + (size_t)head * REC_ROOM, &rec) != 0)
+		return drv_fail(d, "out of memory keeping RX buffer %u", head);
+	count_posted(d, &rec);
 	if (d->in_order)
 		d->rx_order[(d->rx_order_head + d->rx_order_count++) % d->cfg.queue_size] = head;
 	d->rx_buf_key++;
@@ -656,7 +915,17 @@ static void note_landing(struct lab_net_driver *d, const struct lab_chain_rec *r
 	for (uint32_t i = 0; i < rec->nsegs && len; i++) {
 		uint32_t n = rec->segs[i].len < len ? rec->segs[i].len : len;
 
-		if (n && d->nlanding < d->rx.size * LAB_MAX_SEGS)
+		if (n && d->nlanding == d->nlanding_cap) {
+			/* A buffer at the limits has many more pieces than the room made. */
+			struct lab_seg *more = realloc(d->landing, 2 * (size_t)d->nlanding_cap *
+								   sizeof(*more));
+
+			if (!more)
+				return;
+			d->landing = more;
+			d->nlanding_cap *= 2;
+		}
+		if (n)
 			d->landing[d->nlanding++] = (struct lab_seg){rec->segs[i].gpa, n};
 		len -= n;
 	}
@@ -715,8 +984,10 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 			return drv_fail(d, "RX buffer %u: used length %u is shorter than the "
 					"%u-byte header", id, len, d->hdr_len);
 		/* The first buffer: header, then data. */
-		if (d->rx_observer && !d->landing)
-			d->landing = calloc((size_t)d->rx.size * LAB_MAX_SEGS, sizeof(*d->landing));
+		if (d->rx_observer && !d->landing) {
+			d->nlanding_cap = d->rx.size * LAB_SHAPED_SEGS;
+			d->landing = calloc(d->nlanding_cap, sizeof(*d->landing));
+		}
 		d->nlanding = 0;
 		note_landing(d, rec, len);
 		gather_segs(d, rec, d->scratch2, len);

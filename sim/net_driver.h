@@ -13,23 +13,49 @@
 #include "vhostlab/vl_pkt.h"
 #include "vring.h"
 
-#define LAB_MAX_SEGS 24u       /* descriptors one posted chain may use */
+/* Descriptors one posted chain may use: a chain at the core's limits (LAB_LIMIT_EVERY) has
+ * as many as the core accepts, the queue size up to VL_CHAIN_MAX_PIECES (the core's cap on a
+ * chain's host pieces). */
+#define LAB_MAX_SEGS VL_CHAIN_MAX_PIECES
+#define LAB_SHAPED_SEGS 24u     /* descriptors of a chain of random shape */
 #define LAB_MAX_TX_DATA_SEGS 8u /* payload segments of a TX chain (header pieces extra) */
+/* One chain in LAB_LIMIT_EVERY (by its key, not drawn) has the most descriptors the core
+ * accepts: through an indirect table when indirect descriptors are negotiated, except one in
+ * LAB_LIMIT_DIRECT_EVERY, which is direct and so takes the whole ring (it waits until the
+ * ring is empty, at most LAB_LIMIT_PATIENCE rounds, then goes out as an ordinary chain). */
+#define LAB_LIMIT_EVERY 32u
+#define LAB_LIMIT_DIRECT_EVERY 128u
+#define LAB_LIMIT_PATIENCE 16u
+/* One buffer placement in LAB_EDGE_EVERY (counted, not drawn) sits against a RAM region's
+ * edge, alternately ending on its last byte and starting on its first. */
+#define LAB_EDGE_EVERY 16u
 
 struct lab_seg {
 	uint64_t gpa;
 	uint32_t len;
 };
 
-/* What the driver remembers about one posted chain, indexed by head. */
+/* The shape a chain at the core's limits takes (LAB_LIMIT_EVERY). */
+enum lab_limit {
+	LAB_LIMIT_NONE,
+	LAB_LIMIT_DIRECT,        /* the most descriptors, direct: the whole ring */
+	LAB_LIMIT_INDIRECT,      /* the most entries an indirect table may have */
+};
+
+/* What the driver remembers about one posted chain, indexed by head. segs and allocs point
+ * at the slot's own room for LAB_SHAPED_SEGS (+1) entries, or, for a chain at the limits, at
+ * arrays of its own (wide). */
 struct lab_chain_rec {
 	bool in_flight;
+	bool wide;               /* segs and allocs were allocated for this chain */
+	enum lab_limit limit;
 	uint64_t key;            /* TX: packet key; RX: buffer serial */
 	uint64_t posted_round;
 	uint32_t nsegs;
-	struct lab_seg segs[LAB_MAX_SEGS]; /* buffer bytes in chain order */
+	struct lab_seg *segs;    /* buffer bytes in chain order */
 	uint32_t nallocs;
-	struct lab_seg allocs[LAB_MAX_SEGS + 1]; /* guest RAM to give back */
+	struct lab_seg *allocs;  /* guest RAM to give back */
+	uint32_t edge_end, edge_start; /* placements against a region's edge (LAB_EDGE_EVERY) */
 	uint32_t total;          /* TX: header + payload bytes; RX: capacity */
 	uint32_t pkt_len;        /* TX */
 	uint8_t hdr[12];         /* TX: header as written */
@@ -93,8 +119,17 @@ struct lab_net_driver {
 	 * its checks run. */
 	void (*rx_observer)(void *ctx, const struct lab_rx_landing *l);
 	void *rx_observer_ctx;
-	struct lab_seg *landing;      /* [queue_size * LAB_MAX_SEGS], allocated on first use */
-	uint32_t nlanding;
+	struct lab_seg *landing;      /* [nlanding_cap], allocated on first use, grown */
+	uint32_t nlanding, nlanding_cap;
+	/* Record room: each slot's LAB_SHAPED_SEGS segs and LAB_SHAPED_SEGS + 1 allocs, by id;
+	 * a chain is built in stage (LAB_MAX_SEGS + 1 of each) and kept in its slot once posted. */
+	struct lab_seg *tx_room, *rx_room, *stage;
+	uint64_t placements;          /* buffer placements so far (LAB_EDGE_EVERY) */
+	uint64_t tx_limit_wait, rx_limit_wait; /* round a direct limit chain began to wait, +1 */
+	/* What ran (scenario results, `vhostlab run --json`): chains posted with the most
+	 * descriptors the core accepts (of them through an indirect table), and buffers, headers
+	 * and tables posted ending on a region's last byte / starting on its first. */
+	uint64_t limit_chains, limit_chains_indirect, region_end_buffers, region_start_buffers;
 };
 
 int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,

@@ -145,10 +145,11 @@ static uint32_t max_size(const struct lab_scenario_config *cfg)
 
 /* Guest RAM for the worst case in flight: a TX burst of the largest packets and a full RX
  * ring, each allocation padded for misalignment and indirect tables; doubled for
- * fragmentation. */
+ * fragmentation. Chains at the core's limits need no more: a granule a descriptor and the
+ * table, some 80 bytes a descriptor, where a chain of random shape is padded for 3200. */
 static uint64_t ram_needed(const struct lab_scenario_config *cfg, uint32_t hdr_len)
 {
-	uint64_t pad = (uint64_t)(LAB_MAX_SEGS + 1) * 128;
+	uint64_t pad = (uint64_t)(LAB_SHAPED_SEGS + 1) * 128;
 	uint64_t tx = (uint64_t)cfg->burst * (max_size(cfg) + hdr_len + pad);
 	uint64_t rx_buf = cfg->mergeable ? 2048 + 64 + pad : max_size(cfg) + hdr_len + 64 + pad;
 	uint64_t rx = (uint64_t)cfg->queue_size * rx_buf;
@@ -961,6 +962,10 @@ int lab_scenario_run(const struct lab_scenario_config *cfg, struct lab_scenario_
 	if (rc == 0)
 		rc = final_checks(&r);
 	res->checks += r.drv.checks + res->containment_scans;
+	res->limit_chains = r.drv.limit_chains;
+	res->limit_chains_indirect = r.drv.limit_chains_indirect;
+	res->region_end_buffers = r.drv.region_end_buffers;
+	res->region_start_buffers = r.drv.region_start_buffers;
 	teardown(&r);
 	res->seconds = now_seconds() - t0;
 	return res->ok ? 0 : -1;

@@ -75,6 +75,10 @@ struct lab_scenario_result {
 	 * pages marked that did not change (rewrites of equal bytes; reported). */
 	uint64_t log_pages_checked, log_clean_marks;
 	uint64_t held_max;         /* most zero-copy packets the host held at once */
+	/* Shapes at the limits the driver posted, both queues (net_driver.h): chains with the
+	 * most descriptors the core accepts (of them through an indirect table), and buffers,
+	 * headers and tables ending on a RAM region's last byte / starting on its first. */
+	uint64_t limit_chains, limit_chains_indirect, region_end_buffers, region_start_buffers;
 	double seconds;
 	struct vl_vq_stats tx_stats, rx_stats;
 	/* With cfg->record: the recording (lab_rec_trace), owned by the caller, who frees it

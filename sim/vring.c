@@ -66,15 +66,19 @@ int lab_ring_post(struct lab_ring *r, const struct lab_pdesc *elems, uint32_t n)
 		return lab_pring_post(&r->p, elems, n);
 	if (n == 0 || r->s.nfree < n)
 		return -1;
-	uint16_t idx[64];
-	int head = -1;
+	/* Any length up to the queue size (a chain at the core's limits takes the whole ring):
+	 * each descriptor is written once the next one's index is known. */
+	const int head = lab_vring_desc_get(&r->s);
+	uint16_t at = (uint16_t)head;
 
-	if (n > 64)
-		return -1;
-	for (uint32_t i = 0; i < n; i++)
-		idx[i] = (uint16_t)lab_vring_desc_get(&r->s);
-	lab_rw_split_chain(r->s.desc, idx, elems, n);
-	head = idx[0];
+	for (uint32_t i = 0; i < n; i++) {
+		bool more = i + 1 < n;
+		uint16_t next = more ? (uint16_t)lab_vring_desc_get(&r->s) : 0;
+
+		lab_vring_set_desc(&r->s, at, elems[i].addr, elems[i].len,
+				   (uint16_t)(elems[i].flags | (more ? VL_DESC_F_NEXT : 0)), next);
+		at = next;
+	}
 	r->head_busy[head] = true;
 	r->outstanding++;
 	lab_vring_add_avail(&r->s, (uint16_t)head);

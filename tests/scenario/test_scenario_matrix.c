@@ -73,7 +73,12 @@ static void run_ok(const struct lab_scenario_config *cfg)
 		assert_true(res.tx_stats.zc_packets > 0);
 	if (!cfg->zero_copy)
 		assert_int_equal(res.tx_stats.zc_packets, 0);
-	if (cfg->faults != LAB_FAULTS_NONE && cfg->packets >= 500)
+	/* Except a scarce pool with zero-copy under in-order: the packets the host holds stall
+	 * the ring (it completes in order) before the pool runs dry, and a refusal is rare
+	 * (packed, seed 1: 1 in 1500 packets, 0 in 5000, 4 in 20000; with the driver's chains
+	 * at the limits 0, 2 and 7): whether one falls in a short run is chance. */
+	if (cfg->faults != LAB_FAULTS_NONE && cfg->packets >= 500 &&
+	    !(cfg->faults == LAB_FAULTS_SCARCE && cfg->zero_copy && cfg->in_order))
 		assert_true(res.tx_stats.alloc_failures > 0);
 	if (cfg->faults == LAB_FAULTS_NONE)
 		assert_int_equal(res.tx_stats.alloc_failures, 0);

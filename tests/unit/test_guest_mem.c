@@ -435,6 +435,107 @@ static void test_alloc_alignment(void **state)
 	lab_gmem_destroy(g);
 }
 
+/* lab_gmem_alloc_edge: an allocation against each region edge in turn, from the cursor's
+ * region on; at the end, a multiple of 64 ends on the region's last byte; one longer than a
+ * region runs over into the neighbours; none left: 0. lab_gmem_pieces counts the regions a
+ * range touches. */
+static void check_edge_allocs(struct lab_gmem *g, uint64_t len, enum lab_gmem_edge edge)
+{
+	uint32_t n;
+	const struct vl_mem_region *r = lab_gmem_regions(g, &n);
+	uint64_t *got = calloc(n, sizeof(*got));
+	uint32_t taken = 0;
+
+	assert_non_null(got);
+	for (;;) {
+		uint64_t gpa = lab_gmem_alloc_edge(g, len, edge);
+
+		if (gpa == 0)
+			break;
+		assert_int_equal(gpa % GRANULE, 0);
+		/* Which region's edge: the allocation's first byte or its one past last. */
+		uint32_t hit = 0;
+
+		for (uint32_t i = 1; i < n; i++)
+			if (edge == LAB_GMEM_REGION_START ? gpa == r[i].gpa
+							   : gpa + len == r[i].gpa + r[i].size)
+				hit = i;
+		assert_int_not_equal(hit, 0);
+		assert_int_equal(got[hit], 0); /* each edge once */
+		got[hit] = gpa;
+		assert_non_null(lab_gmem_guest_ptr(g, gpa, len));
+		if (len <= r[hit].size)
+			assert_int_equal(lab_gmem_pieces(g, gpa, len), 1);
+		taken++;
+	}
+	/* The 8 regions from the cursor's had room at that edge once (a long one takes its
+	 * neighbours' too). */
+	if (len <= r[1].size)
+		assert_int_equal(taken, n - 1 < 8 ? n - 1 : 8);
+	else
+		assert_true(taken >= 1 && taken < 8);
+	for (uint32_t i = 1; i < n; i++)
+		if (got[i])
+			lab_gmem_free(g, got[i], len);
+	assert_int_equal(lab_gmem_bytes_allocated(g), 0);
+	free(got);
+}
+
+static void test_alloc_edge(void **state)
+{
+	(void)state;
+	/* Fine: 16 regions of a page; coarse: 4 regions of 4 pages. */
+	struct lab_gmem *fine = make(16 * PAGE, PAGE, PAGE, 11);
+	struct lab_gmem *coarse = make(16 * PAGE, PAGE, 0, 12);
+	struct lab_gmem *gs[2] = {fine, coarse};
+
+	for (int k = 0; k < 2; k++) {
+		struct lab_gmem *g = gs[k];
+
+		check_edge_allocs(g, 64, LAB_GMEM_REGION_END);
+		check_edge_allocs(g, 640, LAB_GMEM_REGION_END);
+		check_edge_allocs(g, 100, LAB_GMEM_REGION_START);
+		check_edge_allocs(g, 1, LAB_GMEM_REGION_START);
+	}
+	/* Longer than a fine region: ends on one region's edge, straddles the one before. */
+	check_edge_allocs(fine, PAGE + 128, LAB_GMEM_REGION_END);
+	check_edge_allocs(fine, 2 * PAGE, LAB_GMEM_REGION_START);
+
+	/* The last byte of a region: the byte of an END allocation of 64 at its end; a buffer
+	 * ending there is one piece, one byte more is two. */
+	uint64_t ram = lab_gmem_ram_gpa(fine);
+	uint64_t e = lab_gmem_alloc_edge(fine, 64, LAB_GMEM_REGION_END);
+
+	assert_int_not_equal(e, 0);
+	assert_int_equal((e + 64 - ram) % PAGE, 0);
+	assert_int_equal(lab_gmem_pieces(fine, e, 64), 1);
+	assert_int_equal(lab_gmem_pieces(fine, e + 63, 1), 1);
+	assert_int_equal(lab_gmem_pieces(fine, e + 63, 2), 2);
+	assert_int_equal(lab_gmem_pieces(fine, e, 0), 0);
+	assert_int_equal(lab_gmem_pieces(fine, ram, 16 * PAGE), 16);
+	assert_int_equal(lab_gmem_pieces(coarse, lab_gmem_ram_gpa(coarse), 16 * PAGE), 4);
+	lab_gmem_free(fine, e, 64);
+
+	/* A region's edge taken: the next region's (next fit from the cursor); full RAM: 0. */
+	uint64_t a = lab_gmem_alloc_edge(fine, 64, LAB_GMEM_REGION_START);
+	uint64_t b = lab_gmem_alloc_edge(fine, 64, LAB_GMEM_REGION_START);
+
+	assert_int_not_equal(a, 0);
+	assert_int_not_equal(b, 0);
+	assert_int_not_equal(a, b);
+	uint64_t all = lab_gmem_alloc(fine, 14 * PAGE, 64);
+
+	assert_int_not_equal(all, 0);
+	assert_int_equal(lab_gmem_alloc_edge(fine, 64, LAB_GMEM_REGION_START), 0);
+	assert_int_equal(lab_gmem_alloc_edge(fine, 17 * PAGE, LAB_GMEM_REGION_END), 0);
+	lab_gmem_free(fine, all, 14 * PAGE);
+	lab_gmem_free(fine, a, 64);
+	lab_gmem_free(fine, b, 64);
+	assert_int_equal(lab_gmem_bytes_allocated(fine), 0);
+	lab_gmem_destroy(fine);
+	lab_gmem_destroy(coarse);
+}
+
 static void test_alloc_exhaustion_and_reuse(void **state)
 {
 	(void)state;
@@ -809,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_hole_and_bounds),
 		cmocka_unit_test(test_guard_pages_fault),
 		cmocka_unit_test(test_alloc_alignment),
+		cmocka_unit_test(test_alloc_edge),
 		cmocka_unit_test(test_alloc_exhaustion_and_reuse),
 		cmocka_unit_test(test_alloc_randomized),
 		cmocka_unit_test(test_bad_free_aborts),
