@@ -219,9 +219,9 @@ static VL_NOINLINE enum reserve_result rx_reserve_packed(struct vl_vq *vq, struc
 
 /* Write the packet into the reserved chains (rx_write_pkt) and record their used entries,
  * after any deferred bad chains. */
-static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
-				     const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred,
-				     uint16_t nth)
+static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L,
+			   const struct vl_pkt *pkt, uint32_t nbufs, uint32_t ndeferred,
+			   uint16_t nth)
 {
 	rx_write_pkt(vq, pkt, nbufs, nth);
 	for (uint32_t i = 0; i < ndeferred; i++) {
@@ -241,9 +241,9 @@ static VL_ALWAYS_INLINE void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 /* Fetch the chain at the window position the next packet starts at. False when the window
  * has none there (rx_reserve then decides between waiting and dropping, without reading the
  * guest again: the split window and the packed scan are kept per burst). */
-static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
-					    const struct rx_burst *b, uint16_t ahead,
-					    struct rx_first *f)
+static inline bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
+				  const struct rx_burst *b, uint16_t ahead,
+				  struct rx_first *f)
 {
 	const uint32_t pos = b->committed;
 	/* As in rx_reserve: pos < size <= 32768, ahead <= 65535. */
@@ -261,8 +261,8 @@ static VL_ALWAYS_INLINE bool rx_fetch_first(struct vl_vq *vq, const enum vl_layo
 
 /* The usual case: the packet is one segment and the fetched chain's first piece holds header
  * and packet (a guest posts buffers of a full frame or more). */
-static VL_ALWAYS_INLINE bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
-					 const struct rx_first *f, uint32_t need)
+static inline bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
+			       const struct rx_first *f, uint32_t need)
 {
 	return f->why == VL_DROP_NONE && f->len >= need && vq->rq.pieces[0].len >= need && !pkt->next;
 }

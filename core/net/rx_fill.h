@@ -4,7 +4,8 @@
  * pieces, and the prefetch that asks for their lines ahead. Shared by the unified enqueue
  * (net/enqueue.c) and the specialised non-mergeable path it is measured against
  * (net/enqueue_nonmergeable.c, technique 2), which differ only in how they reserve chains.
- * Forced inline (compiler.h): each runs once per packet inside a per-layout body. */
+ * Each runs once per packet inside a per-layout body; those forced (compiler.h) say what
+ * forcing buys. */
 #ifndef VL_NET_RX_FILL_H
 #define VL_NET_RX_FILL_H
 
@@ -26,7 +27,7 @@
  * inside the piece, but where the piece takes no payload (hdr == take), whose "first payload
  * byte" is one past it: a prefetch never faults, and a line asked for in vain costs only
  * time. */
-static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
+static inline void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
 {
 	const uint8_t *data = host + hdr;
 
@@ -39,8 +40,8 @@ static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint
 /* Write a packet's header (num_buffers = nbufs) and payload over vq->rq.pieces from index 0,
  * the pieces of the chains reserved for it, in order. The header is built in the packet's
  * slot nth of vq->rx_hdrs. Small payload copies go through the batch. */
-static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
-					 uint32_t nbufs, uint16_t nth)
+static inline void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
+				uint32_t nbufs, uint16_t nth)
 {
 	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
 	const uint8_t *hdr = slot->bytes;
@@ -139,8 +140,8 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 
 /* rx_store_hdrs for one header length, a constant where it is inlined, so the compare and
  * the copy are a few loads and stores. Returns the headers kept. */
-static VL_ALWAYS_INLINE uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
-						  const uint32_t len)
+static inline uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
+					const uint32_t len)
 {
 	uint32_t kept = 0;
 
@@ -183,7 +184,7 @@ static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 
 /* The start of a burst: false when the queue is broken (nothing is read then). The window
  * reads (avail->idx, the packed scan, lazy here) form one unit per burst. */
-static VL_ALWAYS_INLINE bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
+static inline bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
 {
 	vq->rq.stats.bursts++;
 	if (vq->rq.broken)

@@ -3,8 +3,8 @@
  * A lease is taken for every chain a zero-copy packet points into; under IN_ORDER also for
  * every chain consumed behind an unreturned one (already "done", it just has to wait its
  * turn). A lease goes back to the guest (a used element) when it is done and -- under
- * IN_ORDER -- every lease before it has gone back. The inline tests below are forced inline
- * (compiler.h): they run for every TX chain, zero-copy on or off. */
+ * IN_ORDER -- every lease before it has gone back. The inline tests below run for every TX
+ * chain, zero-copy on or off; those forced say what forcing buys (compiler.h). */
 #ifndef VL_NET_ZERO_COPY_H
 #define VL_NET_ZERO_COPY_H
 
@@ -16,7 +16,7 @@ int vl_zc_setup(struct vl_vq *vq);
 void vl_zc_teardown(struct vl_vq *vq);
 
 /* Does a consumed chain have to wait in the lease order instead of going back at once? */
-static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
+static inline bool vl_zc_must_queue(const struct vl_vq *vq)
 {
 	return vq->rq.in_order && vq->zc_order_count > 0;
 }
@@ -26,7 +26,7 @@ static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
 uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done);
 
 /* Room for one more lease under the bound. */
-static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq)
+static inline bool vl_zc_room(const struct vl_vq *vq)
 {
 	return vq->zc_held < vq->zc_max;
 }
