@@ -41,6 +41,7 @@ struct vl_payload_prefetch {
  * of them, none when the range is shorter than hdr_len + 1 bytes (last >= gpa: no wrap). The
  * + 1 overflows only for a range of all 2^64 addresses with hdr_len 0, which then counts
  * 2^64 - 1 (one start missed: a hint, and a table no guest can give). */
+/* forced: split 1518 B dequeue 398.78 -> 399.59 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetch *p, uint32_t i)
 {
 	const struct vl_mem_range *r = &p->mem->ranges[i];

@@ -3,7 +3,7 @@
  * buffers (technique 2): a packet reserves chains until they hold header + data. With
  * VIRTIO_NET_F_MRG_RXBUF it may use up to queue-size chains; without, exactly one chain must
  * hold it all. Nothing of a packet is published unless all of it fits.
- * enqueue_body, rx_reserve and rx_fill are forced inline (compiler.h): gcc and clang otherwise
+ * enqueue_body and rx_reserve are forced inline (compiler.h): gcc and clang otherwise
  * keep one enqueue_body with the layout as a run-time argument (too big for their budgets),
  * so the per-chain layout tests of ring/ring.h would not fold away. */
 #include "compiler.h"
@@ -78,6 +78,7 @@ static inline void rx_bad_chain_in_order(struct vl_vq *vq, const enum vl_layout 
  * from the start). Once the packet's first chain is known, as many times more as the packet
  * takes chains of that size: a 9000-byte packet in 1536-byte buffers takes 6, and asking for
  * one chain per packet had the scan called five times per packet. */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 2960.43 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum reserve_result rx_reserve(struct vl_vq *vq, const enum vl_layout L,
 						       struct rx_burst *b, uint32_t need,
 						       uint16_t ahead, uint32_t *nbufs,
@@ -267,6 +268,7 @@ static inline bool rx_fits_one(const struct vl_vq *vq, const struct vl_pkt *pkt,
 	return f->why == VL_DROP_NONE && f->len >= need && vq->rq.pieces[0].len >= need && !pkt->next;
 }
 
+/* forced: split 64 B mergeable enqueue 218.78 -> 233.09 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *const *pkts,
 					      uint16_t count, uint8_t *status,
 					      const enum vl_layout L)

@@ -114,6 +114,7 @@ static inline void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
  * (vq->rq.pieces[0]) holds whole. One header slot (or, with batching off, one header copy),
  * one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's lines
  * are asked for now (rx_prefetch), as rx_reserve does, and written at the burst's flush. */
+/* forced: packed 64 B enqueue 260.75 -> 286.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
 					 const struct vl_pkt *pkt, const struct vl_chain *c,
 					 uint32_t need, uint16_t nth)
@@ -168,6 +169,7 @@ static inline uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n
  * transfers per packet when the two CPUs are far apart. DPDK's enqueue also assigns each
  * header field only when it differs. The bytes may change under us (the guest's buffer):
  * the compare is a hint, and what the guest reads is its own doing either way. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.31 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 {
 	const uint32_t hdr_len = vq->hdr_len;
@@ -195,6 +197,7 @@ static inline bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
 }
 
 /* A packet that cannot be delivered for its size: counted, its status set. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_dropped_too_big(struct vl_vq *vq, uint8_t *status,
 						uint16_t handled)
 {
@@ -205,6 +208,7 @@ static VL_ALWAYS_INLINE void rx_dropped_too_big(struct vl_vq *vq, uint8_t *statu
 
 /* A packet written: its bytes and size to the counters, its status. (The packet count goes
  * to the stats once per burst.) */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 2933.43 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt *pkt,
 					  uint8_t *status, uint16_t handled, uint64_t *bytes)
 {
@@ -217,6 +221,7 @@ static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt 
 /* The end of a burst that consumed the first `consumed` chains of the window and wrote
  * `delivered` packets: counters, the window, then every byte in place (headers, the batch)
  * before the used entries tell the guest it is there. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.53 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_burst_end(struct vl_vq *vq, const enum vl_layout L,
 					  uint16_t delivered, uint64_t bytes, uint16_t consumed)
 {

@@ -51,6 +51,7 @@ void vl_zc_return(struct vl_vq *vq);
  * it (queue-size entries: an honest guest cannot exceed it, as a held chain keeps its
  * descriptors, but one re-posting held heads must not make the burst write past it).
  * False on a broken queue (the burst does nothing); else *count is what the burst may take. */
+/* forced: split 1518 B indirect dequeue 627.84 -> 629.81 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count)
 {
 	vq->rq.stats.bursts++;
@@ -65,6 +66,7 @@ static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count
 
 /* Where the payload of a walked TX chain starts, if all pkt_len bytes after the header lie
  * in one piece (one host-contiguous run); NULL otherwise. */
+/* forced: split 1518 B zero-copy dequeue 272.12 -> 273.12 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np,
 						     uint32_t pkt_len)
 {

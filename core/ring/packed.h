@@ -96,6 +96,7 @@ void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to,
  * receive buffer of DPDK's and Linux's drivers, most transmit ones) or indirect (how they
  * transmit several pieces). Its id, address and length are read once each, in the order
  * vl_packed_fetch reads them, and an id out of range breaks the queue here. */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 3074.33 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_ring *rq, uint16_t pos,
 							    enum vl_dir dir, struct vl_chain *c,
 							    uint32_t *np, uint32_t *total)

@@ -48,7 +48,7 @@
 #include "ring/packed.h"
 #include "ring/split.h"
 
-static VL_ALWAYS_INLINE void vl_ring_begin(struct vl_ring *rq, const enum vl_layout L)
+static inline void vl_ring_begin(struct vl_ring *rq, const enum vl_layout L)
 {
 	if (L == VL_LAYOUT_SPLIT)
 		vl_split_begin(rq);
@@ -86,6 +86,7 @@ static inline bool vl_ring_full(struct vl_ring *rq, const enum vl_layout L)
 }
 
 /* Walk window chain `pos` into rq->pieces[*np..]; c receives what the used ring must name. */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 3114.27 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_ring_fetch(struct vl_ring *rq, const enum vl_layout L,
 						   uint16_t pos, enum vl_dir dir,
 						   struct vl_chain *c, uint32_t *np,
@@ -124,6 +125,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_ring_fetch(struct vl_ring *rq, const enu
  * instructions per packet, prefetch or not). */
 #define VL_TX_PREFETCH_NONE UINT32_MAX
 
+/* forced: split 1518 B zero-copy dequeue 272.12 -> 273.16 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE uint32_t vl_ring_prefetch_ahead(struct vl_ring *rq, const enum vl_layout L,
 							uint32_t i, uint32_t end, uint32_t skip,
 							uint64_t min_len)
@@ -149,6 +151,7 @@ static inline void vl_ring_push_used(struct vl_ring *rq, const enum vl_layout L,
 	vl_ring_shadow_push(rq, c, len);
 }
 
+/* forced: split 64 B dequeue 219.03 -> 220.03 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_ring_consume(struct vl_ring *rq, const enum vl_layout L, uint16_t n)
 {
 	if (L == VL_LAYOUT_SPLIT)

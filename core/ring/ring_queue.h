@@ -165,6 +165,7 @@ static inline unsigned vl_dir_access(enum vl_dir dir)
  * buffers device-readable, RX buffers device-writable), then its bytes become pieces
  * (zero-length descriptors add nothing). Forced inline into both walks: it runs per
  * descriptor and its direction test folds with the caller's constant dir. */
+/* forced: split 1518 B 2-piece dequeue 603.78 -> 618.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint64_t addr,
 						       uint32_t len, uint16_t flags,
 						       enum vl_dir dir, uint32_t *np,

@@ -60,6 +60,7 @@ void vl_split_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, 
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
  * to the guest); the caller sees rq->broken. */
+/* forced: split 64 B mergeable forward 437.81 -> 499.96 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t pos, enum vl_dir dir,
 						    struct vl_chain *c, uint32_t *np,
 						    uint32_t *total)
