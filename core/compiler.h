@@ -12,8 +12,14 @@
  * instead keep ONE out-of-line body taking the ring layout as a run-time argument, so every
  * `L == VL_LAYOUT_SPLIT` test in ring/ring.h runs per chain instead of folding away. Small
  * helpers (guest loads, translation, copy queueing) are inlined by the heuristics today, but
- * only while their callers stay under the budgets; forcing them keeps that true as the code
- * grows, in every build type (the Asan build is -O1). Each use says why it is forced. */
+ * only while their callers stay under the budgets, and a forced one can cost instructions
+ * (it changes the caller's register allocation and layout too).
+ *
+ * The rule: every VL_ALWAYS_INLINE has a one-line `forced:` comment just above it saying what
+ * it buys, measured: the perf gate cell (scripts/perf_gate.py) whose count rises most when
+ * that one site is made a plain `static inline`, in instructions per packet with -> without
+ * (callgrind, gcc 12 -O2 Release build, and the date). A helper whose forcing lowers no gate
+ * cell is a plain `static inline`. Re-measure: scripts/inline_cost.py [FUNCTION ...]. */
 #ifndef VL_COMPILER_H
 #define VL_COMPILER_H
 

@@ -11,7 +11,6 @@
 
 #include <stdint.h>
 
-#include "compiler.h"
 #include "mem/mem_internal.h"
 
 struct vl_mem_cursor {
@@ -41,9 +40,9 @@ uint8_t *vl_mem_cursor_miss(struct vl_mem_cursor *c, uint64_t addr, uint32_t len
 /* The host address of the buffer [addr, addr + len) when one range of the table holds it
  * whole, else NULL (the caller splits it into pieces with vl_mem_xlate, or drops it).
  * access: VL_ACCESS_READ or VL_ACCESS_WRITE, what the device will do with the bytes.
- * Forced inline: once per descriptor, in both ring walks. */
-static VL_ALWAYS_INLINE uint8_t *vl_mem_cursor_whole(struct vl_mem_cursor *c, uint64_t addr,
-						     uint32_t len, unsigned access)
+ * Once per descriptor, in both ring walks. */
+static inline uint8_t *vl_mem_cursor_whole(struct vl_mem_cursor *c, uint64_t addr,
+					   uint32_t len, unsigned access)
 {
 	/* An address below the range wraps high; off < size makes size - off safe. */
 	const uint64_t off = addr - c->gpa;
@@ -59,8 +58,8 @@ static VL_ALWAYS_INLINE uint8_t *vl_mem_cursor_whole(struct vl_mem_cursor *c, ui
 /* vl_mem_xlate (clamping *len to the bytes contiguous from gpa) starting at the cursor's
  * range index, which it moves to the range found. For indirect tables and payload prefetch,
  * which come from the memory the buffers do. */
-static VL_ALWAYS_INLINE void *vl_mem_cursor_xlate(struct vl_mem_cursor *c, uint64_t gpa,
-						  uint64_t *len, unsigned access)
+static inline void *vl_mem_cursor_xlate(struct vl_mem_cursor *c, uint64_t gpa,
+					uint64_t *len, unsigned access)
 {
 	return vl_mem_xlate_hint(c->mem, gpa, len, &c->hint, access);
 }

@@ -28,10 +28,10 @@ struct vl_mem {
 };
 
 /* Index of the range holding gpa, or -1. Binary search is legal because ranges are sorted
- * and never overlap (checked at creation). Forced inline with vl_mem_xlate: every descriptor
- * (and every piece of one that straddles regions) is translated, and with the usual one or two
- * ranges the search is a couple of compares the caller's loop can overlap. */
-static VL_ALWAYS_INLINE int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
+ * and never overlap (checked at creation). Forced inline: every descriptor (and every piece
+ * of one that straddles regions) is translated, and with the usual one or two ranges the
+ * search is a couple of compares the caller's loop can overlap. */
+static inline int64_t vl_mem_find(const struct vl_mem *mem, uint64_t gpa)
 {
 	uint32_t lo = 0, hi = mem->n;
 
@@ -52,8 +52,8 @@ static VL_ALWAYS_INLINE int64_t vl_mem_find(const struct vl_mem *mem, uint64_t g
 /* Host address of gpa inside range r (gpa within it); *len clipped to the bytes the range
  * has from gpa on. last - gpa cannot overflow (gpa <= last); +1 cannot either unless the
  * range covers all 2^64 bytes, which a 64-bit size cannot express. */
-static VL_ALWAYS_INLINE void *vl_mem_range_xlate(const struct vl_mem_range *r, uint64_t gpa,
-						 uint64_t *len)
+static inline void *vl_mem_range_xlate(const struct vl_mem_range *r, uint64_t gpa,
+				       uint64_t *len)
 {
 	uint64_t room = r->last - gpa + 1;
 
@@ -67,8 +67,8 @@ static VL_ALWAYS_INLINE void *vl_mem_range_xlate(const struct vl_mem_range *r, u
  * The lab build reports it to the lab (vl_lab_guest_access: the lab's containment check
  * catches a write where the guest granted only reads); the production core does nothing with
  * it, and the call and its arguments compile away. */
-static VL_ALWAYS_INLINE void vl_mem_door_check(const void *host, uint64_t gpa, uint64_t len,
-					       unsigned access)
+static inline void vl_mem_door_check(const void *host, uint64_t gpa, uint64_t len,
+				     unsigned access)
 {
 #ifdef VL_LAB_BUILD
 	vl_lab_guest_access(host, gpa, len, access);
@@ -80,9 +80,9 @@ static VL_ALWAYS_INLINE void vl_mem_door_check(const void *host, uint64_t gpa, u
 #endif
 }
 
-/* Inline body of vl_mem_translate for the datapath (forced: see vl_mem_find). */
-static VL_ALWAYS_INLINE void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len,
-					   unsigned access)
+/* Inline body of vl_mem_translate for the datapath. */
+static inline void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gpa, uint64_t *len,
+				 unsigned access)
 {
 	int64_t i = vl_mem_find(mem, gpa);
 
@@ -101,8 +101,8 @@ static VL_ALWAYS_INLINE void *vl_mem_xlate(const struct vl_mem *mem, uint64_t gp
  * three rounds over the lab's few ranges (about 23 instructions per descriptor, callgrind).
  * Any *hint is safe: it is checked against this table, which may have replaced the one the
  * hint was found in. */
-static VL_ALWAYS_INLINE void *vl_mem_xlate_hint(const struct vl_mem *mem, uint64_t gpa,
-						uint64_t *len, uint32_t *hint, unsigned access)
+static inline void *vl_mem_xlate_hint(const struct vl_mem *mem, uint64_t gpa,
+				      uint64_t *len, uint32_t *hint, unsigned access)
 {
 	const uint32_t h = *hint;
 

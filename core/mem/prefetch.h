@@ -41,6 +41,7 @@ struct vl_payload_prefetch {
  * of them, none when the range is shorter than hdr_len + 1 bytes (last >= gpa: no wrap). The
  * + 1 overflows only for a range of all 2^64 addresses with hdr_len 0, which then counts
  * 2^64 - 1 (one start missed: a hint, and a table no guest can give). */
+/* forced: split 1518 B dequeue 398.78 -> 399.59 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetch *p, uint32_t i)
 {
 	const struct vl_mem_range *r = &p->mem->ranges[i];
@@ -55,9 +56,9 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_range(struct vl_payload_prefetc
 /* Start a run for buffers whose payload starts skip bytes in (the virtio-net header's
  * length) and that are longer than min_len bytes (the net layer's choice: what it will copy
  * at once). */
-static VL_ALWAYS_INLINE void vl_payload_prefetch_begin(struct vl_payload_prefetch *p,
-						       const struct vl_mem_cursor *c, uint32_t skip,
-						       uint64_t min_len)
+static inline void vl_payload_prefetch_begin(struct vl_payload_prefetch *p,
+					     const struct vl_mem_cursor *c, uint32_t skip,
+					     uint64_t min_len)
 {
 	*p = (struct vl_payload_prefetch){.mem = c->mem, .hint = c->hint, .hdr_len = skip,
 					  .min_len = min_len};
@@ -72,8 +73,8 @@ int64_t vl_payload_prefetch_lookup(const struct vl_mem *mem, uint64_t addr);
 
 /* A buffer at guest address addr, len bytes: prefetched when it is longer than min_len and
  * its header and first packet byte lie in one memory region. */
-static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch *p, uint64_t addr,
-						     uint32_t len)
+static inline void vl_payload_prefetch_one(struct vl_payload_prefetch *p, uint64_t addr,
+					   uint32_t len)
 {
 	if (len <= p->min_len)
 		return;
@@ -91,8 +92,8 @@ static VL_ALWAYS_INLINE void vl_payload_prefetch_one(struct vl_payload_prefetch 
 }
 
 /* End the run: the cursor keeps the range it ended in; returns the lines asked for. */
-static VL_ALWAYS_INLINE uint64_t vl_payload_prefetch_end(const struct vl_payload_prefetch *p,
-							 struct vl_mem_cursor *c)
+static inline uint64_t vl_payload_prefetch_end(const struct vl_payload_prefetch *p,
+					       struct vl_mem_cursor *c)
 {
 	c->hint = p->hint;
 	return p->issued;

@@ -22,6 +22,7 @@
  * the dirty log once written) when copying to the guest; VL_NO_LOG when dst is host memory
  * -- a dequeue copy, whose src is the guest's, and whose first source line evict-after-read
  * evicts once it is copied (vl_vq_set_evict_reads). */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 3095.30 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const void *src,
 					  uint32_t len, uint64_t log_gpa, const bool from_guest)
 {
@@ -55,6 +56,7 @@ static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const voi
 }
 
 /* Enqueue: len bytes of host memory into the guest's, at guest address gpa (dirty-logged). */
+/* forced: split 1518 B enqueue 370.66 -> 371.66 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_copy_to_guest(struct vl_vq *vq, void *dst, const void *src,
 					      uint32_t len, uint64_t gpa)
 {
@@ -62,6 +64,7 @@ static VL_ALWAYS_INLINE void vl_copy_to_guest(struct vl_vq *vq, void *dst, const
 }
 
 /* Dequeue: len bytes of the guest's memory into a host packet. */
+/* forced: split 1518 B dequeue 398.78 -> 402.81 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_copy_from_guest(struct vl_vq *vq, void *dst, const void *src,
 						uint32_t len)
 {
@@ -69,6 +72,7 @@ static VL_ALWAYS_INLINE void vl_copy_from_guest(struct vl_vq *vq, void *dst, con
 }
 
 /* Perform every queued copy. Must run before the burst's used entries are published. */
+/* forced: split 64 B mergeable forward 437.81 -> 439.87 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void vl_copy_flush(struct vl_vq *vq)
 {
 	const struct vl_copy *c = vq->batch;

@@ -15,6 +15,7 @@
  * the header (CVE-2022-2132: a chain no longer than the header carries no packet), the packet
  * must fit VL_PKT_MAX_LEN, and the offload fields must point inside the packet. ol is
  * filled only when offloads were negotiated (vq->tx_offloads); the caller copies it then. */
+/* forced: packed 64 B csum dequeue 310.95 -> 311.97 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t np, uint32_t total,
 					      struct vl_offload *ol, uint32_t *pkt_len,
 					      const bool plain)
@@ -45,6 +46,7 @@ static VL_ALWAYS_INLINE enum vl_drop tx_check(const struct vl_vq *vq, uint32_t n
 }
 
 /* Copy the chain's bytes after the header into the packet's segments. */
+/* forced: split 64 B mergeable forward 437.81 -> 466.53 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void tx_copy_payload(struct vl_vq *vq, uint32_t np, struct vl_pkt *pkt)
 {
 	uint32_t skip = vq->hdr_len;
@@ -112,6 +114,7 @@ static inline void count_drop(struct vl_vq *vq, enum vl_drop why)
 
 /* Return a chain the device is done with: at once, or -- under IN_ORDER, behind a chain a
  * zero-copy packet still holds -- in its turn. */
+/* forced: packed 64 B csum dequeue 310.95 -> 312.92 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void tx_done(struct vl_vq *vq, const enum vl_layout L,
 				     const struct vl_chain *c, const bool plain)
 {
@@ -124,6 +127,7 @@ static VL_ALWAYS_INLINE void tx_done(struct vl_vq *vq, const enum vl_layout L,
 /* Packet heads for this burst (technique 4): exactly one per available chain under the
  * AVAILABLE policy (nothing at all for an empty ring), `count` under BURST. When the pool
  * has fewer, take what it has. Returns how many heads vq->heads holds. */
+/* forced: packed 64 B csum dequeue 310.95 -> 311.98 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE uint32_t tx_alloc_heads(struct vl_vq *vq, struct vl_pool *pool,
 						uint16_t avail, uint16_t count)
 {
@@ -180,6 +184,7 @@ static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_l
 /* plain (a compile-time constant, like L): the burst started with zero-copy off, no lease
  * held and no offloads negotiated, so none of their per-chain tests can come out true (a
  * lease is only taken with zero-copy on or behind a held one). */
+/* forced: split 1518 B zero-copy dequeue 272.12 -> 287.66 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *pool,
 					      struct vl_pkt **pkts, uint16_t count,
 					      const enum vl_layout L, const bool plain)

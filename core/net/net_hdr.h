@@ -32,9 +32,9 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint
 /* Build the RX header bytes the guest will see for a packet spread over num_buffers chains.
  * All 12 bytes are written whatever hdr_len is; a 10-byte header is the first 10 of them.
  * Inline: once per RX packet, a handful of stores of fixed size. */
-static VL_ALWAYS_INLINE void vl_net_hdr_from_offload(const struct vl_offload *ol,
-						     bool mergeable, uint16_t num_buffers,
-						     uint8_t hdr[12])
+static inline void vl_net_hdr_from_offload(const struct vl_offload *ol,
+					   bool mergeable, uint16_t num_buffers,
+					   uint8_t hdr[12])
 {
 	uint16_t f[5] = {ol->hdr_len, ol->gso_size, ol->csum_start, ol->csum_offset,
 			 (uint16_t)(mergeable ? num_buffers : 1)};

@@ -98,11 +98,11 @@ struct vl_vq {
 	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
 };
 
-/* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). Forced inline: once per
- * packet. Between 65 and 1518 bytes the class is the length's bit count less 5 (65-127 -> 2,
+/* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). Inline: once per packet.
+ * Between 65 and 1518 bytes the class is the length's bit count less 5 (65-127 -> 2,
  * 128-255 -> 3, 256-511 -> 4, 512-1023 -> 5, 1024-1518 -> 6): one count-leading-zeros,
  * where a loop over the bounds cost 21 instructions per 1518-byte packet (callgrind). */
-static VL_ALWAYS_INLINE uint32_t vl_size_bin(uint32_t len)
+static inline uint32_t vl_size_bin(uint32_t len)
 {
 	if (len < 64)
 		return 0;

@@ -4,7 +4,8 @@
  * pieces, and the prefetch that asks for their lines ahead. Shared by the unified enqueue
  * (net/enqueue.c) and the specialised non-mergeable path it is measured against
  * (net/enqueue_nonmergeable.c, technique 2), which differ only in how they reserve chains.
- * Forced inline (compiler.h): each runs once per packet inside a per-layout body. */
+ * Each runs once per packet inside a per-layout body; those forced (compiler.h) say what
+ * forcing buys. */
 #ifndef VL_NET_RX_FILL_H
 #define VL_NET_RX_FILL_H
 
@@ -26,7 +27,7 @@
  * inside the piece, but where the piece takes no payload (hdr == take), whose "first payload
  * byte" is one past it: a prefetch never faults, and a line asked for in vain costs only
  * time. */
-static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
+static inline void rx_prefetch(const uint8_t *host, uint32_t hdr, uint32_t take)
 {
 	const uint8_t *data = host + hdr;
 
@@ -39,8 +40,8 @@ static VL_ALWAYS_INLINE void rx_prefetch(const uint8_t *host, uint32_t hdr, uint
 /* Write a packet's header (num_buffers = nbufs) and payload over vq->rq.pieces from index 0,
  * the pieces of the chains reserved for it, in order. The header is built in the packet's
  * slot nth of vq->rx_hdrs. Small payload copies go through the batch. */
-static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
-					 uint32_t nbufs, uint16_t nth)
+static inline void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt *pkt,
+				uint32_t nbufs, uint16_t nth)
 {
 	struct vl_rx_hdr *slot = &vq->rx_hdrs[nth];
 	const uint8_t *hdr = slot->bytes;
@@ -113,6 +114,7 @@ static VL_ALWAYS_INLINE void rx_write_pkt(struct vl_vq *vq, const struct vl_pkt 
  * (vq->rq.pieces[0]) holds whole. One header slot (or, with batching off, one header copy),
  * one payload copy, one used entry; no bookkeeping of reserved chains. The buffer's lines
  * are asked for now (rx_prefetch), as rx_reserve does, and written at the burst's flush. */
+/* forced: packed 64 B enqueue 260.75 -> 286.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout L,
 					 const struct vl_pkt *pkt, const struct vl_chain *c,
 					 uint32_t need, uint16_t nth)
@@ -139,8 +141,8 @@ static VL_ALWAYS_INLINE void rx_fill_one(struct vl_vq *vq, const enum vl_layout 
 
 /* rx_store_hdrs for one header length, a constant where it is inlined, so the compare and
  * the copy are a few loads and stores. Returns the headers kept. */
-static VL_ALWAYS_INLINE uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
-						  const uint32_t len)
+static inline uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, uint16_t n,
+					const uint32_t len)
 {
 	uint32_t kept = 0;
 
@@ -167,6 +169,7 @@ static VL_ALWAYS_INLINE uint32_t rx_store_hdrs_of(const struct vl_rx_hdr *hdrs, 
  * transfers per packet when the two CPUs are far apart. DPDK's enqueue also assigns each
  * header field only when it differs. The bytes may change under us (the guest's buffer):
  * the compare is a hint, and what the guest reads is its own doing either way. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.31 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 {
 	const uint32_t hdr_len = vq->hdr_len;
@@ -183,7 +186,7 @@ static VL_ALWAYS_INLINE void rx_store_hdrs(struct vl_vq *vq, uint16_t n)
 
 /* The start of a burst: false when the queue is broken (nothing is read then). The window
  * reads (avail->idx, the packed scan, lazy here) form one unit per burst. */
-static VL_ALWAYS_INLINE bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
+static inline bool rx_burst_begin(struct vl_vq *vq, const enum vl_layout L)
 {
 	vq->rq.stats.bursts++;
 	if (vq->rq.broken)
@@ -194,6 +197,7 @@ static VL_ALWAYS_INLINE bool rx_burst_begin(struct vl_vq *vq, const enum vl_layo
 }
 
 /* A packet that cannot be delivered for its size: counted, its status set. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_dropped_too_big(struct vl_vq *vq, uint8_t *status,
 						uint16_t handled)
 {
@@ -204,6 +208,7 @@ static VL_ALWAYS_INLINE void rx_dropped_too_big(struct vl_vq *vq, uint8_t *statu
 
 /* A packet written: its bytes and size to the counters, its status. (The packet count goes
  * to the stats once per burst.) */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 2933.43 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt *pkt,
 					  uint8_t *status, uint16_t handled, uint64_t *bytes)
 {
@@ -216,6 +221,7 @@ static VL_ALWAYS_INLINE void rx_delivered(struct vl_vq *vq, const struct vl_pkt 
 /* The end of a burst that consumed the first `consumed` chains of the window and wrote
  * `delivered` packets: counters, the window, then every byte in place (headers, the batch)
  * before the used entries tell the guest it is there. */
+/* forced: packed 1518 B mergeable enqueue 410.59 -> 413.53 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE void rx_burst_end(struct vl_vq *vq, const enum vl_layout L,
 					  uint16_t delivered, uint64_t bytes, uint16_t consumed)
 {

@@ -3,8 +3,8 @@
  * A lease is taken for every chain a zero-copy packet points into; under IN_ORDER also for
  * every chain consumed behind an unreturned one (already "done", it just has to wait its
  * turn). A lease goes back to the guest (a used element) when it is done and -- under
- * IN_ORDER -- every lease before it has gone back. The inline tests below are forced inline
- * (compiler.h): they run for every TX chain, zero-copy on or off. */
+ * IN_ORDER -- every lease before it has gone back. The inline tests below run for every TX
+ * chain, zero-copy on or off; those forced say what forcing buys (compiler.h). */
 #ifndef VL_NET_ZERO_COPY_H
 #define VL_NET_ZERO_COPY_H
 
@@ -16,7 +16,7 @@ int vl_zc_setup(struct vl_vq *vq);
 void vl_zc_teardown(struct vl_vq *vq);
 
 /* Does a consumed chain have to wait in the lease order instead of going back at once? */
-static VL_ALWAYS_INLINE bool vl_zc_must_queue(const struct vl_vq *vq)
+static inline bool vl_zc_must_queue(const struct vl_vq *vq)
 {
 	return vq->rq.in_order && vq->zc_order_count > 0;
 }
@@ -30,7 +30,7 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done);
  * the whole ring, whatever their shape -- a guest that sends every packet as a header
  * descriptor plus data keeps descriptors to post. No overflow: both terms are at most the
  * queue size. */
-static VL_ALWAYS_INLINE bool vl_zc_room(const struct vl_vq *vq, const struct vl_chain *c)
+static inline bool vl_zc_room(const struct vl_vq *vq, const struct vl_chain *c)
 {
 	return vq->zc_held_descs + c->ndescs <= vq->zc_max;
 }
@@ -64,6 +64,7 @@ void vl_zc_return(struct vl_vq *vq);
  * it (queue-size entries: an honest guest cannot exceed it, as a held chain keeps its
  * descriptors, but one re-posting held heads must not make the burst write past it).
  * False on a broken queue (the burst does nothing); else *count is what the burst may take. */
+/* forced: split 1518 B indirect dequeue 627.84 -> 629.81 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count)
 {
 	vq->rq.stats.bursts++;
@@ -78,6 +79,7 @@ static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count
 
 /* Where the payload of a walked TX chain starts, if all pkt_len bytes after the header lie
  * in one piece (one host-contiguous run); NULL otherwise. */
+/* forced: split 1518 B zero-copy dequeue 272.12 -> 273.12 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE const uint8_t *vl_zc_payload(const struct vl_vq *vq, uint32_t np,
 						     uint32_t pkt_len)
 {

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Packed virtqueue: availability scan, chain walking, used write-back, event suppression. */
-#include "compiler.h"
 #include "ring/packed.h"
 
-/* Move a ring position by n descriptors, flipping the wrap counter at each end. Forced
- * inline: per descriptor in the scan, the walk and the used write-back. */
-static VL_ALWAYS_INLINE void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
+/* Move a ring position by n descriptors, flipping the wrap counter at each end. Inline: per
+ * descriptor in the scan, the walk and the used write-back. */
+static inline void advance(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size)
 {
 	uint32_t p = (uint32_t)*pos + n;
 
@@ -19,7 +18,7 @@ static VL_ALWAYS_INLINE void advance(uint16_t *pos, bool *wrap, uint32_t n, uint
 /* The AVAIL and USED bits of a descriptor available for driver wrap counter w: AVAIL == w
  * and USED != w. A descriptor with both bits equal to w looks used: for the device it is
  * simply not available (spec 2.8.1). */
-static VL_ALWAYS_INLINE uint16_t avail_bits(bool wrap)
+static inline uint16_t avail_bits(bool wrap)
 {
 	return wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED;
 }

@@ -3,8 +3,9 @@
  * descriptor available by setting AVAIL to its wrap counter and USED to the inverse, the
  * device marks it used by setting both to its own wrap counter. Chains occupy consecutive
  * descriptors; the buffer id sits in the last one; the device writes one used descriptor per
- * chain (at the chain's first position) and skips the rest. The inline operations are forced
- * inline (compiler.h), as in split.h: per chain, a few compares each. */
+ * chain (at the chain's first position) and skips the rest. The inline operations are inlined
+ * into the net bodies as in split.h (per chain, a few compares each), forced only where a
+ * `forced:` line says what it buys (compiler.h). */
 #ifndef VL_RING_PACKED_H
 #define VL_RING_PACKED_H
 
@@ -13,7 +14,7 @@
 #include "ring/ring_queue.h"
 
 /* Start a burst: the window of available chains is found lazily by vl_packed_avail. */
-static VL_ALWAYS_INLINE void vl_packed_begin(struct vl_ring *rq)
+static inline void vl_packed_begin(struct vl_ring *rq)
 {
 	rq->pscanned = 0;
 	rq->pscan_descs = 0;
@@ -25,7 +26,7 @@ void vl_packed_scan(struct vl_ring *rq, uint32_t want);
 
 /* Complete chains available in this burst's window, at most `want`. Each descriptor's flags
  * are read once (load-acquire, so its other fields are read after) and kept for the walk. */
-static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_ring *rq, uint16_t want)
+static inline uint16_t vl_packed_avail(struct vl_ring *rq, uint16_t want)
 {
 	if (rq->pscanned < want && !rq->pscan_end && !rq->broken)
 		vl_packed_scan(rq, want);
@@ -41,7 +42,7 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_avail(struct vl_ring *rq, uint16_t wa
  * failure) may leave them once more. And a driver that posts one packet at a time is never
  * kept waiting. A scan that broke the queue (a lie further on) serves every sound chain
  * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
-static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_t n)
+static inline uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_t n)
 {
 	/* pscan_end also marks a window holding the whole ring (room ran out): every
 	 * descriptor is available then, none is the driver's to write. */
@@ -69,7 +70,7 @@ static VL_ALWAYS_INLINE uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_
 }
 
 /* True when every descriptor of the ring is available to the device. */
-static VL_ALWAYS_INLINE bool vl_packed_full(struct vl_ring *rq)
+static inline bool vl_packed_full(struct vl_ring *rq)
 {
 	vl_packed_avail(rq, (uint16_t)(rq->size < 0xffffu ? rq->size : 0xffffu));
 	return rq->pscan_descs == rq->size;
@@ -95,6 +96,7 @@ void vl_packed_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to,
  * receive buffer of DPDK's and Linux's drivers, most transmit ones) or indirect (how they
  * transmit several pieces). Its id, address and length are read once each, in the order
  * vl_packed_fetch reads them, and an id out of range breaks the queue here. */
+/* forced: packed 9000 B mergeable enqueue 2930.33 -> 3074.33 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_ring *rq, uint16_t pos,
 							    enum vl_dir dir, struct vl_chain *c,
 							    uint32_t *np, uint32_t *total)

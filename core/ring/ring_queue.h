@@ -114,10 +114,10 @@ struct vl_ring {
 	struct vl_vq_stats stats;
 };
 
-/* Latch-free helpers shared by the layouts. Forced inline: one shadow used element per
- * chain, three stores. */
-static VL_ALWAYS_INLINE void vl_ring_shadow_push(struct vl_ring *rq, const struct vl_chain *c,
-					     uint32_t len)
+/* Latch-free helpers shared by the layouts. Inline: one shadow used element per chain,
+ * three stores. */
+static inline void vl_ring_shadow_push(struct vl_ring *rq, const struct vl_chain *c,
+				       uint32_t len)
 {
 	struct vl_used_elem *e = &rq->shadow[rq->shadow_count++];
 
@@ -157,7 +157,7 @@ enum vl_drop vl_chain_add_range(const struct vl_mem *mem, uint64_t addr, uint32_
 				uint32_t *np, uint32_t *total);
 
 /* What the device does with a chain's buffers, as the memory door's access kind. */
-static VL_ALWAYS_INLINE unsigned vl_dir_access(enum vl_dir dir)
+static inline unsigned vl_dir_access(enum vl_dir dir)
 {
 	return dir == VL_DIR_DEVICE_WRITES ? VL_ACCESS_WRITE : VL_ACCESS_READ;
 }
@@ -166,6 +166,7 @@ static VL_ALWAYS_INLINE unsigned vl_dir_access(enum vl_dir dir)
  * buffers device-readable, RX buffers device-writable), then its bytes become pieces
  * (zero-length descriptors add nothing). Forced inline into both walks: it runs per
  * descriptor and its direction test folds with the caller's constant dir. */
+/* forced: split 1518 B 2-piece dequeue 603.78 -> 618.72 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint64_t addr,
 						       uint32_t len, uint16_t flags,
 						       enum vl_dir dir, uint32_t *np,
@@ -203,11 +204,11 @@ enum vl_drop vl_chain_copy_indirect(struct vl_ring *rq, uint64_t addr, uint32_t 
 /* Validate an indirect descriptor (addr, len) and make its table readable: *table points at
  * the table in place when it lies in one host mapping, else at a copy in rq->indirect_copy;
  * *entries = len / 16. Both layouts use 16-byte table entries. Entries may sit at any
- * alignment: read them with vl_guest_load_bytes. Forced inline: once per indirect chain, a
- * few compares and a translation from the queue's last range. */
-static VL_ALWAYS_INLINE enum vl_drop vl_chain_map_indirect(struct vl_ring *rq, uint64_t addr,
-							   uint32_t len, const uint8_t **table,
-							   uint32_t *entries)
+ * alignment: read them with vl_guest_load_bytes. Inline: once per indirect chain, a few
+ * compares and a translation from the queue's last range. */
+static inline enum vl_drop vl_chain_map_indirect(struct vl_ring *rq, uint64_t addr,
+						 uint32_t len, const uint8_t **table,
+						 uint32_t *entries)
 {
 	if (!rq->indirect_ok)
 		return VL_DROP_INDIRECT_NOT_NEGOTIATED;

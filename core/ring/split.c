@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Split virtqueue: chain walking with every hostile-input check, and used-ring publication. */
-#include "compiler.h"
 #include "ring/split.h"
 
 #include <string.h>
 
-/* A fresh stamp for the descriptors one table walk visits (rq->seen). Forced inline: once
- * per walk, an increment and a rarely taken branch. */
-static VL_ALWAYS_INLINE uint16_t next_stamp(struct vl_ring *rq)
+/* A fresh stamp for the descriptors one table walk visits (rq->seen). Inline: once per
+ * walk, an increment and a rarely taken branch. */
+static inline uint16_t next_stamp(struct vl_ring *rq)
 {
 	if (++rq->seen_stamp == 0) {
 		/* Once every 65535 walks: forget every old stamp. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Split virtqueue (spec 2.7): the device-side mechanics the net datapath is built on.
  * Fetch (begin/avail/fetch) and completion (push_used/consume/flush) are separate.
- * The inline operations are forced inline (compiler.h): ring/ring.h calls them per burst and
- * per chain from the layout-specialised net bodies; each is a few loads and compares. */
+ * The inline operations are inlined into the layout-specialised net bodies (ring/ring.h calls
+ * them per burst and per chain); each is a few loads and compares. The compiler does that
+ * unforced, except where a `forced:` line says what forcing buys (compiler.h). */
 #ifndef VL_RING_SPLIT_H
 #define VL_RING_SPLIT_H
 
@@ -13,7 +14,7 @@
 /* Start a burst: read avail->idx once (load-acquire, so the entries and descriptors it
  * covers are read after it). A guest claiming more than the queue size new entries breaks
  * the queue: no index it gives can be trusted after that. */
-static VL_ALWAYS_INLINE void vl_split_begin(struct vl_ring *rq)
+static inline void vl_split_begin(struct vl_ring *rq)
 {
 	uint16_t idx = vl_guest_load16_acquire(&rq->avail->idx);
 	uint16_t n = (uint16_t)(idx - rq->last_avail_idx);
@@ -27,13 +28,13 @@ static VL_ALWAYS_INLINE void vl_split_begin(struct vl_ring *rq)
 }
 
 /* Chains available in this burst's window, at most `want`. */
-static VL_ALWAYS_INLINE uint16_t vl_split_avail(const struct vl_ring *rq, uint16_t want)
+static inline uint16_t vl_split_avail(const struct vl_ring *rq, uint16_t want)
 {
 	return rq->window < want ? rq->window : want;
 }
 
 /* True when the window holds every descriptor chain the ring can: the guest posted all. */
-static VL_ALWAYS_INLINE bool vl_split_full(const struct vl_ring *rq)
+static inline bool vl_split_full(const struct vl_ring *rq)
 {
 	return rq->window == rq->size;
 }
@@ -59,6 +60,7 @@ void vl_split_prefetch_payloads(struct vl_ring *rq, uint16_t from, uint16_t to, 
 /* Fetch the chain `pos` entries after last_avail_idx (pos < window): read its head once,
  * then walk it. A head outside the table breaks the queue (there is no id we could return
  * to the guest); the caller sees rq->broken. */
+/* forced: split 64 B mergeable forward 437.81 -> 499.96 instr/pkt without it (2026-12-07) */
 static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t pos, enum vl_dir dir,
 						    struct vl_chain *c, uint32_t *np,
 						    uint32_t *total)
@@ -97,7 +99,7 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t
 }
 
 /* Mark n avail entries consumed. */
-static VL_ALWAYS_INLINE void vl_split_consume(struct vl_ring *rq, uint16_t n)
+static inline void vl_split_consume(struct vl_ring *rq, uint16_t n)
 {
 	rq->last_avail_idx = (uint16_t)(rq->last_avail_idx + n);
 	rq->stats.chains += n;
