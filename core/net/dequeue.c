@@ -361,7 +361,7 @@ static uint16_t dequeue_packed_plain(struct vl_vq *vq, struct vl_pool *pool,
 uint16_t vl_net_dequeue(struct vl_vq *vq, struct vl_pool *pool, struct vl_pkt **pkts,
 			uint16_t count)
 {
-	/* Dispatch once per burst. vl_tx_burst_start may return leases (zc_held), never take
+	/* Dispatch once per burst. vl_tx_burst_start may return leases (zc_held_descs), never take
 	 * one, so zc_order_count only falls before the body runs. */
 	const bool plain = !vq->zc_on && vq->zc_order_count == 0 && !vq->tx_offloads;
 

@@ -91,9 +91,8 @@ struct vl_vq {
 	uint16_t *zc_done;          /* [size] slots ready to go back, in free order */
 	uint32_t zc_ndone;
 	uint16_t *zc_free;          /* [size] stack of free slots */
-	uint32_t zc_nfree;
-	uint32_t zc_held;           /* leases not yet returned */
-	uint32_t zc_held_descs;     /* ring descriptors their chains occupy */
+	uint32_t zc_nfree;          /* the leases held are the other rq.size - zc_nfree slots */
+	uint32_t zc_held_descs;     /* ring descriptors the held leases' chains occupy */
 	enum vl_alloc_policy alloc_policy;
 	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
 };

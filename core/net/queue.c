@@ -141,7 +141,7 @@ void vl_vq_set_zero_copy(struct vl_vq *vq, bool enable, uint32_t min_len, uint32
 
 uint32_t vl_vq_zero_copy_held(const struct vl_vq *vq)
 {
-	return vq->zc_held;
+	return vq->rq.size - vq->zc_nfree;
 }
 
 uint32_t vl_vq_zero_copy_held_descs(const struct vl_vq *vq)
@@ -151,7 +151,7 @@ uint32_t vl_vq_zero_copy_held_descs(const struct vl_vq *vq)
 
 void vl_vq_complete(struct vl_vq *vq)
 {
-	if (vq->zc_held == 0 || vq->rq.broken)
+	if (vq->zc_held_descs == 0 || vq->rq.broken)
 		return;
 	vl_zc_return(vq);
 	if (vq->rq.layout == VL_LAYOUT_PACKED)

@@ -43,7 +43,6 @@ uint16_t vl_zc_take(struct vl_vq *vq, const struct vl_chain *c, bool done)
 	vq->leases[slot].chain = *c;
 	vq->leases[slot].done = done;
 	vq->leases[slot].zc = !done;
-	vq->zc_held++;
 	vq->zc_held_descs += c->ndescs;
 	if (vq->rq.in_order)
 		vq->zc_order[(vq->zc_order_head + vq->zc_order_count++) % vq->rq.size] = slot;
@@ -109,7 +108,6 @@ static void give_back(struct vl_vq *vq, uint16_t slot)
 {
 	vl_ring_shadow_push(&vq->rq, &vq->leases[slot].chain, 0);
 	vq->zc_free[vq->zc_nfree++] = slot;
-	vq->zc_held--;
 	vq->zc_held_descs -= vq->leases[slot].chain.ndescs;
 	/* Chains copied or dropped behind a held one (IN_ORDER) had no zero-copy packet. */
 	if (vq->leases[slot].zc)

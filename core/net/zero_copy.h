@@ -70,7 +70,7 @@ static VL_ALWAYS_INLINE bool vl_tx_burst_start(struct vl_vq *vq, uint16_t *count
 	vq->rq.stats.bursts++;
 	if (vq->rq.broken)
 		return false;
-	if (vq->zc_held)
+	if (vq->zc_held_descs) /* a lease holds at least one descriptor */
 		vl_zc_return(vq);
 	if (*count > vq->rq.size - vq->rq.shadow_count)
 		*count = (uint16_t)(vq->rq.size - vq->rq.shadow_count);
