@@ -159,10 +159,20 @@ void lab_rw_packed_entry(void *table, uint32_t i, uint64_t addr, uint32_t len, u
 	put16(at + offsetof(struct vl_packed_desc, flags), flags);
 }
 
+uint16_t lab_pring_table_junk_flags(uint32_t i)
+{
+	/* Entries of a packed table are consecutive, not linked (NEXT means nothing there) and
+	 * never made available or used one by one (AVAIL, USED): only WRITE and INDIRECT are
+	 * read. A driver may leave anything in the others; derived from i, not drawn. */
+	return (uint16_t)(((i & 1) ? VL_DESC_F_NEXT : 0) | ((i & 2) ? VL_PDESC_F_AVAIL : 0) |
+			  ((i & 4) ? VL_PDESC_F_USED : 0));
+}
+
 void lab_rw_packed_table(void *table, const struct lab_pdesc *elems, uint32_t n)
 {
-	/* The device ignores a table entry's id (2.8.7): junk. */
+	/* The device ignores a table entry's id (2.8.7) and its unused flags: junk. */
 	for (uint32_t i = 0; i < n; i++)
 		lab_rw_packed_entry(table, i, elems[i].addr, elems[i].len,
-				    lab_pring_junk_id(0, (uint16_t)i), elems[i].flags);
+				    lab_pring_junk_id(0, (uint16_t)i),
+				    (uint16_t)(elems[i].flags | lab_pring_table_junk_flags(i)));
 }

@@ -98,7 +98,9 @@ void lab_rw_packed_entry(void *table, uint32_t i, uint64_t addr, uint32_t len, u
 			 uint16_t flags);
 /* n entries at table in the layout's format, plain stores (the descriptor naming the table
  * publishes it). Split: a chain over 0..n-1 (lab_rw_split_chain with idx NULL). Packed:
- * consecutive, flags as given (no NEXT: 2.8.7), ids junk (lab_pring_junk_id(0, i)). */
+ * consecutive (2.8.7), ids junk (lab_pring_junk_id(0, i)), flags as given plus junk in the
+ * bits a table entry does not use (lab_pring_table_junk_flags: NEXT, AVAIL, USED). */
+uint16_t lab_pring_table_junk_flags(uint32_t i);
 void lab_rw_split_table(void *table, const struct lab_pdesc *elems, uint32_t n);
 void lab_rw_packed_table(void *table, const struct lab_pdesc *elems, uint32_t n);
 
