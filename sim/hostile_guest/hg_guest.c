@@ -87,13 +87,13 @@ void hg_do_pflags(struct lab_hg *d, uint16_t pos, uint8_t mode)
 
 	switch (mode & 3) {
 	case FZ_PFLAG_AVAIL:
-		f |= hg_pavail_bits(w);
+		f |= lab_pring_avail_flags(w);
 		break;
 	case FZ_PFLAG_USED:
 		f |= (uint16_t)(w ? VL_PDESC_F_AVAIL | VL_PDESC_F_USED : 0);
 		break;
 	case FZ_PFLAG_OTHER:
-		f |= hg_pavail_bits(!w);
+		f |= lab_pring_avail_flags(!w);
 		break;
 	default:
 		break;

@@ -14,6 +14,7 @@
 #include "guest_mem.h"
 #include "rng.h"
 #include "hostile_guest.h"
+#include "ring_write.h"
 #include "trace.h"
 #include "vhostlab/vhostlab.h"
 
@@ -91,11 +92,6 @@ static inline void hg_pstep(uint16_t *pos, bool *wrap, uint32_t n, uint32_t size
 	*pos = (uint16_t)p;
 }
 
-/* Packed: AVAIL/USED of an available descriptor for wrap counter `wrap`. */
-static inline uint16_t hg_pavail_bits(bool wrap)
-{
-	return (uint16_t)(wrap ? VL_PDESC_F_AVAIL : VL_PDESC_F_USED);
-}
 
 /* ---- hg_checks.c */
 /* What a burst (or vl_vq_complete) published. rx_sum: bytes every delivered packet put in

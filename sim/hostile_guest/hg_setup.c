@@ -196,8 +196,3 @@ uint64_t lab_hg_hole_gpa(const struct lab_hg *d)
 {
 	return d->hole_gpa;
 }
-
-uint32_t lab_hg_queue_size(const struct lab_hg *d)
-{
-	return d->size;
-}

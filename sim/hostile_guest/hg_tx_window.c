@@ -7,7 +7,7 @@
 
 static bool pdesc_avail(uint16_t flags, bool wrap)
 {
-	return (flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) == hg_pavail_bits(wrap);
+	return (flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) == lab_pring_avail_flags(wrap);
 }
 
 static void packed_window(const struct lab_hg *d, uint16_t from, uint32_t want, struct tx_window *w)

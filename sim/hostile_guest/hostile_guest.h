@@ -88,7 +88,6 @@ void lab_hg_end(struct lab_hg *hg);
 uint64_t lab_hg_ram_gpa(const struct lab_hg *hg);
 uint64_t lab_hg_ring_gpa(const struct lab_hg *hg);
 uint64_t lab_hg_hole_gpa(const struct lab_hg *hg);
-uint32_t lab_hg_queue_size(const struct lab_hg *hg);
 /* FZ_TRACE: print the queue's state after an action (debugging inputs by hand). */
 void lab_hg_dump(const struct lab_hg *hg);
 
