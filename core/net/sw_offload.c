@@ -42,7 +42,13 @@ enum vl_sw_result vl_sw_csum_complete(struct vl_pkt *pkt)
 	uint8_t field[2];
 
 	vl_csum_pkt(&c, pkt, ol.csum_start, pkt->pkt_len - ol.csum_start);
-	vl_put_be16(field, vl_csum_final(&c));
+	/* A computed 0 goes out as 0xffff, the same number in ones' complement: the field may be
+	 * UDP's, where 0 means "no checksum" (RFC 768) and over IPv6 gets the datagram dropped
+	 * (RFC 8200 8.1). Which protocol it is is not known here, and TCP takes either (Linux's
+	 * skb_checksum_help does the same). */
+	const uint16_t sum = vl_csum_final(&c);
+
+	vl_put_be16(field, sum ? sum : 0xffff);
 	vl_pkt_write(pkt, at, field, 2);
 	pkt->ol.flags = (uint8_t)(ol.flags & ~VL_NET_HDR_F_NEEDS_CSUM);
 	return VL_SW_OK;

@@ -583,6 +583,38 @@ static void test_csum_complete(void **state)
 	}
 }
 
+/* A completion that computes to 0 stores 0xffff: the field may be UDP's, where 0 means "no
+ * checksum" (RFC 768) and over IPv6 is dropped. The lab's first runs with real UDP frames
+ * found the 0 (harness: `vhostlab run --offload all`). */
+static void test_csum_complete_zero(void **state)
+{
+	(void)state;
+	static uint8_t f[MAXF], g[MAXF];
+	uint32_t l3, l4, hdr;
+	struct spec sp = {.udp = true, .ipv6 = true, .payload = 64};
+	uint32_t len = build(&sp, f, &l3, &l4, &hdr);
+	const uint32_t l4len = len - l4;
+	uint8_t pseudo[8] = {0, 0, (uint8_t)(l4len >> 8), (uint8_t)l4len, 0, 0, 0, 17};
+	const uint32_t ps = sum16(pseudo, 8, sum16(f + l3 + 8, 32, 0));
+
+	/* The driver's partial field: the pseudo-header sum. Then the last two payload bytes
+	 * chosen so the whole sum is 0xffff, whose complement is 0. */
+	put16(f + l4 + 6, fold(ps));
+	f[len - 2] = f[len - 1] = 0;
+	put16(f + len - 2, (uint16_t)(0xffffu - fold(sum16(f + l4, l4len, 0))));
+	struct vl_pool *pool = vl_pool_create(4, 2048);
+	struct vl_pkt *p = to_pkt(pool, f, len);
+
+	p->ol = (struct vl_offload){.flags = VL_NET_HDR_F_NEEDS_CSUM, .csum_start = (uint16_t)l4,
+				    .csum_offset = 6};
+	assert_int_equal(vl_sw_csum_complete(p), VL_SW_OK);
+	vl_pkt_read(p, 0, g, len);
+	assert_int_equal(get16(g + l4 + 6), 0xffff);
+	assert_l4_ok(g, len, l3, l4, true, 17);
+	vl_pkt_free(p);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+}
+
 /* Zero-copy data is the guest's: never written. */
 static void fake_release(struct vl_pkt *pkt)
 {
@@ -621,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_frame_edges_more),
 		cmocka_unit_test(test_udp_zero_checksum),
 		cmocka_unit_test(test_csum_complete),
+		cmocka_unit_test(test_csum_complete_zero),
 		cmocka_unit_test(test_csum_read_only),
 	};
 

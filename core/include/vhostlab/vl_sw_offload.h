@@ -43,7 +43,8 @@ const char *vl_sw_result_name(enum vl_sw_result r);
 
 /* Complete the partial checksum of pkt in place: the ones'-complement sum of the bytes from
  * ol.csum_start to the end (the guest left the pseudo-header sum in the checksum field),
- * folded, complemented, stored at csum_start + csum_offset; NEEDS_CSUM is then cleared.
+ * folded, complemented, stored at csum_start + csum_offset (a computed 0 as 0xffff, which a
+ * UDP checksum must be, RFC 768); NEEDS_CSUM is then cleared.
  * VL_SW_NOT_NEEDED without NEEDS_CSUM, VL_SW_BAD_FRAME when the field lies outside the
  * packet, VL_SW_READ_ONLY for a zero-copy packet (copy it first). */
 enum vl_sw_result vl_sw_csum_complete(struct vl_pkt *pkt);
