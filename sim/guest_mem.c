@@ -439,13 +439,18 @@ static bool bit_test(const uint64_t *map, uint64_t i)
 	return (map[i / 64] >> (i % 64)) & 1;
 }
 
+/* Set or clear bits [from, from + n): a mask for each word touched (a page is 64 granules). */
 static void bits_assign(uint64_t *map, uint64_t from, uint64_t n, bool set)
 {
-	for (uint64_t i = from; i < from + n; i++) {
+	for (uint64_t i = from, end = from + n; i < end;) {
+		const uint64_t lo = i % 64, k = end - i < 64 - lo ? end - i : 64 - lo;
+		const uint64_t mask = (k == 64 ? ~0ull : ((1ull << k) - 1)) << lo;
+
 		if (set)
-			map[i / 64] |= 1ull << (i % 64);
+			map[i / 64] |= mask;
 		else
-			map[i / 64] &= ~(1ull << (i % 64));
+			map[i / 64] &= ~mask;
+		i += k;
 	}
 }
 
