@@ -111,8 +111,11 @@ uint32_t lab_frame_build(const struct lab_frame_spec *sp, bool partial, uint8_t 
 		memset(l4 + 20, 1, 4u * sp->tcp_opt_words);
 		field = 16;
 	}
-	for (uint32_t i = 0; i < sp->payload; i++)
-		out[lay->hdr_len + i] = (uint8_t)lab_rng_below(&rng, 256);
+	if (sp->payload_stream)
+		lab_fill_pattern(out + lay->hdr_len, sp->payload, sp->seed, 0x5041594cu);
+	else
+		for (uint32_t i = 0; i < sp->payload; i++)
+			out[lay->hdr_len + i] = (uint8_t)lab_rng_below(&rng, 256);
 	if (partial) {
 		/* What a driver leaves for NEEDS_CSUM: the pseudo-header sum, folded, not
 		 * complemented. */
@@ -141,4 +144,58 @@ void lab_frame_offload(const struct lab_frame_spec *sp, const struct lab_frame_l
 		ol->gso_type |= VL_NET_HDR_GSO_ECN;
 	ol->gso_size = gso_size;
 	ol->hdr_len = (uint16_t)lay->hdr_len;
+}
+
+static uint32_t get16(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 8 | p[1];
+}
+
+int lab_frame_csum_check(const uint8_t *f, uint32_t len)
+{
+	uint32_t l3 = 14;
+
+	if (len < l3)
+		return -1;
+	uint32_t type = get16(f + 12);
+
+	if (type == 0x8100) {
+		l3 = 18;
+		if (len < l3)
+			return -1;
+		type = get16(f + 16);
+	}
+	uint32_t l4, proto, sum = 0;
+
+	if (type == 0x0800 && len >= l3 + 20 && f[l3] >> 4 == 4) {
+		const uint32_t ihl = (f[l3] & 15u) * 4;
+
+		if (ihl < 20 || len < l3 + ihl || get16(f + l3 + 2) != len - l3)
+			return -1;
+		/* A header whose checksum is right sums to 0xffff (folded, complemented: 0). */
+		if (lab_csum_fold(lab_csum_add(0, f + l3, ihl)) != 0)
+			return 0;
+		l4 = l3 + ihl;
+		proto = f[l3 + 9];
+		sum = lab_csum_add(sum, f + l3 + 12, 8);
+	} else if (type == 0x86dd && len >= l3 + 40 && f[l3] >> 4 == 6) {
+		if (get16(f + l3 + 4) != len - l3 - 40)
+			return -1;
+		l4 = l3 + 40;
+		proto = f[l3 + 6];
+		sum = lab_csum_add(sum, f + l3 + 8, 32);
+	} else {
+		return -1;
+	}
+	if ((proto != 6 || len < l4 + 20) && (proto != 17 || len < l4 + 8))
+		return -1;
+	const uint32_t l4len = len - l4;
+	const uint8_t pseudo[8] = {(uint8_t)(l4len >> 24), (uint8_t)(l4len >> 16),
+				   (uint8_t)(l4len >> 8), (uint8_t)l4len, 0, 0, 0, (uint8_t)proto};
+
+	if (proto == 17 && (get16(f + l4 + 4) != l4len || get16(f + l4 + 6) == 0))
+		return 0;
+	sum = lab_csum_add(sum, pseudo, 8);
+	sum = lab_csum_add(sum, f + l4, l4len);
+	return lab_csum_fold(sum) == 0;
 }

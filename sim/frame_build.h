@@ -21,6 +21,9 @@ struct lab_frame_spec {
 	uint32_t seq;
 	uint32_t payload;      /* bytes after the L4 header */
 	uint64_t seed;         /* payload bytes and addresses/ports derive from it */
+	/* Payload from lab_fill_pattern (eight bytes per draw) instead of a draw per byte: the
+	 * scenario's frames run to 64 KiB and are rebuilt for every check. */
+	bool payload_stream;
 };
 
 struct lab_frame_layout {
@@ -42,6 +45,13 @@ uint32_t lab_frame_build(const struct lab_frame_spec *sp, bool partial, uint8_t 
  * ecn on TCP) and hdr_len as Linux sets it (the header length). */
 void lab_frame_offload(const struct lab_frame_spec *sp, const struct lab_frame_layout *lay,
 		       uint16_t gso_size, bool ecn, struct vl_offload *ol);
+
+/* What a receiving stack checks of a frame the lab built: the IPv4 header checksum and the
+ * TCP or UDP checksum over the pseudo-header (a UDP 0, "none", counts as wrong: the lab
+ * never sends one). Parses the frame for itself (Ethernet, one 802.1Q tag, IPv4 or IPv6
+ * without extension headers, TCP or UDP). 1 when both hold, 0 when one does not, -1 when
+ * the bytes are not such a frame. */
+int lab_frame_csum_check(const uint8_t *f, uint32_t len);
 
 /* RFC 1071 sum of len bytes added to sum (not folded). */
 uint32_t lab_csum_add(uint32_t sum, const uint8_t *p, uint32_t len);

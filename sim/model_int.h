@@ -123,6 +123,18 @@ void mdl_consume(struct lab_model *m, uint32_t n);
 void mdl_push_used(struct lab_model *m, const struct mdl_chain *c, uint32_t len);
 void mdl_publish(struct lab_model *m);
 
+/* model_offload.c: where a frame's headers are, or false when the frame is not one the
+ * device can follow: Ethernet, at most one 802.1Q/802.1ad tag, IPv4 (not a fragment) or
+ * IPv6 (TCP or UDP straight after the fixed header), then a whole TCP or UDP header. */
+struct mdl_frame {
+	bool v6;
+	uint8_t proto;     /* 6 (TCP) or 17 (UDP) */
+	uint32_t l3, l4;   /* first byte of the IP header, of the TCP/UDP header */
+	uint32_t hdr_len;  /* first payload byte */
+};
+
+bool mdl_frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out);
+
 /* model_offload.c: a transmitted GSO frame's rules (frame: the packet after the header),
  * and which offloads the receiving driver takes. VL_DROP_NONE or the reason. */
 enum vl_drop mdl_tx_frame_check(const struct vl_offload *ol, const uint8_t *frame, uint32_t len);

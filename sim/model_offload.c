@@ -10,16 +10,7 @@ static uint32_t be16(const uint8_t *p)
 	return (uint32_t)p[0] << 8 | p[1];
 }
 
-/* Where a frame's L4 header starts and what it is, or false when the frame is not one the
- * device can follow: Ethernet, at most one 802.1Q/802.1ad tag, IPv4 (not a fragment) or
- * IPv6 (TCP or UDP straight after the fixed header), then a whole TCP or UDP header. */
-struct mdl_frame {
-	bool v6;
-	uint8_t proto;
-	uint32_t l4;
-};
-
-static bool frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out)
+bool mdl_frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out)
 {
 	uint32_t at = 12;
 
@@ -36,6 +27,7 @@ static bool frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out)
 			return false; /* a second tag */
 	}
 	at += 2; /* the IP header */
+	out->l3 = at;
 	if (type == 0x0800) {
 		if (len < at + 20 || f[at] >> 4 != 4 || (f[at] & 15) < 5)
 			return false;
@@ -58,11 +50,13 @@ static bool frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out)
 		return false;
 	}
 	if (out->proto == 6)
-		return len >= out->l4 + 20 && f[out->l4 + 12] >> 4 >= 5 &&
-		       len >= out->l4 + (f[out->l4 + 12] >> 4) * 4u;
-	if (out->proto == 17)
-		return len >= out->l4 + 8;
-	return false;
+		out->hdr_len = len >= out->l4 + 20 ? out->l4 + (f[out->l4 + 12] >> 4) * 4u : len + 1;
+	else if (out->proto == 17)
+		out->hdr_len = out->l4 + 8;
+	else
+		return false;
+	/* A TCP data offset below 5 words is no header at all. */
+	return out->hdr_len <= len && out->hdr_len >= out->l4 + (out->proto == 6 ? 20u : 8u);
 }
 
 enum vl_drop mdl_tx_frame_check(const struct vl_offload *ol, const uint8_t *frame, uint32_t len)
@@ -74,7 +68,7 @@ enum vl_drop mdl_tx_frame_check(const struct vl_offload *ol, const uint8_t *fram
 		return VL_DROP_NONE;
 	if (!(ol->flags & VL_NET_HDR_F_NEEDS_CSUM))
 		return VL_DROP_GSO_WITHOUT_CSUM;
-	if (!frame_follow(frame, len, &fr))
+	if (!mdl_frame_follow(frame, len, &fr))
 		return VL_DROP_GSO_BAD_FRAME;
 	bool match;
 
