@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_build.h"
+#include "linux_shape.h"
 #include "ring_write.h"
 #include "vhostlab/vl_net.h"
 
@@ -123,9 +125,20 @@ bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_
 		const uint64_t lo = i & 7, n = end - i;
 
 		if (lo == 0 && n >= 8) {
-			if (d->grant[i >> 3] != 0xff)
-				return false;
-			i += 8;
+			/* Whole grant bytes, eight at a time where they run that far (a Linux big
+			 * receive buffer is 72 KiB: 9 KiB of grant bits for every packet). */
+			uint64_t b = i >> 3;
+			const uint64_t stop = b + (n >> 3);
+
+			for (uint64_t w; b + 8 <= stop; b += 8) {
+				memcpy(&w, &d->grant[b], 8);
+				if (w != UINT64_MAX)
+					return false;
+			}
+			for (; b < stop; b++)
+				if (d->grant[b] != 0xff)
+					return false;
+			i = b << 3;
 			continue;
 		}
 		const uint64_t hi = lo + n < 8 ? lo + n : 8;
@@ -176,7 +189,7 @@ int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
 	d->grant = calloc(lab_gmem_ram_size(g) / 8 + 1, 1);
 	if (!d->tx_rec || !d->rx_rec || !d->tx_room || !d->rx_room || !d->stage || !d->scratch ||
 	    !d->scratch2 || !d->grant ||
-	    fifo_init(&d->tx_expect, cfg->queue_size) != 0 ||
+	    lab_want_init(&d->want) != 0 || fifo_init(&d->tx_expect, cfg->queue_size) != 0 ||
 	    fifo_init(&d->rx_expect, 4 * cfg->queue_size + 1024) != 0)
 		return drv_fail(d, "out of memory setting up the simulated driver");
 	return 0;
@@ -209,12 +222,18 @@ void lab_drv_fini(struct lab_net_driver *d)
 	free(d->tx_expect.e);
 	free(d->rx_expect.e);
 	free(d->landing);
+	lab_want_fini(&d->want);
 	memset(d, 0, sizeof(*d));
 }
 
 void lab_make_payload(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key)
 {
 	lab_fill_pattern(dst, len, seed, key);
+}
+
+void lab_drv_tx_bytes(const struct lab_net_driver *d, const struct lab_expect *e, uint8_t *out)
+{
+	lab_traffic_bytes(d->cfg.seed, e->key, &e->c, out);
 }
 
 /* ---- chain construction -------------------------------------------------------------- */
@@ -263,6 +282,51 @@ static uint64_t place_bytes(struct lab_net_driver *d, struct lab_chain_rec *rec,
 	if (src && len)
 		memcpy(lab_gmem_guest_ptr(d->g, base + skew, len), src, len);
 	return base + skew;
+}
+
+/* Put `len` bytes of src (or nothing: NULL) `off` bytes into a page: a fresh one, or the one
+ * the chain's last allocation is (a Linux buffer's pieces within pages, linux_shape.h).
+ * Returns the gpa or 0 when RAM is full. */
+static uint64_t place_in_page(struct lab_net_driver *d, struct lab_chain_rec *rec,
+			      const uint8_t *src, uint32_t len, uint32_t off, bool same_page)
+{
+	uint64_t page;
+
+	if (same_page && rec->nallocs) {
+		page = rec->allocs[rec->nallocs - 1].gpa;
+	} else {
+		page = lab_gmem_alloc(d->g, LAB_PAGE, LAB_PAGE);
+		if (page == 0)
+			return 0;
+		rec->allocs[rec->nallocs].gpa = page;
+		rec->allocs[rec->nallocs].len = LAB_PAGE;
+		rec->nallocs++;
+	}
+	if (src && len)
+		memcpy(lab_gmem_guest_ptr(d->g, page + off, len), src, len);
+	return page + off;
+}
+
+/* Place the pieces of cut, bytes from src onwards (NULL: none), as the chain's segments.
+ * false when RAM is full. */
+static bool place_cut(struct lab_net_driver *d, struct lab_chain_rec *rec, const struct lab_cut *cut,
+		      const uint8_t *src)
+{
+	for (uint32_t i = 0, at = 0; i < cut->n; i++) {
+		const uint8_t *from = src ? src + at : NULL;
+		uint64_t gpa = cut->place[i] == LAB_PLACE_ANY
+				       ? place_bytes(d, rec, from, cut->len[i])
+				       : place_in_page(d, rec, from, cut->len[i], cut->off[i],
+						       cut->place[i] == LAB_PLACE_SAME_PAGE);
+
+		if (gpa == 0)
+			return false;
+		rec->segs[rec->nsegs].gpa = gpa;
+		rec->segs[rec->nsegs].len = cut->len[i];
+		rec->nsegs++;
+		at += cut->len[i];
+	}
+	return true;
 }
 
 static void release_chain(struct lab_net_driver *d, struct lab_chain_rec *rec, bool granted)
@@ -588,36 +652,94 @@ int lab_drv_post_tx(struct lab_net_driver *d)
 /* Post one TX packet of pkt_len bytes, of random shape or at the limits. 1 posted, 0 out of
  * descriptors or RAM, -1 driver failure, 2 a chain at the limits came out with more host
  * pieces than the core accepts (its buffers are given back: post it ordinary). */
+/* The header of a frame: its offloads as they are (a GSO frame's hdr_len already what
+ * Linux sends), and junk in num_buffers, as make_tx_header. */
+static void frame_tx_header(const struct vl_offload *ol, uint32_t pkt_len, uint8_t *hdr)
+{
+	hdr[0] = ol->flags;
+	hdr[1] = ol->gso_type;
+	put16(hdr + 2, ol->hdr_len);
+	put16(hdr + 4, ol->gso_size);
+	put16(hdr + 6, ol->csum_start);
+	put16(hdr + 8, ol->csum_offset);
+	put16(hdr + 10, (uint16_t)(pkt_len * 2654435761u >> 9));
+}
+
+/* A frame in the shape a Linux guest sends it (linux_shape.h): its headers and some bytes
+ * in the linear part, which a GSO frame's hdr_len then names (Linux: skb_headlen). */
+static void linux_tx_cut(struct lab_net_driver *d, struct lab_content *c, uint32_t max,
+			 struct lab_cut *cut)
+{
+	const uint32_t pick = lab_rng_below(&d->rng, 4);
+	uint32_t linear = lab_traffic_hdr_len(d->cfg.seed, d->tx_key, c);
+
+	linear += pick < 2 ? 0 : 1 + lab_rng_below(&d->rng, pick == 2 ? 128 : 1024);
+	if (linear > c->len)
+		linear = c->len;
+	if (c->ol.gso_type != VL_NET_HDR_GSO_NONE)
+		c->ol.hdr_len = (uint16_t)linear;
+	/* The header goes in front of the linear part when the device takes any layout
+	 * (VERSION_1, the 12-byte header) and the skb has the room; alone otherwise. */
+	lab_linux_tx_cut(&d->rng, d->hdr_len, d->hdr_len == 12 && lab_rng_chance(&d->rng, 1, 2),
+			 linear, c->len, max, cut);
+}
+
 static int post_tx_chain(struct lab_net_driver *d, uint32_t pkt_len, enum lab_limit limit)
 {
 	uint16_t head;
-	uint32_t total = d->hdr_len + pkt_len;
 	uint32_t lens[LAB_MAX_SEGS];
 	struct lab_chain_rec rec = {.segs = d->stage, .allocs = d->stage + LAB_MAX_SEGS};
+	const bool csum = (d->cfg.features & VL_FEATURE(VL_F_NET_CSUM)) != 0;
+	struct lab_content c;
+	struct lab_cut cut = {.n = 0};
 
+	lab_traffic_pick(&d->cfg.tx_traffic, d->tx_key, pkt_len, true, &c);
+	pkt_len = c.len;
+	/* GSO frames always go in Linux's shape, other frames half the time; patterns and the
+	 * chains at the limits keep the shapes of their own. */
+	const bool linux = c.kind == LAB_CONTENT_FRAME && limit == LAB_LIMIT_NONE &&
+			   (c.ol.gso_type != VL_NET_HDR_GSO_NONE || lab_rng_chance(&d->rng, 1, 2));
+	const uint32_t total = d->hdr_len + pkt_len;
+
+	if (linux)
+		linux_tx_cut(d, &c, d->cfg.queue_size < LAB_MAX_SEGS ? d->cfg.queue_size
+								      : LAB_MAX_SEGS, &cut);
 	rec.key = d->tx_key;
 	rec.limit = limit;
 	rec.pkt_len = pkt_len;
 	rec.total = total;
-	make_tx_header(d, pkt_len, rec.hdr);
+	rec.c = c;
+	if (c.kind == LAB_CONTENT_FRAME)
+		frame_tx_header(&c.ol, pkt_len, rec.hdr);
+	else
+		make_tx_header(d, pkt_len, rec.hdr);
+	/* Without VIRTIO_NET_F_CSUM a driver sends no offloads (flags 0, no GSO: spec 5.1.6.2);
+	 * the other fields mean nothing and keep their junk. */
+	if (!csum)
+		rec.hdr[0] = rec.hdr[1] = 0;
 	memcpy(d->scratch, rec.hdr, d->hdr_len);
-	lab_make_payload(d->scratch + d->hdr_len, pkt_len, d->cfg.seed, rec.key);
+	lab_traffic_bytes(d->cfg.seed, rec.key, &c, d->scratch + d->hdr_len);
 
-	uint32_t n = limit != LAB_LIMIT_NONE
-			     ? cut_limit(total, limit_descs(d, limit, false), lens)
-			     : cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS,
-					    LAB_SHAPED_SEGS, lens);
-	uint32_t off = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t gpa = place_bytes(d, &rec, d->scratch + off, lens[i]);
-
-		if (gpa == 0)
+	if (linux) {
+		if (!place_cut(d, &rec, &cut, d->scratch))
 			goto no_room;
-		rec.segs[rec.nsegs].gpa = gpa;
-		rec.segs[rec.nsegs].len = lens[i];
-		rec.nsegs++;
-		off += lens[i];
+	} else {
+		uint32_t n = limit != LAB_LIMIT_NONE
+				     ? cut_limit(total, limit_descs(d, limit, false), lens)
+				     : cut_segments(d, total, d->hdr_len, LAB_MAX_TX_DATA_SEGS,
+						    LAB_SHAPED_SEGS, lens);
+		uint32_t off = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t gpa = place_bytes(d, &rec, d->scratch + off, lens[i]);
+
+			if (gpa == 0)
+				goto no_room;
+			rec.segs[rec.nsegs].gpa = gpa;
+			rec.segs[rec.nsegs].len = lens[i];
+			rec.nsegs++;
+			off += lens[i];
+		}
 	}
 	if (limit != LAB_LIMIT_NONE && chain_pieces(d, &rec) > limit_pieces(d, limit, false)) {
 		release_chain(d, &rec, false);
@@ -633,14 +755,22 @@ static int post_tx_chain(struct lab_net_driver *d, uint32_t pkt_len, enum lab_li
 	if (d->in_order)
 		d->tx_order[(d->tx_order_head + d->tx_order_count++) % d->cfg.queue_size] = head;
 
-	struct lab_expect e = {.key = rec.key, .pkt_len = pkt_len};
+	struct lab_expect e = {.key = rec.key, .pkt_len = pkt_len, .c = c};
 
-	e.ol.flags = rec.hdr[0];
-	e.ol.gso_type = rec.hdr[1];
-	e.ol.hdr_len = get16(rec.hdr + 2);
-	e.ol.gso_size = get16(rec.hdr + 4);
-	e.ol.csum_start = get16(rec.hdr + 6);
-	e.ol.csum_offset = get16(rec.hdr + 8);
+	/* Without CSUM the device reads no header: the packet has no offloads. */
+	if (csum) {
+		e.ol.flags = rec.hdr[0];
+		e.ol.gso_type = rec.hdr[1];
+		e.ol.hdr_len = get16(rec.hdr + 2);
+		e.ol.gso_size = get16(rec.hdr + 4);
+		e.ol.csum_start = get16(rec.hdr + 6);
+		e.ol.csum_offset = get16(rec.hdr + 8);
+	}
+	d->linux_chains += linux;
+	if (c.ol.gso_type != VL_NET_HDR_GSO_NONE) {
+		d->gso_tx_posted++;
+		d->gso_tx_max = pkt_len > d->gso_tx_max ? pkt_len : d->gso_tx_max;
+	}
 	fifo_push(&d->tx_expect, &e);
 	d->tx_key++;
 	d->tx_in_flight++;
@@ -681,7 +811,7 @@ int lab_drv_recheck(struct lab_net_driver *d, const struct vl_pkt *pkt,
 	if (vl_pkt_read(pkt, 0, d->scratch2, pkt->pkt_len) != pkt->pkt_len)
 		return drv_fail(d, "TX packet %" PRIu64 ": segments hold fewer bytes than pkt_len",
 				e->key);
-	lab_make_payload(d->scratch, e->pkt_len, d->cfg.seed, e->key);
+	lab_drv_tx_bytes(d, e, d->scratch);
 	uint32_t at = first_diff(d->scratch, d->scratch2, e->pkt_len);
 
 	if (at != e->pkt_len)
@@ -741,7 +871,7 @@ int lab_drv_harvest_tx(struct lab_net_driver *d)
 					"device writes nothing to TX buffers)", rec->key, len);
 		/* Read-only grant: the buffers must hold exactly what the guest wrote. */
 		memcpy(d->scratch, rec->hdr, d->hdr_len);
-		lab_make_payload(d->scratch + d->hdr_len, rec->pkt_len, d->cfg.seed, rec->key);
+		lab_traffic_bytes(d->cfg.seed, rec->key, &rec->c, d->scratch + d->hdr_len);
 		gather_segs(d, rec, d->scratch2, rec->total);
 		uint32_t at = first_diff(d->scratch, d->scratch2, rec->total);
 
@@ -777,7 +907,8 @@ int lab_drv_post_rx(struct lab_net_driver *d)
 	uint16_t head;
 	uint32_t cap;
 
-	if (lab_ring_free_descs(&d->rx) == 0)
+	if (lab_ring_free_descs(&d->rx) == 0 ||
+	    (d->cfg.rx_big && d->rx_in_flight >= LAB_BIG_RX_MAX))
 		return 0;
 	rec.limit = limit_shape(d, d->rx_buf_key);
 	if (limit_wait(d, &d->rx, &d->rx_limit_wait, &rec.limit,
@@ -817,19 +948,41 @@ again:
 	/* Mergeable packets need several buffers at once: on small queues, one descriptor per
 	 * buffer (as Linux posts them) so the ring can hold queue-size buffers. */
 	uint32_t max_segs = d->mergeable ? (d->cfg.queue_size >= 64 ? 3 : 1) : 4;
-	uint32_t n = rec.limit != LAB_LIMIT_NONE
-			     ? cut_limit(cap, limit_descs(d, rec.limit, true), lens)
-			     : cut_segments(d, cap, 0, max_segs,
-					    max_segs == 1 ? 1 : LAB_SHAPED_SEGS, lens);
+	const bool big = d->cfg.rx_big && !d->mergeable && rec.limit == LAB_LIMIT_NONE;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t gpa = place_bytes(d, &rec, NULL, lens[i]);
+	if (big) {
+		/* Linux's big packets: a header and 18 pages (linux_shape.h). */
+		struct lab_cut cut;
 
-		if (gpa == 0)
+		lab_linux_big_rx_cut(d->hdr_len, d->cfg.queue_size < LAB_MAX_SEGS
+							 ? d->cfg.queue_size
+							 : LAB_MAX_SEGS, &cut);
+		rec.total = cap = d->hdr_len + LAB_LINUX_BIG_DATA;
+		if (!place_cut(d, &rec, &cut, NULL))
 			goto no_room;
+	} else {
+		uint32_t n = rec.limit != LAB_LIMIT_NONE
+				     ? cut_limit(cap, limit_descs(d, rec.limit, true), lens)
+				     : cut_segments(d, cap, 0, max_segs,
+						    max_segs == 1 ? 1 : LAB_SHAPED_SEGS, lens);
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t gpa = place_bytes(d, &rec, NULL, lens[i]);
+
+			if (gpa == 0)
+				goto no_room;
+			rec.segs[rec.nsegs].gpa = gpa;
+			rec.segs[rec.nsegs].len = lens[i];
+			rec.nsegs++;
+		}
+	}
+	for (uint32_t i = 0; i < rec.nsegs; i++) {
+		const uint64_t gpa = rec.segs[i].gpa;
+		const uint32_t len = rec.segs[i].len;
+
 		/* Poison, so bytes the device claims to have written but did not are caught. */
-		if (lens[i])
-			memset(lab_gmem_guest_ptr(d->g, gpa, lens[i]), 0xa5, lens[i]);
+		if (len)
+			memset(lab_gmem_guest_ptr(d->g, gpa, len), 0xa5, len);
 		/* Half the buffers (a bit of the key, scrambled so it does not follow packet keys
 		 * in lockstep) start with the header most packets get (no offloads, one buffer),
 		 * as a driver that recycles its buffers leaves it (DPDK's virtio PMD): the device
@@ -837,16 +990,13 @@ again:
 		 * must still find the right header. */
 		if (i == 0 && ((d->rx_buf_key * 0x9e3779b97f4a7c15ull) >> 63)) {
 			uint8_t common[12] = {0};
-			const uint32_t hn = lens[0] < d->hdr_len ? lens[0] : d->hdr_len;
+			const uint32_t hn = len < d->hdr_len ? len : d->hdr_len;
 
 			if (d->hdr_len == 12)
 				common[10] = 1;
 			if (hn)
 				memcpy(lab_gmem_guest_ptr(d->g, gpa, hn), common, hn);
 		}
-		rec.segs[rec.nsegs].gpa = gpa;
-		rec.segs[rec.nsegs].len = lens[i];
-		rec.nsegs++;
 	}
 	if (rec.limit != LAB_LIMIT_NONE &&
 	    chain_pieces(d, &rec) > limit_pieces(d, rec.limit, true)) {
@@ -866,6 +1016,7 @@ again:
 	if (keep_chain(&d->rx_rec[head], d->rx_room + (size_t)head * REC_ROOM, &rec) != 0)
 		return drv_fail(d, "out of memory keeping RX buffer %u", head);
 	count_posted(d, &rec);
+	d->big_rx_buffers += big;
 	if (d->in_order)
 		d->rx_order[(d->rx_order_head + d->rx_order_count++) % d->cfg.queue_size] = head;
 	d->rx_buf_key++;
@@ -877,9 +1028,9 @@ no_room:
 }
 
 int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
-		      const struct vl_offload *ol)
+		      const struct vl_offload *ol, const struct lab_content *c)
 {
-	struct lab_expect e = {.key = key, .pkt_len = pkt_len, .ol = *ol};
+	struct lab_expect e = {.key = key, .pkt_len = pkt_len, .ol = *ol, .c = *c};
 
 	if (!fifo_push(&d->rx_expect, &e))
 		return drv_fail(d, "RX: more than %u delivered packets awaiting the guest",
@@ -935,14 +1086,25 @@ static int rx_check_packet(struct lab_net_driver *d, uint32_t got, const uint8_t
 			   uint16_t nbufs)
 {
 	struct lab_expect e;
+	uint32_t want_len;
+	struct vl_offload want_ol;
 
 	if (!fifo_pop(&d->rx_expect, &e))
 		return drv_fail(d, "RX: guest received a packet (%u bytes) the host never sent",
 				got);
+	/* What the guest must find: the host's packet, or the model's frame of it where the
+	 * host made it fit (expect_bytes.h). */
+	const char *why = lab_want_packet(&d->want, d->cfg.seed, d->cfg.features, e.key, &e.c,
+					  d->scratch, &want_len, &want_ol);
+
+	if (why)
+		return drv_fail(d, "RX packet %" PRIu64 " (frame %u of %u the host made of it; the "
+				"model's %u): %s", e.key, e.c.seg, e.c.nseg, d->want.n, why);
 	/* The observer hears what the packet had to be before it is checked, so a recording of
 	 * a failing run holds the very expectation that failed. */
 	if (d->rx_observer && d->landing) {
-		struct lab_rx_landing l = {&e, nbufs, d->nlanding, d->landing};
+		struct lab_rx_landing l = {&e, d->scratch, want_len, want_ol, nbufs, d->nlanding,
+					   d->landing};
 
 		d->rx_observer(d->rx_observer_ctx, &l);
 	}
@@ -951,20 +1113,44 @@ static int rx_check_packet(struct lab_net_driver *d, uint32_t got, const uint8_t
 		.gso_size = get16(hdr + 4), .csum_start = get16(hdr + 6),
 		.csum_offset = get16(hdr + 8),
 	};
+	const char *what = e.c.fit ? "the model's frame is" : "host sent";
 
-	if (got != e.pkt_len)
-		return drv_fail(d, "RX packet %" PRIu64 ": guest received %u bytes over %u "
-				"buffer(s), host sent %u", e.key, got, nbufs, e.pkt_len);
-	if (!same_offload(&ol, &e.ol))
-		return drv_fail(d, "RX packet %" PRIu64 ": header fields differ from the host's "
-				"offload metadata", e.key);
-	lab_make_payload(d->scratch, e.pkt_len, d->cfg.seed, e.key);
-	uint32_t at = first_diff(d->scratch, d->scratch2, e.pkt_len);
+	if (got != want_len)
+		return drv_fail(d, "RX packet %" PRIu64 "%s: guest received %u bytes over %u "
+				"buffer(s), %s %u", e.key, e.c.fit ? " (a frame made to fit)" : "",
+				got, nbufs, what, want_len);
+	if (!same_offload(&ol, &want_ol))
+		return drv_fail(d, "RX packet %" PRIu64 ": header fields differ from %s offload "
+				"metadata (flags %u/%u gso_type %u/%u hdr_len %u/%u gso_size %u/%u "
+				"csum_start %u/%u csum_offset %u/%u, received/expected)", e.key,
+				e.c.fit ? "the model's" : "the host's", ol.flags, want_ol.flags,
+				ol.gso_type, want_ol.gso_type, ol.hdr_len, want_ol.hdr_len,
+				ol.gso_size, want_ol.gso_size, ol.csum_start, want_ol.csum_start,
+				ol.csum_offset, want_ol.csum_offset);
+	uint32_t at = first_diff(d->scratch, d->scratch2, want_len);
 
-	if (at != e.pkt_len)
-		return drv_fail(d, "RX packet %" PRIu64 " (len %u, %u buffer(s)): byte %u is "
-				"0x%02x, host sent 0x%02x", e.key, e.pkt_len, nbufs, at,
-				d->scratch2[at], d->scratch[at]);
+	if (at != want_len)
+		return drv_fail(d, "RX packet %" PRIu64 " (len %u, %u buffer(s)%s): byte %u is "
+				"0x%02x, %s 0x%02x", e.key, want_len, nbufs,
+				e.c.fit ? ", a frame made to fit" : "", at, d->scratch2[at], what,
+				d->scratch[at]);
+	/* A frame without NEEDS_CSUM must carry checksums a receiving stack accepts: the
+	 * sender's, or the ones the host completed or computed for its segments. */
+	if (e.c.kind == LAB_CONTENT_FRAME && !(want_ol.flags & VL_NET_HDR_F_NEEDS_CSUM)) {
+		if (lab_frame_csum_check(d->scratch2, got) != 1)
+			return drv_fail(d, "RX packet %" PRIu64 " (len %u%s): its checksums are "
+					"wrong", e.key, got, e.c.fit ? ", a frame made to fit" : "");
+		d->csum_verified++;
+	}
+	if (e.c.fit && e.c.ol.gso_type != VL_NET_HDR_GSO_NONE)
+		d->fit_segments_checked++;
+	else if (e.c.fit && (e.c.ol.flags & VL_NET_HDR_F_NEEDS_CSUM))
+		d->fit_csum_completed++;
+	d->csum_rx_packets += (want_ol.flags & VL_NET_HDR_F_NEEDS_CSUM) != 0;
+	if (want_ol.gso_type != VL_NET_HDR_GSO_NONE) {
+		d->gso_rx_packets++;
+		d->gso_rx_max = got > d->gso_rx_max ? got : d->gso_rx_max;
+	}
 	d->checks++;
 	return 0;
 }

@@ -8,8 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "expect_bytes.h"
 #include "guest_mem.h"
 #include "rng.h"
+#include "traffic.h"
 #include "vhostlab/vl_pkt.h"
 #include "vring.h"
 
@@ -59,13 +61,17 @@ struct lab_chain_rec {
 	uint32_t total;          /* TX: header + payload bytes; RX: capacity */
 	uint32_t pkt_len;        /* TX */
 	uint8_t hdr[12];         /* TX: header as written */
+	struct lab_content c;    /* TX: what the packet's bytes are */
 };
 
-/* A packet the checker expects to see next, in order. */
+/* A packet the checker expects to see next, in order: its key, its length and offloads as
+ * the core reports them (TX) or the host handed them to enqueue (RX), and what its bytes
+ * are (traffic.h). */
 struct lab_expect {
 	uint64_t key;
 	uint32_t pkt_len;
 	struct vl_offload ol;
+	struct lab_content c;
 };
 
 struct lab_fifo {
@@ -81,14 +87,30 @@ struct lab_net_driver_config {
 	const uint32_t *sizes;     /* TX packet sizes to pick from */
 	uint32_t nsizes;
 	uint32_t rx_buf_max;       /* non-mergeable RX buffer capacity (header included) */
+	/* The guest's own traffic (traffic.h): patterns, frames, checksum offload, GSO as its
+	 * features allow; frames go out in the shape Linux gives them (linux_shape.h). */
+	struct lab_traffic tx_traffic;
+	/* Receive buffers as Linux posts them with guest GSO but no mergeable buffers: "big
+	 * packets" of a header and 18 pages, at most LAB_BIG_RX_MAX of them out at a time. */
+	bool rx_big;
 	uint64_t seed;
 	uint16_t start_idx;        /* split: first avail/used index; packed: first position */
 };
+
+/* Big receive buffers (lab_net_driver_config.rx_big) out at a time: a Linux guest without
+ * indirect descriptors has 13 of them on a 256-entry ring (19 descriptors each); the lab
+ * keeps guest RAM, which every containment scan reads, to a few MiB. */
+#define LAB_BIG_RX_MAX 32u
 
 /* Where a delivered RX packet landed, in stream order (header, then payload): filled by the
  * harvest for an observer (the trace recorder turns it into expectations). */
 struct lab_rx_landing {
 	const struct lab_expect *e;    /* what the host sent */
+	/* What the guest must find: the packet's bytes, length and header fields (the host's
+	 * packet, or the model's frame of it when the host made it fit, lab_want_packet). */
+	const uint8_t *want;
+	uint32_t want_len;
+	struct vl_offload want_ol;
 	uint16_t nbufs;                /* buffers it took */
 	uint32_t nranges;
 	struct lab_seg *ranges;        /* guest bytes, header first */
@@ -130,6 +152,15 @@ struct lab_net_driver {
 	 * descriptors the core accepts (of them through an indirect table), and buffers, headers
 	 * and tables posted ending on a region's last byte / starting on its first. */
 	uint64_t limit_chains, limit_chains_indirect, region_end_buffers, region_start_buffers;
+	/* Offloaded traffic: TX chains posted in Linux's shape and GSO frames among them (the
+	 * longest), big RX buffers posted; RX: GSO frames received whole (the longest), frames
+	 * received with NEEDS_CSUM, frames the host made fit and the guest checked against the
+	 * model's -- segments of GSO packets, copies whose checksum the host completed -- and
+	 * frames whose checksums the guest verified as a receiving stack does. */
+	uint64_t linux_chains, gso_tx_posted, gso_tx_max, big_rx_buffers;
+	uint64_t gso_rx_packets, gso_rx_max, csum_rx_packets, fit_segments_checked;
+	uint64_t fit_csum_completed, csum_verified;
+	struct lab_want want;         /* the model's frames of the last packet the host fitted */
 };
 
 int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
@@ -150,9 +181,9 @@ int lab_drv_check_dequeued(struct lab_net_driver *d, const struct vl_pkt *pkt,
  * still show the guest's bytes: the guest cannot have reused a buffer it did not get back). */
 int lab_drv_recheck(struct lab_net_driver *d, const struct vl_pkt *pkt,
 		    const struct lab_expect *e);
-/* Record that the host delivered a packet (key, length, offloads) to RX. */
+/* Record that the host delivered a packet (key, length, offloads, what it stands for). */
 int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
-		      const struct vl_offload *ol);
+		      const struct vl_offload *ol, const struct lab_content *c);
 
 /* Harvest used entries: TX (buffers unchanged, each head once) and RX (reassemble, compare
  * with what the host delivered). Return 0 or -1 on failure. */
@@ -167,5 +198,8 @@ bool lab_drv_write_allowed(const struct lab_net_driver *d, uint64_t gpa, uint64_
 
 /* Fill a packet's payload and offloads the way the checker will expect them for `key`. */
 void lab_make_payload(uint8_t *dst, uint32_t len, uint64_t seed, uint64_t key);
+
+/* The bytes a TX packet the guest posted holds (what e stands for), e->pkt_len of them. */
+void lab_drv_tx_bytes(const struct lab_net_driver *d, const struct lab_expect *e, uint8_t *out);
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "scenario.h"
+#include "scenario_offload.h"
 #include "scenario_record.h"
 
 #include <inttypes.h>
@@ -51,6 +52,7 @@ void lab_scenario_defaults(struct lab_scenario_config *cfg)
 	cfg->nsizes = sizeof(sizes) / sizeof(sizes[0]);
 	cfg->seed = 1;
 	cfg->containment_every = 16;
+	cfg->offload = LAB_OFFLOAD_CSUM;
 }
 
 void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, size_t len)
@@ -63,13 +65,13 @@ void lab_scenario_describe(const struct lab_scenario_config *cfg, char *buf, siz
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "ring=%s mergeable=%s indirect=%s in_order=%s event_idx=%s batch=%u "
 		 "granularity=%s version_1=%s queue=%u zero_copy=%s dirty_log=%s evict=%s "
-		 "faults=%s seed=%" PRIu64,
+		 "faults=%s offload=%s seed=%" PRIu64,
 		 cfg->layout == VL_LAYOUT_PACKED ? "packed" : "split", cfg->mergeable ? "on" : "off",
 		 cfg->indirect ? "on" : "off", cfg->in_order ? "on" : "off",
 		 cfg->event_idx ? "on" : "off", cfg->batch_threshold, gran,
 		 cfg->modern ? "on" : "off", cfg->queue_size, cfg->zero_copy ? "on" : "off",
 		 cfg->dirty_log ? "on" : "off", cfg->evict ? "on" : "off",
-		 lab_faults_name(cfg->faults), cfg->seed);
+		 lab_faults_name(cfg->faults), lab_offload_name(cfg->offload), cfg->seed);
 }
 
 /* Everything one run owns, so teardown is one function whatever failed. */
@@ -94,8 +96,12 @@ struct run {
 	uint8_t *log, *changed;
 	uint64_t log_bytes;
 	struct vl_pkt **burst;       /* [cfg->burst] dequeued packets */
-	struct vl_pkt **pending;     /* [cfg->burst] host packets waiting for RX room */
+	struct vl_pkt **pending;     /* [pending_cap] host packets waiting for RX room */
 	uint64_t *pending_key;
+	struct lab_content *pending_c; /* what each stands for */
+	uint32_t pending_cap;        /* a burst, and the frames a GSO packet may be made into */
+	struct sc_offload ol;        /* the host's offload work (scenario_offload.h) */
+	bool ol_ready;
 	uint8_t *status;
 	uint32_t npending;
 	uint64_t host_bursts;
@@ -143,16 +149,60 @@ static uint32_t max_size(const struct lab_scenario_config *cfg)
 	return m;
 }
 
+/* The longest packet either side sends: GSO frames run to 64 KiB (the guest's with TSO, the
+ * host's far side's from csum on: traffic.h). */
+static uint32_t tx_max_len(const struct lab_scenario_config *cfg)
+{
+	return cfg->offload >= LAB_OFFLOAD_TSO ? VL_PKT_MAX_LEN : max_size(cfg);
+}
+
+static uint32_t host_max_len(const struct lab_scenario_config *cfg)
+{
+	return cfg->offload >= LAB_OFFLOAD_CSUM ? VL_PKT_MAX_LEN : max_size(cfg);
+}
+
+/* The longest packet the guest receives: the host's GSO frames whole where it takes them
+ * (tso, all), else the frames the host cuts them into (csum). */
+static uint32_t rx_max_len(const struct lab_scenario_config *cfg)
+{
+	if (cfg->offload >= LAB_OFFLOAD_TSO)
+		return VL_PKT_MAX_LEN;
+	if (cfg->offload == LAB_OFFLOAD_CSUM && max_size(cfg) < LAB_SEGMENT_MAX)
+		return LAB_SEGMENT_MAX;
+	return max_size(cfg);
+}
+
+/* Receive buffers in Linux's "big packets" shape (net_driver.h): guest GSO negotiated
+ * without mergeable buffers. */
+static bool rx_big(const struct lab_scenario_config *cfg)
+{
+	return !cfg->mergeable && cfg->offload >= LAB_OFFLOAD_TSO;
+}
+
 /* Guest RAM for the worst case in flight: a TX burst of the largest packets and a full RX
  * ring, each allocation padded for misalignment and indirect tables; doubled for
  * fragmentation. Chains at the core's limits need no more: a granule a descriptor and the
- * table, some 80 bytes a descriptor, where a chain of random shape is padded for 3200. */
+ * table, some 80 bytes a descriptor, where a chain of random shape is padded for 3200. GSO
+ * frames are few: room for 8 of the longest in flight on TX (a page per fragment), which
+ * the driver waits for when it runs short; big receive buffers are LAB_BIG_RX_MAX at most,
+ * 18 pages each (or, at the limits, 65 KiB in small pieces). */
 static uint64_t ram_needed(const struct lab_scenario_config *cfg, uint32_t hdr_len)
 {
 	uint64_t pad = (uint64_t)(LAB_SHAPED_SEGS + 1) * 128;
 	uint64_t tx = (uint64_t)cfg->burst * (max_size(cfg) + hdr_len + pad);
-	uint64_t rx_buf = cfg->mergeable ? 2048 + 64 + pad : max_size(cfg) + hdr_len + 64 + pad;
+	uint64_t rx_buf = cfg->mergeable ? 2048 + 64 + pad : rx_max_len(cfg) + hdr_len + 64 + pad;
 	uint64_t rx = (uint64_t)cfg->queue_size * rx_buf;
+
+	if (cfg->offload >= LAB_OFFLOAD_TSO)
+		tx += 8 * (VL_PKT_MAX_LEN + 4 * 4096 + pad);
+	if (rx_big(cfg)) {
+		const uint64_t at_limits = (uint64_t)VL_PKT_MAX_LEN + hdr_len +
+					   64 * (uint64_t)(cfg->queue_size < LAB_MAX_SEGS
+								   ? cfg->queue_size
+								   : LAB_MAX_SEGS);
+
+		rx = LAB_BIG_RX_MAX * (at_limits > 19 * 4096 ? at_limits : 19 * 4096);
+	}
 	uint64_t ram = 2 * (tx + rx) + (1u << 20);
 	uint64_t unit = cfg->granularity ? cfg->granularity : LAB_PAGE_SIZE;
 
@@ -323,9 +373,8 @@ static int record_setup(struct run *r, uint64_t features, const struct vl_vq_con
 static int setup(struct run *r)
 {
 	const struct lab_scenario_config *cfg = r->cfg;
-	/* The driver offloads checksums both ways: its RX packets carry NEEDS_CSUM and
-	 * DATA_VALID, which a driver takes only with GUEST_CSUM. */
-	uint64_t features = VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
+	/* The offloads the configuration's driver takes (traffic.h). */
+	uint64_t features = lab_offload_features(cfg->offload);
 	char msg[256] = "";
 	int err = 0;
 
@@ -369,7 +418,8 @@ static int setup(struct run *r)
 		.use_indirect = cfg->indirect,
 		.sizes = cfg->sizes,
 		.nsizes = cfg->nsizes,
-		.rx_buf_max = max_size(cfg) + hdr_len,
+		.rx_buf_max = rx_max_len(cfg) + hdr_len,
+		.rx_big = rx_big(cfg),
 		.seed = cfg->seed,
 		/* Split: start near the top of the 16-bit index space so every run crosses the
 		 * wrap. Packed: start near the end of the ring so the wrap counters flip at
@@ -379,6 +429,7 @@ static int setup(struct run *r)
 				     : (uint16_t)(0x10000u - 3u * (cfg->queue_size % 0x8000u) - 7u),
 	};
 
+	lab_traffic_for(cfg->offload, false, cfg->seed, &dc.tx_traffic);
 	if (lab_drv_init(&r->drv, r->gmem, &dc, r->drv_err, sizeof(r->drv_err)) != 0)
 		return driver_failed(r);
 	r->drv_ready = true;
@@ -404,7 +455,7 @@ static int setup(struct run *r)
 	/* Dequeue's pool: a burst of the largest packets plus the ones the host holds; when
 	 * scarce, only a couple of large packets' worth. The host's RX packets come from a
 	 * pool of their own, so faults hit the core alone. */
-	uint32_t segs_per_pkt = max_size(cfg) / POOL_BUF_SIZE + 1;
+	uint32_t segs_per_pkt = tx_max_len(cfg) / POOL_BUF_SIZE + 1;
 	/* A held zero-copy packet has a segment per piece of its payload, up to VL_ZC_MAX_SEGS
 	 * (a scarce pool stays scarce: running short is what that run is about). */
 	uint32_t held_per_pkt = segs_per_pkt;
@@ -416,7 +467,9 @@ static int setup(struct run *r)
 							     : cfg->burst * segs_per_pkt + 64 + held_segs;
 
 	r->pool = vl_pool_create(tx_bufs, POOL_BUF_SIZE);
-	r->rx_pool = vl_pool_create(cfg->burst * segs_per_pkt + 16, POOL_BUF_SIZE);
+	r->pending_cap = cfg->burst + LAB_GSO_FRAMES_MAX;
+	r->rx_pool = vl_pool_create(r->pending_cap * (host_max_len(cfg) / POOL_BUF_SIZE + 1) + 16,
+				    POOL_BUF_SIZE);
 	if (!r->pool || !r->rx_pool)
 		return run_fail(r, "out of memory");
 	r->fault_rng = lab_rng_make(cfg->seed, 0xfa17);
@@ -442,10 +495,15 @@ static int setup(struct run *r)
 		vl_vq_set_dirty_log(r->rxq, r->log, r->log_bytes);
 	}
 	r->burst = calloc(cfg->burst, sizeof(*r->burst));
-	r->pending = calloc(cfg->burst, sizeof(*r->pending));
-	r->pending_key = calloc(cfg->burst, sizeof(*r->pending_key));
+	r->pending = calloc(r->pending_cap, sizeof(*r->pending));
+	r->pending_key = calloc(r->pending_cap, sizeof(*r->pending_key));
+	r->pending_c = calloc(r->pending_cap, sizeof(*r->pending_c));
 	r->status = calloc(cfg->burst, 1);
-	if (!r->pool || !r->burst || !r->pending || !r->pending_key || !r->status)
+	if (!r->pool || !r->burst || !r->pending || !r->pending_key || !r->pending_c ||
+	    !r->status)
+		return run_fail(r, "out of memory");
+	r->ol_ready = true;
+	if (sc_ol_init(&r->ol, cfg, max_size(cfg), r->pending_cap) != 0)
 		return run_fail(r, "out of memory");
 	r->rx_key = RX_KEY_BASE;
 	if (cfg->record) {
@@ -467,6 +525,8 @@ static void teardown(struct run *r)
 	for (uint32_t i = 0; i < r->npending; i++)
 		vl_pkt_free(r->pending[i]);
 	r->npending = 0;
+	if (r->ol_ready)
+		sc_ol_fini(&r->ol);
 	/* Packets still held (a run that failed): freed while their queue exists. */
 	for (uint32_t i = 0; i < r->nheld; i++)
 		vl_pkt_free(r->held[i]);
@@ -495,6 +555,7 @@ static void teardown(struct run *r)
 	free(r->burst);
 	free(r->pending);
 	free(r->pending_key);
+	free(r->pending_c);
 	free(r->status);
 }
 
@@ -705,7 +766,13 @@ static int tx_round(struct run *r, uint64_t *posted)
 		if (r->rec && checked && e.key != UINT64_MAX)
 			sc_rec_expect_packet(r->rec, first_num + i, &e);
 		res->tx_bytes += r->burst[i]->pkt_len;
-		if (rc == 0 && hold_maybe(r, r->burst[i], &e, first_num + i))
+		const bool held = rc == 0 && hold_maybe(r, r->burst[i], &e, first_num + i);
+
+		/* What an application does with an offloaded packet, checked against the
+		 * model (scenario_offload.h). */
+		if (rc == 0 && sc_ol_tx(&r->ol, r->burst[i], &e, held) != 0)
+			rc = run_fail(r, "%s", r->ol.err);
+		if (held)
 			continue;
 		vl_pkt_free(r->burst[i]);
 		if (r->rec)
@@ -717,26 +784,6 @@ static int tx_round(struct run *r, uint64_t *posted)
 	if (lab_drv_harvest_tx(&r->drv) != 0 || lab_drv_check_tx_age(&r->drv, tx_age_bound(r)) != 0)
 		return driver_failed(r);
 	return check_call(r, ring, r->txq, "TX");
-}
-
-static void make_rx_packet(struct run *r, struct vl_pkt *pkt, uint64_t key)
-{
-	struct lab_rng rng = lab_rng_make(r->cfg->seed, key);
-	static const uint8_t flag_choices[] = {0, VL_NET_HDR_F_DATA_VALID, VL_NET_HDR_F_NEEDS_CSUM};
-	uint8_t *tmp = r->drv.scratch;
-
-	lab_make_payload(tmp, pkt->pkt_len, r->cfg->seed, key);
-	vl_pkt_write(pkt, 0, tmp, pkt->pkt_len);
-	pkt->ol.flags = flag_choices[lab_rng_below(&rng, 3)];
-	pkt->ol.gso_type = VL_NET_HDR_GSO_NONE;
-	pkt->ol.hdr_len = (uint16_t)lab_rng_below(&rng, 128);
-	pkt->ol.gso_size = (uint16_t)lab_rng_below(&rng, 1500);
-	pkt->ol.csum_start = (uint16_t)lab_rng_below(&rng, pkt->pkt_len);
-	pkt->ol.csum_offset = (uint16_t)lab_rng_below(&rng, 64);
-	/* One packet in four has no offloads, as most real traffic: its header is the one the
-	 * driver leaves in every other buffer (lab_drv_post_rx), which the device may keep. */
-	if ((key & 3) == 0)
-		pkt->ol = (struct vl_offload){0};
 }
 
 static int rx_round(struct run *r, uint64_t *generated)
@@ -774,20 +821,30 @@ static int rx_round(struct run *r, uint64_t *generated)
 		return -1;
 	arm_calls(r, ring);
 
+	/* The host's packets, made fit the driver where they must be (scenario_offload.h):
+	 * each may become several, all of which count towards the packets to deliver; so a GSO
+	 * packet is sent only while that many are still to come. */
 	while (r->npending < cfg->burst && *generated < cfg->packets) {
 		struct lab_rng rng = lab_rng_make(cfg->seed, r->rx_key ^ 0x1234);
 		uint32_t len = cfg->sizes[lab_rng_below(&rng, cfg->nsizes)];
-		struct vl_pkt *pkt = vl_pkt_alloc_len(r->rx_pool, len);
+		const uint64_t left = cfg->packets - *generated;
+		const uint32_t space = r->pending_cap - r->npending < left
+					       ? r->pending_cap - r->npending
+					       : (uint32_t)left;
+		int n = sc_ol_rx(&r->ol, r->rxq, r->rx_pool, r->rx_key, len,
+				 space >= LAB_GSO_FRAMES_MAX, r->pending + r->npending,
+				 r->pending_c + r->npending, space);
 
-		if (!pkt)
-			return run_fail(r, "pool exhausted building RX packet %" PRIu64,
-					r->rx_key - RX_KEY_BASE);
-		make_rx_packet(r, pkt, r->rx_key);
-		r->pending[r->npending] = pkt;
-		r->pending_key[r->npending] = r->rx_key++;
-		r->npending++;
-		(*generated)++;
+		if (n < 0)
+			return run_fail(r, "%s", r->ol.err);
+		for (int k = 0; k < n; k++)
+			r->pending_key[r->npending + (uint32_t)k] = r->rx_key;
+		r->rx_key++;
+		r->npending += (uint32_t)n;
+		*generated += (uint64_t)n;
 	}
+	/* A burst at most (a packet made into many frames waits for the next). */
+	const uint32_t count = r->npending < cfg->burst ? r->npending : cfg->burst;
 
 	bool scan = scan_due(r);
 
@@ -795,9 +852,9 @@ static int rx_round(struct run *r, uint64_t *generated)
 		scan_begin(r);
 	if (r->rec) {
 		sc_rec_before(r->rec);
-		sc_rec_enqueue(r->rec, r->pending, r->pending_key, r->npending);
+		sc_rec_enqueue(r->rec, r->pending, r->pending_key, count);
 	}
-	uint16_t h = vl_net_enqueue(r->rxq, r->pending, (uint16_t)r->npending, r->status);
+	uint16_t h = vl_net_enqueue(r->rxq, r->pending, (uint16_t)count, r->status);
 
 	if (r->rec) {
 		sc_rec_after(r->rec);
@@ -814,7 +871,8 @@ static int rx_round(struct run *r, uint64_t *generated)
 			return run_fail(r, "RX packet %" PRIu64 " (%u bytes) dropped (status %u) "
 					"although the guest's buffers could hold it",
 					r->pending_key[i] - RX_KEY_BASE, pkt->pkt_len, r->status[i]);
-		if (lab_drv_expect_rx(&r->drv, r->pending_key[i], pkt->pkt_len, &pkt->ol) != 0)
+		if (lab_drv_expect_rx(&r->drv, r->pending_key[i], pkt->pkt_len, &pkt->ol,
+				      &r->pending_c[i]) != 0)
 			return driver_failed(r);
 		res->rx_packets++;
 		res->rx_bytes += pkt->pkt_len;
@@ -822,6 +880,7 @@ static int rx_round(struct run *r, uint64_t *generated)
 	}
 	memmove(r->pending, r->pending + h, (r->npending - h) * sizeof(*r->pending));
 	memmove(r->pending_key, r->pending_key + h, (r->npending - h) * sizeof(*r->pending_key));
+	memmove(r->pending_c, r->pending_c + h, (r->npending - h) * sizeof(*r->pending_c));
 	r->npending -= h;
 	if (lab_drv_harvest_rx(&r->drv) != 0)
 		return driver_failed(r);
@@ -905,6 +964,12 @@ static int final_checks(struct run *r)
 		return run_fail(r, "copy prefetch: %" PRIu64 " TX copies prefetched of %" PRIu64
 				" batched, %" PRIu64 " RX", ts->copy_prefetches,
 				ts->copies_batched, rs->copy_prefetches);
+	if (sc_ol_pools_whole(&r->ol) != 0)
+		return run_fail(r, "%s", r->ol.err);
+	/* Every GSO frame the guest posted was dequeued, segmented and checked. */
+	if (r->ol.gso_tx_packets != d->gso_tx_posted)
+		return run_fail(r, "offloads: the guest posted %" PRIu64 " GSO frames, the host "
+				"segmented %" PRIu64, d->gso_tx_posted, r->ol.gso_tx_packets);
 	if (door_check(r, "final") != 0)
 		return -1;
 	r->res->door_checks = lab_door_checks();
@@ -968,6 +1033,18 @@ int lab_scenario_run(const struct lab_scenario_config *cfg, struct lab_scenario_
 	res->limit_chains_indirect = r.drv.limit_chains_indirect;
 	res->region_end_buffers = r.drv.region_end_buffers;
 	res->region_start_buffers = r.drv.region_start_buffers;
+	res->gso_tx_packets = r.ol.gso_tx_packets;
+	res->gso_tx_max = r.ol.gso_tx_max;
+	res->csum_tx_packets = r.ol.csum_tx_packets;
+	res->linux_chains = r.drv.linux_chains;
+	res->gso_rx_packets = r.drv.gso_rx_packets;
+	res->gso_rx_max = r.drv.gso_rx_max;
+	res->csum_rx_packets = r.drv.csum_rx_packets;
+	res->rx_fitted = r.ol.rx_fitted;
+	res->big_rx_buffers = r.drv.big_rx_buffers;
+	res->segments_checked = r.ol.segments_checked + r.drv.fit_segments_checked;
+	res->csum_completed = r.ol.csum_completed + r.drv.fit_csum_completed;
+	res->csum_verified = r.ol.csum_verified + r.drv.csum_verified;
 	teardown(&r);
 	res->seconds = now_seconds() - t0;
 	return res->ok ? 0 : -1;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "traffic.h"
 #include "vhostlab/vl_vq.h"
 
 struct lab_recorder;
@@ -50,6 +51,10 @@ struct lab_scenario_config {
 	bool evict;                /* evict-after-read on the TX queue: the run fails where
 				    * vl_vq_evict_supported() is false */
 	enum lab_faults faults;
+	/* The offload features the driver negotiates (traffic.h), hence the traffic: the guest
+	 * sends checksum-offload and GSO frames as they allow, the host sends what a side that
+	 * offloads one step more sends, and makes it fit the driver where it must. */
+	enum lab_offload offload;
 	/* Record the run as a trace (scenario_record.h); the result's `recorder` holds it. */
 	bool record;
 	/* Called now and then with progress; may be NULL. */
@@ -79,6 +84,17 @@ struct lab_scenario_result {
 	 * most descriptors the core accepts (of them through an indirect table), and buffers,
 	 * headers and tables ending on a RAM region's last byte / starting on its first. */
 	uint64_t limit_chains, limit_chains_indirect, region_end_buffers, region_start_buffers;
+	/* Offloaded traffic. TX: GSO frames dequeued and segmented with vl_sw_segment (the
+	 * longest), NEEDS_CSUM packets dequeued, TX chains posted in Linux's shape. RX: GSO
+	 * frames the guest received whole (the longest), frames it received with NEEDS_CSUM,
+	 * host packets made fit with vl_sw_fit, big receive buffers posted. Both ways: frames
+	 * cut by the core compared byte for byte with the model's (TX segments and the frames
+	 * of RX fits), checksums completed by the core and compared with the model's (TX
+	 * vl_sw_csum_complete, RX fits), frames whose checksums were verified as a receiving
+	 * stack verifies them. */
+	uint64_t gso_tx_packets, gso_tx_max, csum_tx_packets, linux_chains;
+	uint64_t gso_rx_packets, gso_rx_max, csum_rx_packets, rx_fitted, big_rx_buffers;
+	uint64_t segments_checked, csum_completed, csum_verified;
 	double seconds;
 	struct vl_vq_stats tx_stats, rx_stats;
 	/* With cfg->record: the recording (lab_rec_trace), owned by the caller, who frees it

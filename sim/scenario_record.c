@@ -49,7 +49,7 @@ void sc_rec_expect_packet(struct sc_rec *s, uint64_t num, const struct lab_expec
 
 	if (!buf)
 		return;
-	lab_make_payload(buf, e->pkt_len, s->seed, e->key);
+	lab_traffic_bytes(s->seed, e->key, &e->c, buf);
 	o.pat.kind = LAB_PAT_FNV1A;
 	o.pat.value = lab_trace_fnv1a(LAB_FNV1A_INIT, buf, e->pkt_len);
 	o.ol = (struct lab_trace_ol){
@@ -137,27 +137,28 @@ static void put16(uint8_t *p, uint16_t v)
 	memcpy(p, &v, 2);
 }
 
-/* The packet as the guest must find it: the header the host's offloads make (num_buffers =
- * buffers taken with mergeable buffers, 1 in a 12-byte header without), then the payload the
- * host generated for that key; one `expect mem` per guest range. */
+/* The packet as the guest must find it: the header its offloads make (num_buffers = buffers
+ * taken with mergeable buffers, 1 in a 12-byte header without), then its bytes -- what the
+ * host generated for that key, or the model's frame of it where the host made it fit; one
+ * `expect mem` per guest range. */
 void sc_rec_rx_landing(void *ctx, const struct lab_rx_landing *l)
 {
 	struct sc_rec *s = ctx;
-	uint32_t total = s->hdr_len + l->e->pkt_len;
+	uint32_t total = s->hdr_len + l->want_len;
 	uint8_t *want = malloc(total);
 
 	if (!want)
 		return;
 	memset(want, 0, s->hdr_len);
-	want[0] = l->e->ol.flags;
-	want[1] = l->e->ol.gso_type;
-	put16(want + 2, l->e->ol.hdr_len);
-	put16(want + 4, l->e->ol.gso_size);
-	put16(want + 6, l->e->ol.csum_start);
-	put16(want + 8, l->e->ol.csum_offset);
+	want[0] = l->want_ol.flags;
+	want[1] = l->want_ol.gso_type;
+	put16(want + 2, l->want_ol.hdr_len);
+	put16(want + 4, l->want_ol.gso_size);
+	put16(want + 6, l->want_ol.csum_start);
+	put16(want + 8, l->want_ol.csum_offset);
 	if (s->hdr_len == 12)
 		put16(want + 10, s->mergeable ? l->nbufs : 1);
-	lab_make_payload(want + s->hdr_len, l->e->pkt_len, s->seed, l->e->key);
+	memcpy(want + s->hdr_len, l->want, l->want_len);
 	for (uint32_t i = 0, off = 0; i < l->nranges && off < total; i++) {
 		uint32_t n = l->ranges[i].len < total - off ? l->ranges[i].len : total - off;
 		struct lab_trace_op o = {.kind = LAB_T_EXPECT_MEM, .addr = l->ranges[i].gpa,
