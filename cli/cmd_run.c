@@ -55,6 +55,15 @@ static void run_usage(FILE *out)
 		"  --faults LIST|all|mixed   allocation faults: none, nth (every 7th allocation\n"
 		"                            fails), prob (1 in 10), scarce (a nearly empty pool)\n"
 		"                            (default mixed)\n"
+		"  --offload LIST|mixed      offload features the driver negotiates: none, csum\n"
+		"                            (CSUM, GUEST_CSUM), tso (+ HOST_ and GUEST_TSO4/6,\n"
+		"                            HOST_ and GUEST_ECN), all (+ HOST_USO, GUEST_USO4/6).\n"
+		"                            The guest sends checksum-offload and GSO frames (up to\n"
+		"                            64 KiB) as they allow; the host segments and completes\n"
+		"                            them with the core's fallbacks and compares each frame\n"
+		"                            with the model's, and sends the guest what a side\n"
+		"                            offloading one step more sends, made to fit where the\n"
+		"                            driver cannot take it (default mixed)\n"
 		"  --stats                   also print each queue's statistics\n"
 		"  --packets N               packets per direction per configuration (default 100000)\n"
 		"  --sizes LIST              packet sizes in bytes, 1..65535\n"
@@ -92,7 +101,7 @@ struct extra {
 };
 
 struct run_opts {
-	struct extra zc, log, evict, faults;
+	struct extra zc, log, evict, faults, offload;
 	bool stats;
 	bool packed[2];
 	uint32_t nring;
@@ -172,6 +181,18 @@ static bool one_fault(const char *opt, const char *item, void *out, uint32_t i)
 	}
 	cli_usage_error("run", "%s: '%s' is not one of none, nth, prob, scarce, all, mixed", opt,
 			item);
+	return false;
+}
+
+static bool one_offload(const char *opt, const char *item, void *out, uint32_t i)
+{
+	for (uint32_t m = 0; m < LAB_OFFLOAD__COUNT; m++) {
+		if (!strcmp(item, lab_offload_name((enum lab_offload)m))) {
+			((uint32_t *)out)[i] = m;
+			return true;
+		}
+	}
+	cli_usage_error("run", "%s: '%s' is not one of none, csum, tso, all, mixed", opt, item);
 	return false;
 }
 
@@ -308,7 +329,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_RING = 256, O_MERGE, O_IND, O_ORDER, O_EVT, O_BATCH, O_GRAN, O_PKTS, O_SIZES,
 	       O_SEED, O_QSIZE, O_BURST, O_JSON, O_QUIET, O_ZC, O_LOG, O_FAULTS, O_STATS,
-	       O_RECF, O_REC, O_EVICT };
+	       O_RECF, O_REC, O_EVICT, O_OFFLOAD };
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, O_RING},
 		{"mergeable", required_argument, NULL, O_MERGE},
@@ -326,6 +347,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"dirty-log", required_argument, NULL, O_LOG},
 		{"evict", required_argument, NULL, O_EVICT},
 		{"faults", required_argument, NULL, O_FAULTS},
+		{"offload", required_argument, NULL, O_OFFLOAD},
 		{"stats", no_argument, NULL, O_STATS},
 		{"record-failures", required_argument, NULL, O_RECF},
 		{"record", required_argument, NULL, O_REC},
@@ -347,6 +369,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	o->log = (struct extra){.mixed = true, .nvalues = 2};
 	o->evict = (struct extra){.mixed = true, .nvalues = 2};
 	o->faults = (struct extra){.mixed = true, .nvalues = LAB_FAULTS__COUNT};
+	o->offload = (struct extra){.mixed = true, .nvalues = LAB_OFFLOAD__COUNT};
 
 	opterr = 0;
 	optind = 1;
@@ -422,6 +445,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				ok = parse_list("--faults", optarg, LAB_FAULTS__COUNT, &o->faults.n,
 						one_fault, o->faults.v);
 			}
+			break;
+		case O_OFFLOAD:
+			o->offload.mixed = !strcmp(optarg, "mixed");
+			if (!o->offload.mixed)
+				ok = parse_list("--offload", optarg, LAB_OFFLOAD__COUNT,
+						&o->offload.n, one_offload, o->offload.v);
 			break;
 		case O_STATS:
 			o->stats = true;
@@ -522,7 +551,8 @@ static uint32_t build_matrix(const struct run_opts *o, struct config_result *out
 	for (uint32_t z = 0; z < extra_count(&o->zc); z++)
 	for (uint32_t d = 0; d < extra_count(&o->log); d++)
 	for (uint32_t v = 0; v < extra_count(&o->evict); v++)
-	for (uint32_t f = 0; f < extra_count(&o->faults); f++) {
+	for (uint32_t f = 0; f < extra_count(&o->faults); f++)
+	for (uint32_t x = 0; x < extra_count(&o->offload); x++) {
 		struct lab_scenario_config *c = &out[k].cfg;
 
 		*c = o->base;
@@ -540,6 +570,11 @@ static uint32_t build_matrix(const struct run_opts *o, struct config_result *out
 		/* Layout, in-order, mergeable and event idx: the paths a copy can take. */
 		c->evict = extra_value(&o->evict, k, 0x6c, v) != 0;
 		c->faults = (enum lab_faults)extra_value(&o->faults, k, 0x0f55, f);
+		/* Parities of batch, event idx and in-order, and of everything but granularity
+		 * and batch: each offload mode meets every value of each other dimension, every
+		 * ring x mergeable, ring x indirect and ring x zero-copy pair, and every fault mode
+		 * equally often. */
+		c->offload = (enum lab_offload)extra_value(&o->offload, k, 0x0e7c, x);
 		k++;
 	}
 	return k;
@@ -555,7 +590,7 @@ int cmd_run(int argc, char **argv)
 
 	uint32_t total = o.nring * o.merge.n * o.ind.n * o.order.n * o.evt.n * o.nbatch * o.ngran *
 			 o.nqsize * extra_count(&o.zc) * extra_count(&o.log) * extra_count(&o.evict) *
-			 extra_count(&o.faults);
+			 extra_count(&o.faults) * extra_count(&o.offload);
 	struct config_result *results = calloc(total, sizeof(*results));
 
 	if (!results) {

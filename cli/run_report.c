@@ -25,11 +25,11 @@ void run_config_name(const struct lab_scenario_config *c, char *buf, size_t len)
 	else
 		snprintf(gran, sizeof(gran), "coarse");
 	snprintf(buf, len, "%-6s mrg=%-3s ind=%-3s ord=%-3s evt=%-3s batch=%-4u gran=%-6s q=%-4u "
-		 "zc=%-3s log=%-3s ev=%-3s flt=%-6s",
+		 "zc=%-3s log=%-3s ev=%-3s flt=%-6s ol=%-4s",
 		 c->layout == VL_LAYOUT_PACKED ? "packed" : "split", onoff(c->mergeable),
 		 onoff(c->indirect), onoff(c->in_order), onoff(c->event_idx), c->batch_threshold,
 		 gran, c->queue_size, onoff(c->zero_copy), onoff(c->dirty_log), onoff(c->evict),
-		 lab_faults_name(c->faults));
+		 lab_faults_name(c->faults), lab_offload_name(c->offload));
 }
 
 static double pps(const struct lab_scenario_result *s)
@@ -42,7 +42,7 @@ void run_print_table(FILE *out, const struct config_result *r, uint32_t n, doubl
 	uint32_t passed = 0;
 	uint64_t pkts = 0, spurious = 0;
 
-	fprintf(out, "%-108s %3s %9s %12s %9s %12s %9s %6s %7s %9s  %s\n", "configuration", "hdr",
+	fprintf(out, "%-116s %3s %9s %12s %9s %12s %9s %6s %7s %9s  %s\n", "configuration", "hdr",
 		"tx_pkts", "tx_bytes", "rx_pkts", "rx_bytes", "checks", "spur", "secs", "pkts/s",
 		"result");
 	for (uint32_t i = 0; i < n; i++) {
@@ -50,7 +50,7 @@ void run_print_table(FILE *out, const struct config_result *r, uint32_t n, doubl
 		char name[160];
 
 		run_config_name(&r[i].cfg, name, sizeof(name));
-		fprintf(out, "%-108s %3u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %12" PRIu64
+		fprintf(out, "%-116s %3u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %12" PRIu64
 			" %9" PRIu64 " %6" PRIu64 " %7.2f %9.0f  %s\n", name, s->hdr_len,
 			s->tx_packets, s->tx_bytes, s->rx_packets, s->rx_bytes, s->checks,
 			s->calls_spurious, s->seconds, pps(s), s->ok ? "ok" : "FAIL");
@@ -162,13 +162,22 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 			"\"in_order\": %s, \"event_idx\": %s, \"batch_threshold\": %u, "
 			"\"granularity\": %" PRIu64 ", \"version_1\": %s, \"hdr_len\": %u, "
 			"\"queue_size\": %u, \"burst\": %u, \"zero_copy\": %s, \"dirty_log\": %s, "
-			"\"evict\": %s, \"faults\": \"%s\", ",
+			"\"evict\": %s, \"faults\": \"%s\", \"offload\": \"%s\", ",
 			i ? "," : "", c->layout == VL_LAYOUT_PACKED ? "packed" : "split",
 			tf(c->mergeable), tf(c->indirect), tf(c->in_order), tf(c->event_idx),
 			c->batch_threshold, c->granularity,
 			tf(c->modern || c->layout == VL_LAYOUT_PACKED), s->hdr_len, c->queue_size,
 			c->burst, tf(c->zero_copy), tf(c->dirty_log), tf(c->evict),
-			lab_faults_name(c->faults));
+			lab_faults_name(c->faults), lab_offload_name(c->offload));
+		fprintf(out, "\"gso_tx_packets\": %" PRIu64 ", \"gso_tx_max\": %" PRIu64
+			", \"csum_tx_packets\": %" PRIu64 ", \"linux_chains\": %" PRIu64
+			", \"gso_rx_packets\": %" PRIu64 ", \"gso_rx_max\": %" PRIu64
+			", \"csum_rx_packets\": %" PRIu64 ", \"rx_fitted\": %" PRIu64
+			", \"big_rx_buffers\": %" PRIu64 ", \"segments_checked\": %" PRIu64
+			", \"csum_completed\": %" PRIu64 ", \"csum_verified\": %" PRIu64 ", ",
+			s->gso_tx_packets, s->gso_tx_max, s->csum_tx_packets, s->linux_chains,
+			s->gso_rx_packets, s->gso_rx_max, s->csum_rx_packets, s->rx_fitted,
+			s->big_rx_buffers, s->segments_checked, s->csum_completed, s->csum_verified);
 		fprintf(out, "\"zc_packets\": %" PRIu64 ", \"zc_fallbacks\": %" PRIu64
 			", \"held_max\": %" PRIu64 ", \"alloc_failures\": %" PRIu64
 			", \"log_pages_checked\": %" PRIu64 ", \"log_clean_marks\": %" PRIu64
