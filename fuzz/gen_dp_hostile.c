@@ -367,7 +367,10 @@ void gen_dp_hostile(const char *target, bool packed, bool rx)
 			{{1, VL_NET_HDR_GSO_UDP_L4, 62, 0, 0xb0, 0x04, 54, 0, 6, 0}, true, true},
 		};
 
+		for (int zc = 0; zc < 2; zc++) {
 		s = base_setup(packed, rx);
+		/* The second time with zero-copy on: the frames are checked before a lease. */
+		s.zc = zc ? 1 : 0;
 		seed_begin(&sd, packed, rx, &s);
 		for (int k = 0; k < 6; k++) {
 			const uint16_t off = (uint16_t)(0x400 * k);
@@ -381,7 +384,8 @@ void gen_dp_hostile(const char *target, bool packed, bool rx)
 		}
 		burst(&sd);
 		good_then_burst(&sd, 0x3000);
-		save_dp(target, "hostile-gso-frame-rules", &sd);
+		save_dp(target, zc ? "hostile-gso-frame-rules-zc" : "hostile-gso-frame-rules", &sd);
+		}
 	}
 
 	/* Offloads the receiving driver did not negotiate: every RX offload preset (checksum
