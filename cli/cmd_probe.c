@@ -228,9 +228,10 @@ int cmd_probe(int argc, char **argv)
 			    rep.results[i].verdict == PROBE_NA);
 	if (json) {
 		print_json(&o, &rep, ok);
-	} else if (rc != 0) {
-		fprintf(stderr, "vhostlab probe: back end at '%s' unusable: %s\n", o.socket, rep.err);
 	} else {
+		if (rc != 0)
+			fprintf(stderr, "vhostlab probe: features of the back end at '%s' not "
+				"learnt: %s\n", o.socket, rep.err);
 		printf("back end %s: features offered 0x%" PRIx64 ", protocol features 0x%" PRIx64
 		       "\n\n", o.socket, rep.offered, rep.proto_offered);
 		print_table(&rep, "conformance", count);

@@ -170,16 +170,18 @@ int probe_run(const struct probe_opts *o, struct probe_report *rep)
 		if (listen_fd < 0)
 			return -1;
 	}
+	/* A back end whose features could not be learnt still gets the cases that need no
+	 * feature: each meets the misbehaviour again and gives it a verdict with evidence. */
 	int ret = learn(o, listen_fd, rep);
 
 	rep->results = calloc(2 * probe_ncases, sizeof(*rep->results));
-	if (ret == 0 && !rep->results) {
+	if (!rep->results) {
 		snprintf(rep->err, sizeof(rep->err), "out of memory");
 		ret = -1;
 	}
 	static const enum vl_layout layouts[] = {VL_LAYOUT_SPLIT, VL_LAYOUT_PACKED};
 
-	for (unsigned l = 0; l < 2 && ret == 0; l++) {
+	for (unsigned l = 0; l < 2 && rep->results; l++) {
 		for (unsigned i = 0; i < probe_ncases; i++) {
 			const struct probe_case *c = &probe_cases[i];
 			unsigned lbit = l == 0 ? PROBE_SPLIT : PROBE_PACKED;

@@ -34,8 +34,9 @@ struct probe_report {
 	char err[512];                /* why the back end could not be reached at all */
 };
 
-/* 0 with every result in rep (free with probe_report_free), -1 when no session could be
- * opened to learn the offered features (rep->err says why). */
+/* Every result in rep (free with probe_report_free). Returns 0, or -1 when the first session
+ * could not learn the offered features (rep->err says why; the cases that need no feature
+ * ran all the same). */
 int probe_run(const struct probe_opts *o, struct probe_report *rep);
 void probe_report_free(struct probe_report *rep);
 const char *probe_verdict_name(enum probe_verdict v);
