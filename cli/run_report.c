@@ -169,6 +169,14 @@ void run_print_json(FILE *out, uint64_t seed, const struct config_result *r, uin
 			tf(c->modern || c->layout == VL_LAYOUT_PACKED), s->hdr_len, c->queue_size,
 			c->burst, tf(c->zero_copy), tf(c->dirty_log), tf(c->evict),
 			lab_faults_name(c->faults), lab_offload_name(c->offload));
+		fprintf(out, "\"offload_features\": [");
+		for (unsigned b = 0, named = 0; b < 64; b++) {
+			const char *name = lab_offload_feature_name(b);
+
+			if (name && (s->features >> b & 1))
+				fprintf(out, "%s\"%s\"", named++ ? ", " : "", name);
+		}
+		fprintf(out, "], ");
 		fprintf(out, "\"gso_tx_packets\": %" PRIu64 ", \"gso_tx_max\": %" PRIu64
 			", \"csum_tx_packets\": %" PRIu64 ", \"linux_chains\": %" PRIu64
 			", \"gso_rx_packets\": %" PRIu64 ", \"gso_rx_max\": %" PRIu64

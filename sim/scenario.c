@@ -394,6 +394,7 @@ static int setup(struct run *r)
 	uint32_t hdr_len = vl_net_hdr_len(features);
 
 	r->res->hdr_len = hdr_len;
+	r->res->features = features;
 	struct lab_gmem_config gc = {
 		.ram_size = ram_needed(cfg, hdr_len),
 		.ring_area_size = 2 * lab_ring_area_bytes(cfg->layout, cfg->queue_size),
@@ -453,18 +454,23 @@ static int setup(struct run *r)
 		return run_fail(r, "RX queue: %s", vl_strerror(err));
 
 	/* Dequeue's pool: a burst of the largest packets plus the ones the host holds; when
-	 * scarce, only a couple of large packets' worth. The host's RX packets come from a
+	 * scarce, only a couple of large packets' worth of the configured sizes, and room for
+	 * one GSO frame where the guest sends them (they are one packet in 48: sized for the
+	 * 64 KiB ones, the pool would seldom run short). The host's RX packets come from a
 	 * pool of their own, so faults hit the core alone. */
-	uint32_t segs_per_pkt = tx_max_len(cfg) / POOL_BUF_SIZE + 1;
+	const uint32_t segs_per_pkt = tx_max_len(cfg) / POOL_BUF_SIZE + 1;
+	const uint32_t sized_segs = max_size(cfg) / POOL_BUF_SIZE + 1;
 	/* A held zero-copy packet has a segment per piece of its payload, up to VL_ZC_MAX_SEGS
 	 * (a scarce pool stays scarce: running short is what that run is about). */
-	uint32_t held_per_pkt = segs_per_pkt;
+	uint32_t held_per_pkt = cfg->faults == LAB_FAULTS_SCARCE ? sized_segs : segs_per_pkt;
 
 	if (cfg->faults != LAB_FAULTS_SCARCE && held_per_pkt < VL_ZC_MAX_SEGS)
 		held_per_pkt = VL_ZC_MAX_SEGS;
 	uint32_t held_segs = cfg->zero_copy ? HOLD_MAX * held_per_pkt : 0;
-	uint32_t tx_bufs = cfg->faults == LAB_FAULTS_SCARCE ? 2 * segs_per_pkt + 2 + held_segs
-							     : cfg->burst * segs_per_pkt + 64 + held_segs;
+	uint32_t tx_bufs = cfg->faults == LAB_FAULTS_SCARCE
+				   ? 2 * sized_segs + 2 + (segs_per_pkt > sized_segs ? segs_per_pkt : 0) +
+					     held_segs
+				   : cfg->burst * segs_per_pkt + 64 + held_segs;
 
 	r->pool = vl_pool_create(tx_bufs, POOL_BUF_SIZE);
 	r->pending_cap = cfg->burst + LAB_GSO_FRAMES_MAX;

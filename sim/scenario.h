@@ -66,6 +66,7 @@ struct lab_scenario_result {
 	bool ok;
 	char error[1024];            /* first failure, with configuration context */
 	uint32_t hdr_len;
+	uint64_t features;           /* what the driver negotiated */
 	uint64_t tx_packets, rx_packets, tx_bytes, rx_bytes;
 	uint64_t checks;            /* individual oracle checks that passed */
 	uint64_t containment_scans;

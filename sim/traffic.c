@@ -40,6 +40,26 @@ uint64_t lab_offload_features(enum lab_offload m)
 	return f;
 }
 
+const char *lab_offload_feature_name(unsigned bit)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{VL_F_NET_CSUM, "csum"},           {VL_F_NET_GUEST_CSUM, "guest_csum"},
+		{VL_F_NET_GUEST_TSO4, "guest_tso4"}, {VL_F_NET_GUEST_TSO6, "guest_tso6"},
+		{VL_F_NET_GUEST_ECN, "guest_ecn"}, {VL_F_NET_HOST_TSO4, "host_tso4"},
+		{VL_F_NET_HOST_TSO6, "host_tso6"}, {VL_F_NET_HOST_ECN, "host_ecn"},
+		{VL_F_NET_GUEST_USO4, "guest_uso4"}, {VL_F_NET_GUEST_USO6, "guest_uso6"},
+		{VL_F_NET_HOST_USO, "host_uso"},
+	};
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].bit == bit)
+			return names[i].name;
+	return NULL;
+}
+
 void lab_traffic_for(enum lab_offload m, bool rx, uint64_t seed, struct lab_traffic *t)
 {
 	/* The far side offloads one step more than the guest took, all at most. */

@@ -25,6 +25,9 @@ enum lab_offload {
 
 const char *lab_offload_name(enum lab_offload m);
 uint64_t lab_offload_features(enum lab_offload m);
+/* The name of feature bit `bit` when it is one of the offload features a mode negotiates
+ * (spelt as trace files spell it: "csum", "guest_tso4", ...), else NULL. */
+const char *lab_offload_feature_name(unsigned bit);
 
 /* Segment sizes of the lab's GSO frames (TCP MSS of IPv4 on a 576-byte and a 1500-byte
  * link), and the longest headers a lab frame has (Ethernet, a VLAN tag, IPv4 with 40
