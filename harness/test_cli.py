@@ -17,6 +17,7 @@ import pytest
 from conftest import run_binary
 
 RUN_OPTIONS = [
+    "--offload",
     "--zero-copy",
     "--dirty-log",
     "--evict",

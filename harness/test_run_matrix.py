@@ -29,6 +29,14 @@ CONFIG_KEYS = {
     "evict": bool,
     "lines_evicted": int,
     "faults": str,
+    "offload": str,
+    "offload_features": list,
+    "gso_tx_packets": int,
+    "gso_rx_packets": int,
+    "rx_fitted": int,
+    "segments_checked": int,
+    "csum_completed": int,
+    "csum_verified": int,
     "zc_packets": int,
     "alloc_failures": int,
     "log_pages_checked": int,
@@ -103,6 +111,12 @@ def check_config(cfg: dict, *, min_packets: int) -> None:
     assert cfg["calls_spurious"] == 0, cfg
     assert cfg["calls_due"] > 0, cfg
     assert cfg["faults"] in ("none", "nth", "prob", "scarce"), cfg
+    assert cfg["offload"] in ("none", "csum", "tso", "all"), cfg
+    # GSO needs its features (harness/test_run_offload.py checks each mode in detail).
+    if cfg["offload"] in ("none", "csum"):
+        assert cfg["gso_tx_packets"] == 0 and cfg["gso_rx_packets"] == 0, cfg
+    if cfg["offload"] == "all":
+        assert cfg["rx_fitted"] == 0, cfg
     if not cfg["zero_copy"]:
         assert cfg["zc_packets"] == 0, cfg
     if cfg["faults"] == "none":
@@ -168,9 +182,14 @@ def test_default_matrix_configs(default_run):
     for cfg in doc["configs"]:
         check_config(cfg, min_packets=PACKETS)
         assert cfg["queue_size"] == 256, f"default queue size is 256: {cfg}"
-        # Default sizes are 64..9000 bytes.
-        assert 64 * cfg["tx_packets"] <= cfg["tx_bytes"] <= 9000 * cfg["tx_packets"], cfg
-        assert 64 * cfg["rx_packets"] <= cfg["rx_bytes"] <= 9000 * cfg["rx_packets"], cfg
+        # Default sizes are 64..9000 bytes; GSO frames (tso, all) run to 64 KiB, and the
+        # frames the host cuts them into (csum, tso) can be shorter than 64.
+        if cfg["offload"] == "none":
+            assert 64 * cfg["tx_packets"] <= cfg["tx_bytes"] <= 9000 * cfg["tx_packets"], cfg
+            assert 64 * cfg["rx_packets"] <= cfg["rx_bytes"] <= 9000 * cfg["rx_packets"], cfg
+        else:
+            assert cfg["tx_bytes"] <= 65535 * cfg["tx_packets"], cfg
+            assert cfg["rx_bytes"] <= 65535 * cfg["rx_packets"], cfg
 
 
 # --- single configurations chosen by options --------------------------------------------
@@ -253,10 +272,11 @@ def test_same_seed_same_result(vhostlab):
     [(64, 1000), (1, 1000), (65535, 100)],
 )
 def test_fixed_size_byte_counts(vhostlab, size, packets):
-    """With a single packet size every packet has exactly that many bytes, each way."""
+    """With a single packet size every packet has exactly that many bytes, each way (without
+    offloads: GSO frames and the frames cut from them have lengths of their own)."""
     res, doc = vhostlab.run_json(
         "--sizes", str(size), "--packets", str(packets), "--in-order", "on", "--event-idx", "on",
-        timeout=300,
+        "--offload", "none", timeout=300,
     )  # fmt: skip
     assert doc["ok"] is True, res.describe()
     assert len(doc["configs"]) == 32, res.describe()
@@ -267,7 +287,7 @@ def test_fixed_size_byte_counts(vhostlab, size, packets):
 
 
 def test_size_list_bounds_bytes(vhostlab):
-    res, doc = vhostlab.run_json("--sizes", "100,200", "--packets", "1000")
+    res, doc = vhostlab.run_json("--sizes", "100,200", "--packets", "1000", "--offload", "none")
     assert doc["ok"] is True, res.describe()
     for cfg in doc["configs"]:
         check_config(cfg, min_packets=1000)
@@ -349,12 +369,26 @@ def test_default_matrix_mixes_the_extras(default_run):
     cfgs = doc["configs"]
     for key, values in (("zero_copy", (False, True)), ("dirty_log", (False, True)),
                         ("evict", (False, True) if CAN_EVICT else (False,)),
-                        ("faults", ("none", "nth", "prob", "scarce"))):
+                        ("faults", ("none", "nth", "prob", "scarce")),
+                        ("offload", ("none", "csum", "tso", "all"))):
         counts = {v: sum(1 for c in cfgs if c[key] == v) for v in values}
         assert all(n == len(cfgs) // len(values) for n in counts.values()), (key, counts)
         for ring, in_order in itertools.product(("split", "packed"), (False, True)):
             got = {c[key] for c in cfgs if c["ring"] == ring and c["in_order"] == in_order}
             assert got == set(values), (key, ring, in_order)
+    # Offloaded traffic (64 KiB frames, big receive buffers) on both rings, with mergeable
+    # buffers, indirect descriptors and zero-copy on and off, and under every fault mode:
+    # each mode equally often in each pair.
+    offloads = ("none", "csum", "tso", "all")
+    for other, values in (("mergeable", (False, True)), ("indirect", (False, True)),
+                          ("zero_copy", (False, True))):
+        for ring, v in itertools.product(("split", "packed"), values):
+            got = [c["offload"] for c in cfgs if c["ring"] == ring and c[other] == v]
+            assert sorted(set(got)) == sorted(offloads), (other, ring, v, got)
+            assert all(got.count(o) == len(got) // 4 for o in offloads), (other, ring, v, got)
+    for fault in ("none", "nth", "prob", "scarce"):
+        got = {c["offload"] for c in cfgs if c["faults"] == fault}
+        assert got == set(offloads), (fault, got)
 
 
 def test_extras_multiply_when_asked(vhostlab):

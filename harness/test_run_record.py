@@ -38,6 +38,20 @@ CONFIGS = {
                       "--in-order", "off", "--event-idx", "off", "--batch", "0",
                       "--granularity", "coarse", "--zero-copy", "off", "--dirty-log", "on",
                       "--faults", "scarce"],
+    # Offloaded traffic: GSO frames both ways, Linux's big receive buffers, frames the host
+    # made fit (the trace carries what was enqueued and where the model's frames landed).
+    "split-tso-big": ["--ring", "split", "--mergeable", "off", "--indirect", "on",
+                      "--in-order", "off", "--event-idx", "on", "--batch", "256",
+                      "--granularity", "4096", "--zero-copy", "off", "--dirty-log", "on",
+                      "--faults", "none", "--offload", "tso"],
+    "packed-all-zc-prob": ["--ring", "packed", "--mergeable", "on", "--indirect", "on",
+                           "--in-order", "on", "--event-idx", "off", "--batch", "0",
+                           "--granularity", "coarse", "--zero-copy", "on",
+                           "--dirty-log", "off", "--faults", "prob", "--offload", "all"],
+    "split-none-fit": ["--ring", "split", "--mergeable", "on", "--indirect", "off",
+                       "--in-order", "off", "--event-idx", "off", "--batch", "256",
+                       "--granularity", "coarse", "--zero-copy", "off", "--dirty-log", "off",
+                       "--faults", "none", "--offload", "none"],
 }
 
 
