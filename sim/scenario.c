@@ -149,16 +149,10 @@ static uint32_t max_size(const struct lab_scenario_config *cfg)
 	return m;
 }
 
-/* The longest packet either side sends: GSO frames run to 64 KiB (the guest's with TSO, the
- * host's far side's from csum on: traffic.h). */
+/* The longest packet the guest sends: GSO frames run to 64 KiB (with TSO: traffic.h). */
 static uint32_t tx_max_len(const struct lab_scenario_config *cfg)
 {
 	return cfg->offload >= LAB_OFFLOAD_TSO ? VL_PKT_MAX_LEN : max_size(cfg);
-}
-
-static uint32_t host_max_len(const struct lab_scenario_config *cfg)
-{
-	return cfg->offload >= LAB_OFFLOAD_CSUM ? VL_PKT_MAX_LEN : max_size(cfg);
 }
 
 /* The longest packet the guest receives: the host's GSO frames whole where it takes them
@@ -473,8 +467,15 @@ static int setup(struct run *r)
 				   : cfg->burst * segs_per_pkt + 64 + held_segs;
 
 	r->pool = vl_pool_create(tx_bufs, POOL_BUF_SIZE);
+	/* The host's packets: a burst waiting for room, 64 KiB each where the driver takes GSO
+	 * frames whole (rx_max_len), and one GSO packet being made to fit (its far side sends
+	 * them from csum on: traffic.h). */
 	r->pending_cap = cfg->burst + LAB_GSO_FRAMES_MAX;
-	r->rx_pool = vl_pool_create(r->pending_cap * (host_max_len(cfg) / POOL_BUF_SIZE + 1) + 16,
+	r->rx_pool = vl_pool_create(cfg->burst * (rx_max_len(cfg) / POOL_BUF_SIZE + 1) +
+					    (cfg->offload >= LAB_OFFLOAD_CSUM
+						     ? VL_PKT_MAX_LEN / POOL_BUF_SIZE + 1
+						     : 0) +
+					    16,
 				    POOL_BUF_SIZE);
 	if (!r->pool || !r->rx_pool)
 		return run_fail(r, "out of memory");
@@ -509,7 +510,7 @@ static int setup(struct run *r)
 	    !r->status)
 		return run_fail(r, "out of memory");
 	r->ol_ready = true;
-	if (sc_ol_init(&r->ol, cfg, max_size(cfg), r->pending_cap) != 0)
+	if (sc_ol_init(&r->ol, cfg, max_size(cfg)) != 0)
 		return run_fail(r, "out of memory");
 	r->rx_key = RX_KEY_BASE;
 	if (cfg->record) {

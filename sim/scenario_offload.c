@@ -32,20 +32,21 @@ __attribute__((format(printf, 2, 3))) static int ol_fail(struct sc_offload *o, c
 	return -1;
 }
 
-int sc_ol_init(struct sc_offload *o, const struct lab_scenario_config *cfg, uint32_t max_len,
-	       uint32_t pending)
+int sc_ol_init(struct sc_offload *o, const struct lab_scenario_config *cfg, uint32_t max_len)
 {
 	const uint32_t frame = max_len > LAB_SEGMENT_MAX ? max_len : LAB_SEGMENT_MAX;
 
 	memset(o, 0, sizeof(*o));
 	o->seed = cfg->seed;
 	lab_traffic_for(cfg->offload, true, cfg->seed, &o->rx_traffic);
-	/* TX: one packet's segments or one copy at a time. RX: every packet waiting for room
-	 * may be a frame made to fit. */
+	/* TX: one packet's segments or one copy at a time. RX: the frames waiting for room, a
+	 * burst of copies or segments, and one GSO packet's segments on top. */
 	o->tx_pool = vl_pool_create(LAB_GSO_FRAMES_MAX * OL_BUFS(LAB_SEGMENT_MAX) +
 					    OL_BUFS(VL_PKT_MAX_LEN),
 				    OL_BUF);
-	o->fit_pool = vl_pool_create(pending * OL_BUFS(frame), OL_BUF);
+	o->fit_pool = vl_pool_create(cfg->burst * OL_BUFS(frame) +
+					     LAB_GSO_FRAMES_MAX * OL_BUFS(LAB_SEGMENT_MAX),
+				     OL_BUF);
 	o->flat = malloc(VL_PKT_MAX_LEN);
 	o->cmp = malloc(VL_PKT_MAX_LEN);
 	o->mbuf = malloc(MBUF);

@@ -36,10 +36,10 @@ struct sc_offload {
 	char err[400];
 };
 
-/* Set up for cfg: RX packets of up to max_len bytes (GSO frames excepted), up to
- * `pending` of them made to fit and waiting for room at once. 0, or -1 (out of memory). */
-int sc_ol_init(struct sc_offload *o, const struct lab_scenario_config *cfg, uint32_t max_len,
-	       uint32_t pending);
+/* Set up for cfg: RX packets of up to max_len bytes (GSO frames excepted), a burst of them
+ * and one GSO packet's frames made to fit and waiting for room at once. 0, or -1 (out of
+ * memory). */
+int sc_ol_init(struct sc_offload *o, const struct lab_scenario_config *cfg, uint32_t max_len);
 /* Every pool buffer back? 0, or -1 with the message in o->err. */
 int sc_ol_pools_whole(struct sc_offload *o);
 void sc_ol_fini(struct sc_offload *o);
