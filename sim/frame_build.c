@@ -15,8 +15,20 @@ static void be16(uint8_t *p, uint32_t v)
 uint32_t lab_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
 	uint64_t s = sum;
+	uint32_t i = 0;
 
-	for (uint32_t i = 0; i + 1 < len; i += 2)
+	/* Big-endian 32-bit words, eight bytes at a time: a 32-bit word is its two 16-bit
+	 * halves modulo 0xffff (2^16 = 1), and so is the 64-bit sum folded to 32 bits below
+	 * (0xffff divides 2^32 - 1). The scenario sums every 64 KiB frame it rebuilds. */
+	for (; i + 8 <= len; i += 8) {
+		const uint64_t hi = (uint32_t)p[i] << 24 | (uint32_t)p[i + 1] << 16 |
+				    (uint32_t)p[i + 2] << 8 | p[i + 3];
+		const uint64_t lo = (uint32_t)p[i + 4] << 24 | (uint32_t)p[i + 5] << 16 |
+				    (uint32_t)p[i + 6] << 8 | p[i + 7];
+
+		s += hi + lo;
+	}
+	for (; i + 1 < len; i += 2)
 		s += (uint32_t)p[i] << 8 | p[i + 1];
 	if (len & 1)
 		s += (uint32_t)p[len - 1] << 8;

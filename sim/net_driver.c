@@ -187,8 +187,9 @@ int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
 	d->scratch = malloc(VL_PKT_MAX_LEN + 12);
 	d->scratch2 = malloc(VL_PKT_MAX_LEN + 12);
 	d->grant = calloc(lab_gmem_ram_size(g) / 8 + 1, 1);
+	d->big_kept = calloc(LAB_BIG_RX_MAX, sizeof(*d->big_kept));
 	if (!d->tx_rec || !d->rx_rec || !d->tx_room || !d->rx_room || !d->stage || !d->scratch ||
-	    !d->scratch2 || !d->grant ||
+	    !d->scratch2 || !d->grant || !d->big_kept ||
 	    lab_want_init(&d->want) != 0 || fifo_init(&d->tx_expect, cfg->queue_size) != 0 ||
 	    fifo_init(&d->rx_expect, 4 * cfg->queue_size + 1024) != 0)
 		return drv_fail(d, "out of memory setting up the simulated driver");
@@ -222,6 +223,7 @@ void lab_drv_fini(struct lab_net_driver *d)
 	free(d->tx_expect.e);
 	free(d->rx_expect.e);
 	free(d->landing);
+	free(d->big_kept);
 	lab_want_fini(&d->want);
 	memset(d, 0, sizeof(*d));
 }
@@ -951,14 +953,26 @@ again:
 	uint32_t max_segs = d->mergeable ? (d->cfg.queue_size >= 64 ? 3 : 1) : 4;
 	const bool big = d->cfg.rx_big && !d->mergeable && rec.limit == LAB_LIMIT_NONE;
 
-	if (big) {
+	uint32_t poison = cap;
+
+	if (big && d->nbig_kept) {
+		/* One given back: its pieces again, poisoned where the device wrote. */
+		const struct lab_big_rx *k = &d->big_kept[--d->nbig_kept];
+
+		memcpy(rec.segs, k->segs, k->nsegs * sizeof(*rec.segs));
+		memcpy(rec.allocs, k->allocs, k->nallocs * sizeof(*rec.allocs));
+		rec.nsegs = k->nsegs;
+		rec.nallocs = k->nallocs;
+		rec.total = cap = d->hdr_len + LAB_LINUX_BIG_DATA;
+		poison = k->written;
+	} else if (big) {
 		/* Linux's big packets: a header and 18 pages (linux_shape.h). */
 		struct lab_cut cut;
 
 		lab_linux_big_rx_cut(d->hdr_len, d->cfg.queue_size < LAB_MAX_SEGS
 							 ? d->cfg.queue_size
 							 : LAB_MAX_SEGS, &cut);
-		rec.total = cap = d->hdr_len + LAB_LINUX_BIG_DATA;
+		rec.total = cap = poison = d->hdr_len + LAB_LINUX_BIG_DATA;
 		if (!place_cut(d, &rec, &cut, NULL))
 			goto no_room;
 	} else {
@@ -977,13 +991,17 @@ again:
 			rec.nsegs++;
 		}
 	}
-	for (uint32_t i = 0; i < rec.nsegs; i++) {
+	rec.big = big;
+	rec.big_allocs = rec.nallocs;
+	for (uint32_t i = 0, at = 0; i < rec.nsegs; i++) {
 		const uint64_t gpa = rec.segs[i].gpa;
 		const uint32_t len = rec.segs[i].len;
+		const uint32_t np = at >= poison ? 0 : poison - at < len ? poison - at : len;
 
 		/* Poison, so bytes the device claims to have written but did not are caught. */
-		if (len)
-			memset(lab_gmem_guest_ptr(d->g, gpa, len), 0xa5, len);
+		if (np)
+			memset(lab_gmem_guest_ptr(d->g, gpa, np), 0xa5, np);
+		at += len;
 		/* Half the buffers (a bit of the key, scrambled so it does not follow packet keys
 		 * in lockstep) start with the header most packets get (no offloads, one buffer),
 		 * as a driver that recycles its buffers leaves it (DPDK's virtio PMD): the device
@@ -1037,6 +1055,27 @@ int lab_drv_expect_rx(struct lab_net_driver *d, uint64_t key, uint32_t pkt_len,
 		return drv_fail(d, "RX: more than %u delivered packets awaiting the guest",
 				d->rx_expect.cap);
 	return 0;
+}
+
+/* A big buffer the device gave back with `written` bytes used: kept for the next one (its
+ * grant withdrawn as for any other). A device writing past what it reports would leave
+ * stale bytes there rather than poison; the packets' checks still compare every byte. */
+static void keep_big(struct lab_net_driver *d, struct lab_chain_rec *rec, uint32_t written)
+{
+	struct lab_big_rx *k = &d->big_kept[d->nbig_kept++];
+
+	for (uint32_t i = 0; i < rec->nsegs; i++)
+		grant_set(d, rec->segs[i].gpa, rec->segs[i].len, false);
+	/* The pages stay; an indirect table goes (the next post makes its own). */
+	for (uint32_t i = rec->big_allocs; i < rec->nallocs; i++)
+		lab_gmem_free(d->g, rec->allocs[i].gpa, rec->allocs[i].len);
+	memcpy(k->segs, rec->segs, rec->nsegs * sizeof(*k->segs));
+	memcpy(k->allocs, rec->allocs, rec->big_allocs * sizeof(*k->allocs));
+	k->nsegs = rec->nsegs;
+	k->nallocs = rec->big_allocs;
+	k->written = written;
+	rec->in_flight = false;
+	rec->nsegs = rec->nallocs = 0;
 }
 
 /* Pop one used RX entry and validate it against the record of that head. */
@@ -1188,7 +1227,10 @@ int lab_drv_harvest_rx(struct lab_net_driver *d)
 					"be 1)", nbufs);
 		if (nbufs == 0 || nbufs > d->rx.size)
 			return drv_fail(d, "RX: num_buffers %u out of range", nbufs);
-		release_chain(d, rec, true);
+		if (rec->big && d->nbig_kept < LAB_BIG_RX_MAX)
+			keep_big(d, rec, len);
+		else
+			release_chain(d, rec, true);
 		d->rx_in_flight--;
 		for (uint16_t b = 1; b < nbufs; b++) {
 			int more = rx_pop(d, &id, &len);

@@ -10,6 +10,7 @@
 
 #include "expect_bytes.h"
 #include "guest_mem.h"
+#include "linux_shape.h"
 #include "rng.h"
 #include "traffic.h"
 #include "vhostlab/vl_pkt.h"
@@ -50,6 +51,9 @@ enum lab_limit {
 struct lab_chain_rec {
 	bool in_flight;
 	bool wide;               /* segs and allocs were allocated for this chain */
+	bool big;                /* RX: a big buffer (lab_net_driver.big_kept) ... */
+	uint32_t big_allocs;     /* ... whose first big_allocs allocations are its pages (an
+				  * indirect table's come after) */
 	enum lab_limit limit;
 	uint64_t key;            /* TX: packet key; RX: buffer serial */
 	uint64_t posted_round;
@@ -161,6 +165,14 @@ struct lab_net_driver {
 	uint64_t gso_rx_packets, gso_rx_max, csum_rx_packets, fit_segments_checked;
 	uint64_t fit_csum_completed, csum_verified;
 	struct lab_want want;         /* the model's frames of the last packet the host fitted */
+	/* Big receive buffers given back, kept for the next ones, as Linux's driver recycles
+	 * its pages: their pieces, and how many of their bytes the device wrote -- all that
+	 * must be poisoned again (the rest still is). */
+	struct lab_big_rx {
+		struct lab_seg segs[LAB_LINUX_PIECES], allocs[LAB_LINUX_PIECES];
+		uint32_t nsegs, nallocs, written;
+	} *big_kept;                  /* [LAB_BIG_RX_MAX] */
+	uint32_t nbig_kept;
 };
 
 int lab_drv_init(struct lab_net_driver *d, struct lab_gmem *g,
