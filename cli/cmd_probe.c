@@ -33,7 +33,7 @@ static void probe_usage(FILE *out)
 		"  --features HEX    negotiate only these feature bits of what is offered\n"
 		"                    (default: every bit the probe's driver implements)\n"
 		"  --ring R          split or packed (default: both, cases run on each)\n"
-		"  --suite NAMES     conformance, traffic, or both comma-separated (default:\n"
+		"  --suite NAMES     conformance, traffic, hostile, comma-separated (default:\n"
 		"                    all)\n"
 		"  --expect E        what the back end does with a frame it receives: echo\n"
 		"                    (sends it back, e.g. vhostlab serve --mode loopback;\n"
@@ -62,8 +62,11 @@ static bool parse_suites(const char *text, unsigned *out)
 			*out |= PROBE_SUITE_CONFORMANCE;
 		else if (!strcmp(t, "traffic"))
 			*out |= PROBE_SUITE_TRAFFIC;
+		else if (!strcmp(t, "hostile"))
+			*out |= PROBE_SUITE_HOSTILE;
 		else {
-			cli_usage_error("probe", "--suite: unknown suite '%s' (conformance, traffic)",
+			cli_usage_error("probe", "--suite: unknown suite '%s' "
+					"(conformance, traffic, hostile)",
 					t);
 			return false;
 		}
@@ -156,7 +159,8 @@ int cmd_probe(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct probe_opts o = {.mask = ~0ull, .layouts = PROBE_SPLIT | PROBE_PACKED,
-			       .suites = PROBE_SUITE_CONFORMANCE | PROBE_SUITE_TRAFFIC,
+			       .suites = PROBE_SUITE_CONFORMANCE | PROBE_SUITE_TRAFFIC |
+					 PROBE_SUITE_HOSTILE,
 			       .expect = PROBE_EXPECT_ECHO, .timeout_ms = 1000};
 	bool json = false;
 	uint64_t v;
@@ -236,6 +240,7 @@ int cmd_probe(int argc, char **argv)
 		       "\n\n", o.socket, rep.offered, rep.proto_offered);
 		print_table(&rep, "conformance", count);
 		print_table(&rep, "traffic", count);
+		print_table(&rep, "hostile", count);
 		printf("%s: %u cases: %u pass, %u fail, %u wedge, %u crash, %u n/a\n",
 		       ok ? "ok" : "FAIL", rep.n, count[PROBE_PASS], count[PROBE_FAIL],
 		       count[PROBE_WEDGE], count[PROBE_CRASH], count[PROBE_NA]);

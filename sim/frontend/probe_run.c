@@ -96,6 +96,23 @@ static bool not_applicable(const struct probe_opts *o, const struct probe_report
 	return false;
 }
 
+/* probe_ctx.fresh: a new connection in place of the case's, asked GET_FEATURES. */
+static enum lab_fe_rc fresh(struct probe_ctx *x)
+{
+	char err[256];
+
+	if (x->s.c.sock >= 0)
+		close(x->s.c.sock);
+	x->s.c.sock = reach(x->run_opts, x->listen_fd, err, sizeof(err));
+	if (x->s.c.sock < 0) {
+		snprintf(x->s.c.what, sizeof(x->s.c.what), "back end unreachable: %s", err);
+		return LAB_FE_CLOSED;
+	}
+	uint64_t f;
+
+	return lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+}
+
 static void run_case(const struct probe_opts *o, int listen_fd, const struct probe_case *c,
 		     enum vl_layout layout, struct probe_result *r)
 {
@@ -117,6 +134,10 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 	}
 	x.expect = o->expect;
 	x.mask = o->mask & ~c->drops;
+	x.arg = c->arg;
+	x.fresh = fresh;
+	x.run_opts = o;
+	x.listen_fd = listen_fd;
 	enum probe_verdict v = PROBE_PASS;
 
 	if (c->bring_up) {
@@ -185,8 +206,9 @@ int probe_run(const struct probe_opts *o, struct probe_report *rep)
 		for (unsigned i = 0; i < probe_ncases; i++) {
 			const struct probe_case *c = &probe_cases[i];
 			unsigned lbit = l == 0 ? PROBE_SPLIT : PROBE_PACKED;
-			unsigned sbit = !strcmp(c->suite, "traffic") ? PROBE_SUITE_TRAFFIC :
-								      PROBE_SUITE_CONFORMANCE;
+			unsigned sbit = !strcmp(c->suite, "traffic")   ? PROBE_SUITE_TRAFFIC :
+					!strcmp(c->suite, "hostile") ? PROBE_SUITE_HOSTILE :
+								       PROBE_SUITE_CONFORMANCE;
 			struct probe_result *r = &rep->results[rep->n];
 
 			unsigned first = o->layouts & PROBE_SPLIT ? PROBE_SPLIT : PROBE_PACKED;

@@ -9,6 +9,7 @@
 
 #define PROBE_SUITE_CONFORMANCE 1u
 #define PROBE_SUITE_TRAFFIC 2u
+#define PROBE_SUITE_HOSTILE 4u
 
 struct probe_opts {
 	const char *socket;
