@@ -35,6 +35,7 @@ static void probe_usage(FILE *out)
 		"  --ring R          split or packed (default: both, cases run on each)\n"
 		"  --suite NAMES     conformance, traffic, hostile, comma-separated (default:\n"
 		"                    all)\n"
+		"  --case IDS        only the cases with these ids, comma-separated\n"
 		"  --expect E        what the back end does with a frame it receives: echo\n"
 		"                    (sends it back, e.g. vhostlab serve --mode loopback;\n"
 		"                    default) or sink (drops it: cases that need the frame back\n"
@@ -72,6 +73,29 @@ static bool parse_suites(const char *text, unsigned *out)
 		}
 	}
 	return *out != 0;
+}
+
+/* --case: every id must name a case of the table. */
+static bool check_case_ids(const char *text)
+{
+	char buf[512];
+
+	if (strlen(text) >= sizeof(buf)) {
+		cli_usage_error("probe", "--case: list too long");
+		return false;
+	}
+	memcpy(buf, text, strlen(text) + 1);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned i = 0;
+
+		while (i < probe_ncases && strcmp(probe_cases[i].id, t))
+			i++;
+		if (i == probe_ncases) {
+			cli_usage_error("probe", "--case: no case '%s'", t);
+			return false;
+		}
+	}
+	return true;
 }
 
 static bool parse_hex(const char *text, uint64_t *out)
@@ -152,6 +176,7 @@ int cmd_probe(int argc, char **argv)
 		{"features", required_argument, NULL, 'f'},
 		{"ring", required_argument, NULL, 'r'},
 		{"suite", required_argument, NULL, 'u'},
+		{"case", required_argument, NULL, 'c'},
 		{"expect", required_argument, NULL, 'e'},
 		{"timeout-ms", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -193,6 +218,11 @@ int cmd_probe(int argc, char **argv)
 				cli_usage_error("probe", "--suite: '%s' names no suite", optarg);
 				return CLI_EXIT_USAGE;
 			}
+			break;
+		case 'c':
+			if (!check_case_ids(optarg))
+				return CLI_EXIT_USAGE;
+			o.only = optarg;
 			break;
 		case 'e':
 			if (!strcmp(optarg, "echo"))

@@ -75,8 +75,9 @@ static uint64_t stray_write(struct probe_ctx *x, const struct watch *w, uint64_t
 }
 
 /* Used entries on the hostile ring, read raw (the generators bypass the driver's books):
- * every id must be one posted; *good set when the good chain came back. */
-static enum probe_verdict harvest(struct probe_ctx *x, struct lab_ring *r, uint16_t hid,
+ * every id must be one posted (but see `lied`); *good set when the good chain came back. */
+static enum probe_verdict harvest(struct probe_ctx *x, struct lab_ring *r, bool lied,
+				  uint16_t hid,
 				  uint32_t hdescs, uint16_t gid, int *hseen, bool *good,
 				  uint32_t *consumed)
 {
@@ -112,10 +113,12 @@ static enum probe_verdict harvest(struct probe_ctx *x, struct lab_ring *r, uint1
 			ndescs = 1;
 		} else if (id == hid && (*hseen)++ == 0) {
 			ndescs = hdescs;
-		} else {
+		} else if (!lied) {
 			return probe_fail(x, "used entry id %u (length %u): not in flight (the hostile "
 					  "chain was id %u, returned %d time(s); the good one id %u)",
 					  id, len, hid, *hseen, gid);
+		} else {
+			ndescs = 1;
 		}
 		if (r->layout == VL_LAYOUT_PACKED) {
 			uint32_t next = r->p.next_used + ndescs;
@@ -139,6 +142,9 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 	const bool legal = lab_hostile_expect(c, x->s.layout, rx).kind == LAB_HK_WORKS &&
 			   !lab_hostile_is_offload(c);
 	const uint32_t q = rx ? LAB_FE_RX : LAB_FE_TX;
+	/* AVAIL_JUMP makes the device believe in avail entries the driver never wrote: whatever
+	 * heads they hold are, to the device, posted, so returning them is no fault. */
+	const bool lied = c == LAB_HOSTILE_AVAIL_JUMP;
 	struct lab_ring *r = &x->s.q[q].ring;
 	struct lab_hostile_env env = {x->s.layout, rx, LAB_FE_NET_HDR, x->s.g, &r->s, &r->p};
 	struct watch w = {{guard_page(x), 0}, NULL, lab_gmem_ram_gpa(x->s.g),
@@ -187,7 +193,7 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 	while (v == PROBE_PASS && !good && waited < x->s.c.timeout_ms) {
 		uint32_t id, len;
 
-		v = harvest(x, r, hid, hdescs, gid, &hseen, &good, &consumed);
+		v = harvest(x, r, lied, hid, hdescs, gid, &hseen, &good, &consumed);
 		if (!rx)
 			lab_fe_used_within(&x->s, LAB_FE_RX, 5, &id, &len);
 		else
@@ -199,7 +205,7 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 		uint32_t id, len;
 
 		lab_fe_used_within(&x->s, LAB_FE_TX + LAB_FE_RX - q, 5, &id, &len);
-		v = harvest(x, r, hid, hdescs, gid, &hseen, &good, &consumed);
+		v = harvest(x, r, lied, hid, hdescs, gid, &hseen, &good, &consumed);
 	}
 	uint64_t stray = v == PROBE_PASS ? stray_write(x, &w, wlo, whi) : 0;
 

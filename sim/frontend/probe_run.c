@@ -113,6 +113,17 @@ static enum lab_fe_rc fresh(struct probe_ctx *x)
 	return lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
 }
 
+/* Is id one of the comma-separated ids of `only` (NULL: every id)? */
+static bool selected(const char *only, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *p = only; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, id, n) && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return !only;
+}
+
 static void run_case(const struct probe_opts *o, int listen_fd, const struct probe_case *c,
 		     enum vl_layout layout, struct probe_result *r)
 {
@@ -214,7 +225,8 @@ int probe_run(const struct probe_opts *o, struct probe_report *rep)
 			unsigned first = o->layouts & PROBE_SPLIT ? PROBE_SPLIT : PROBE_PACKED;
 			bool here = c->layouts & PROBE_ANY ? lbit == first : (c->layouts & lbit);
 
-			if (!here || !(o->layouts & lbit) || !(o->suites & sbit))
+			if (!here || !(o->layouts & lbit) || !(o->suites & sbit) ||
+			    !selected(o->only, c->id))
 				continue;
 			rep->n++;
 			r->c = c;

@@ -17,6 +17,7 @@ struct probe_opts {
 	uint64_t mask;          /* --features: the probe negotiates only these bits */
 	unsigned layouts;       /* PROBE_SPLIT / PROBE_PACKED */
 	unsigned suites;        /* PROBE_SUITE_* */
+	const char *only;       /* --case: comma-separated ids to run, or NULL for all */
 	enum probe_expect expect;
 	int timeout_ms;
 };
