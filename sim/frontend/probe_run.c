@@ -108,9 +108,16 @@ static enum lab_fe_rc fresh(struct probe_ctx *x)
 		snprintf(x->s.c.what, sizeof(x->s.c.what), "back end unreachable: %s", err);
 		return LAB_FE_CLOSED;
 	}
+	/* A back end may still be tearing the last connection down (DPDK destroys the device
+	 * first): three timeouts before the silence counts as a wedge. */
 	uint64_t f;
+	int t = x->s.c.timeout_ms;
 
-	return lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+	x->s.c.timeout_ms = 3 * t;
+	enum lab_fe_rc rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+
+	x->s.c.timeout_ms = t;
+	return rc;
 }
 
 /* Is id one of the comma-separated ids of `only` (NULL: every id)? */
