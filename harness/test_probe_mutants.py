@@ -3,7 +3,7 @@
 EchoBackend is a small vhost-user back end written here: split rings only, VERSION_1 +
 PROTOCOL_FEATURES with REPLY_ACK, guest memory mapped from the memfds of SET_MEM_TABLE, and a
 poll loop that takes each TX chain, returns it with used length 0 and writes its frame into
-the next RX buffer (num_buffers 1), calling the driver unless avail.flags asks not to. As
+the next RX buffer (num_buffers 1; dropped when there is none or it is too small), calling the driver unless avail.flags asks not to. As
 written it passes the cases below (the first test checks that); each mutant breaks one rule
 and the test checks the case that owns the rule fails, with its evidence.
 """
@@ -36,6 +36,7 @@ class Ring:
         self.last_avail = 0
         self.call = -1
         self.ready = False
+        self.stopped = False  # GET_VRING_BASE was asked
 
 
 class EchoBackend:
@@ -179,8 +180,11 @@ class EchoBackend:
                 ring.num = num
             elif req == 10:
                 ring.last_avail = num
+                if self.mutant == "resume-rewind" and ring.stopped:
+                    # Resumes one entry early: the last chain before the stop goes again.
+                    ring.last_avail = (num - 1) & 0xFFFF
             elif req == 11:
-                ring.ready = False
+                ring.ready, ring.stopped = False, True
                 return struct.pack("<II", idx, ring.last_avail)
             return None
         if req == 9:
@@ -222,9 +226,6 @@ class EchoBackend:
         if not (rx.ready and tx.ready and self.regions):
             return
         while self.u16(tx.avail + 2) != tx.last_avail:
-            # Hold TX while RX has no buffer (as serve's loopback does).
-            if self.u16(rx.avail + 2) == rx.last_avail:
-                return
             head = self.u16(tx.avail + 4 + 2 * (tx.last_avail % tx.num))
             descs = self.chain(tx, head)
             if any(fl & F_INDIRECT for _, _, fl in descs):
@@ -237,13 +238,19 @@ class EchoBackend:
             if self.mutant == "scribble" and descs and descs[0][1]:
                 self.write(descs[0][0], b"\xAA")
             self.put_used(tx, head, 0)
+            if self.u16(rx.avail + 2) == rx.last_avail:
+                continue  # no RX buffer: the frame is dropped (the probe posts room first)
             frame = data[12:]
             rhead = self.u16(rx.avail + 4 + 2 * (rx.last_avail % rx.num))
             raddr, rlen, _ = self.chain(rx, rhead)[0]
+            if self.mutant == "truncate" and frame:
+                frame = frame[:rlen - 12]  # cut to the buffer instead of dropping
             if not frame or 12 + len(frame) > rlen:
                 continue  # dropped: nothing to send, or no room in one buffer
             hdr = bytearray(12)
             hdr[10] = 1
+            if self.mutant == "hdr-passthrough":
+                hdr = bytearray(data[:12])  # the TX header, num_buffers and all
             self.write(raddr, bytes(hdr) + frame)
             self.put_used(rx, rhead, 12 + len(frame))
 
@@ -274,7 +281,8 @@ def probe_cases(vhostlab, tmp, mutant, cases):
 
 
 CASES = ["no-device-writes", "chain-shapes", "no-calls-disabled", "unknown-request",
-         "msg-vring-num-zero", "ring-zero-len"]
+         "msg-vring-num-zero", "ring-zero-len", "tx-num-buffers", "no-spread",
+         "vring-base-resume"]
 
 
 def test_the_unmutated_back_end_passes_every_case_the_mutants_break(vhostlab, tmp):
@@ -292,6 +300,12 @@ def test_the_unmutated_back_end_passes_every_case_the_mutants_break(vhostlab, tm
         ("hdr-one-desc", "chain-shapes", "fail", "header 4+4+4, then frame"),
         # S-10: calls with avail.flags NO_INTERRUPT.
         ("calls-always", "no-calls-disabled", "fail", "avail.flags NO_INTERRUPT"),
+        # N-05: the TX header's num_buffers carried over to RX.
+        ("hdr-passthrough", "tx-num-buffers", "fail", "num_buffers 65535"),
+        # N-02: a frame too big for one buffer cut to fit instead of dropped.
+        ("truncate", "no-spread", "fail", "an RX buffer was used"),
+        # S-15: resumed one entry before the base it was given: a frame sent again.
+        ("resume-rewind", "vring-base-resume", "fail", "after resuming at base 0xfffe"),
         # U-06: an unknown request acked as a success.
         ("ack-unknown", "unknown-request", "fail", "acked with 0"),
         # Hostile messages: the process gone, or no longer answering.
