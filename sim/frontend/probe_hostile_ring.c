@@ -39,6 +39,47 @@ static uint64_t guard_page(struct probe_ctx *x)
 	return gpa;
 }
 
+/* The good neighbour, written here rather than by lab_hostile_post_good so its buffer is
+ * known: TX, a zero header and GOOD_LEN bytes of GOOD_FILL, compared after the case (a
+ * device that writes into it at once is caught however early it does); RX, room for the
+ * header and GOOD_LEN bytes. One descriptor, on the raw ring the generator wrote. */
+static int post_good(struct probe_ctx *x, struct lab_ring *r, bool rx, uint64_t *gpa,
+		     uint16_t *id)
+{
+	const uint32_t len = LAB_FE_NET_HDR + GOOD_LEN;
+	const uint16_t dir = rx ? VL_DESC_F_WRITE : 0;
+
+	*gpa = lab_gmem_alloc(x->s.g, len, 64);
+	if (!*gpa)
+		return -1;
+	uint8_t *p = lab_gmem_guest_ptr(x->s.g, *gpa, len);
+
+	memset(p, 0, LAB_FE_NET_HDR);
+	memset(p + LAB_FE_NET_HDR, rx ? LAB_FE_POISON : GOOD_FILL, GOOD_LEN);
+	if (r->layout == VL_LAYOUT_SPLIT) {
+		int d = lab_vring_desc_get(&r->s);
+
+		if (d < 0)
+			return -1;
+		lab_vring_set_desc(&r->s, (uint16_t)d, *gpa, len, dir, 0);
+		lab_vring_add_avail(&r->s, (uint16_t)d);
+		lab_vring_kick(&r->s);
+		*id = (uint16_t)d;
+		return 0;
+	}
+	struct lab_pring *pr = &r->p;
+
+	/* Ids are only echoed back: the position is a unique one (as the generators do). */
+	*id = pr->next_avail;
+	lab_pring_write_raw(pr, pr->next_avail, *gpa, len, *id,
+			    (uint16_t)(dir | lab_pring_avail_flags(pr->avail_wrap)));
+	if (++pr->next_avail == pr->size) {
+		pr->next_avail = 0;
+		pr->avail_wrap = !pr->avail_wrap;
+	}
+	return 0;
+}
+
 /* Is gpa inside a buffer the device was given to write: an RX chain of the lab's driver, or
  * (an RX class) the hostile and good chains' RX buffers in [wlo, whi)? */
 static bool writable(struct probe_ctx *x, uint64_t gpa, uint64_t wlo, uint64_t whi)
@@ -165,7 +206,9 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 			  pos0;
 	/* The good neighbour: TX a frame of GOOD_LEN bytes of GOOD_FILL; RX room for one, and
 	 * (echo) the frame to fill it sent on TX. */
-	if (lab_hostile_post_good(&env, GOOD_LEN, GOOD_FILL, &gid) != 0)
+	uint64_t good_gpa;
+
+	if (post_good(x, r, rx, &good_gpa, &gid) != 0)
 		return probe_fail(x, "probe: guest RAM full");
 	w.guard[1] = guard_page(x);
 	if (!w.guard[1])
@@ -208,6 +251,14 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 		v = harvest(x, r, lied, hid, hdescs, gid, &hseen, &good, &consumed);
 	}
 	uint64_t stray = v == PROBE_PASS ? stray_write(x, &w, wlo, whi) : 0;
+
+	if (v == PROBE_PASS && !stray && !rx) {
+		const uint8_t *p = lab_gmem_guest_ptr(x->s.g, good_gpa, LAB_FE_NET_HDR + GOOD_LEN);
+
+		for (uint32_t b = 0; b < LAB_FE_NET_HDR + GOOD_LEN && !stray; b++)
+			if (p[b] != (b < LAB_FE_NET_HDR ? 0 : GOOD_FILL))
+				stray = good_gpa + b;
+	}
 
 	free(w.ram);
 	if (stray)
