@@ -8,7 +8,8 @@
  *    NEEDS_RESET, as long as it still answers messages);
  *  - it returns only what was posted, each chain at most once;
  *  - it writes nothing it was not given to write: a poisoned guard page on each side of
- *    what was posted, and all guest RAM but the rings and the RX buffers, compared after;
+ *    what was posted, the good TX chain's bytes, and all guest RAM but the rings and the
+ *    RX buffers (copied once the chains are posted), compared after;
  *  - it neither crashes nor wedges: a fresh connection is served at the end. */
 #include <inttypes.h>
 #include <stdio.h>
