@@ -10,6 +10,7 @@
  *   serve_null.c   the null mode: chains back unread (a ceiling, not a forwarder)
  *   serve_stats.c  counters, live lines and the final report
  *   serve_record.c --record: the session as a trace (sim/trace/session_rec.h)
+ *   serve_features.c  the offload features offered (--offloads) and their dependencies
  *
  * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
  * is what serve receives from a front end (the guest's TX ring, the core's dequeue), "tx"
@@ -18,6 +19,7 @@
 #define VL_CLI_SERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vhostlab/vhostlab.h"
@@ -32,6 +34,21 @@
 /* Zero-copy dequeue: packets of at least this many bytes reference guest memory (the
  * smaller ones cost less to copy than to lease). */
 #define SERVE_ZC_MIN_LEN 512u
+
+/* The offloads serve offers unless --offloads off: checksum both ways, TCP segmentation
+ * (with ECN) and UDP segmentation both ways. Not UFO: nothing in serve could segment it for
+ * a guest or device without it (vl_sw_segment refuses it, vl_vhost_user.h). */
+#define SERVE_OFFLOAD_FEATURES                                                                  \
+	(VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM) |                           \
+	 VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |                       \
+	 VL_FEATURE(VL_F_NET_HOST_ECN) | VL_FEATURE(VL_F_NET_HOST_USO) |                         \
+	 VL_FEATURE(VL_F_NET_GUEST_TSO4) | VL_FEATURE(VL_F_NET_GUEST_TSO6) |                     \
+	 VL_FEATURE(VL_F_NET_GUEST_ECN) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                      \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6))
+/* The UDP segmentation part of it, which a TAP device takes only from Linux 6.2 on. */
+#define SERVE_USO_FEATURES                                                                      \
+	(VL_FEATURE(VL_F_NET_HOST_USO) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                       \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6))
 
 enum serve_mode {
 	SERVE_LOOPBACK, /* what a front end sends comes back to it on the same pair */
@@ -65,6 +82,7 @@ struct serve_opts {
 	enum serve_evict evict;
 	enum serve_evict prefetch;
 	bool line_wait_off;       /* --line-wait off (vl_vq_set_tx_line_wait) */
+	bool offloads_off;        /* --offloads off: none of SERVE_OFFLOAD_FEATURES offered */
 	uint32_t batch_threshold;
 	bool busy_poll;           /* --poll: never sleep, ignore kicks */
 	/* --idle-pause: under --poll, a round that moved nothing is followed by this much
@@ -116,6 +134,10 @@ struct serve_qstats {
 	 * ring a poll that found no packet, on the RX ring a burst that found no room. Their
 	 * ratio says which side waits for the other. */
 	uint64_t bursts[2], idle_bursts[2];
+	/* Packets per size class (VL_SIZE_BINS: ... 1024-1518, >1518 bytes) per ring: on the TX
+	 * ring what the front end sent, on the RX ring what it was given. Frames past 1518
+	 * bytes are segmentation offload at work (TSO/USO). */
+	uint64_t size_bins[2][VL_SIZE_BINS];
 };
 
 /* Packets waiting for room in one RX ring, in order: pkts[head .. head + n). Filled only
@@ -144,6 +166,7 @@ struct serve_pair {
 	bool evict_told;               /* ... the decision last announced (starts off) */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	uint64_t folded_kept;          /* RX ring rx_hdrs_kept already counted */
+	uint64_t folded_bins[2][VL_SIZE_BINS]; /* per ring, size_bins already counted */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint32_t txonly_skip;          /* txonly: busy rounds left that do not poll the TX ring */
@@ -182,6 +205,8 @@ struct serve {
 	uint32_t nports;
 	int *tap_fds;                  /* tap mode: one per queue pair */
 	uint8_t *tap_buf;              /* one frame read from the TAP device */
+	unsigned tap_offloads;         /* TUN_F_* the kernel may hand over now (TUNSETOFFLOAD) */
+	bool tap_uso;                  /* the kernel's TAP takes UDP segmentation (Linux 6.2) */
 	double start, last_stats;
 	/* Seconds spent in loop rounds that moved nothing (waiting, spinning or asleep): the
 	 * share of serve's time the front end kept it waiting. last_idle: at the last live
@@ -255,6 +280,9 @@ bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair);
  * failure. */
 bool serve_tap_open(struct serve *s, const char *name, uint32_t queues);
 void serve_tap_close(struct serve *s);
+/* Tell the kernel which offloads it may hand over: those a guest with these negotiated
+ * features takes (0: none, no guest). Only when they change. */
+void serve_tap_offloads(struct serve *s, uint64_t guest_features);
 /* Send pkt to the TAP queue; false if the device did not take it. */
 bool serve_tap_write(int fd, const struct vl_pkt *pkt);
 /* Read one frame into a packet of pool: NULL when nothing is waiting (*err false) or on an
@@ -302,6 +330,14 @@ bool serve_rec_failed(const struct serve *s);
 /* The final report's part (JSON: one "record" member with its trailing comma). */
 void serve_rec_final_json(const struct serve *s);
 void serve_rec_final_text(const struct serve *s);
+
+/* serve_features.c */
+/* f without the offload features whose requirements f lacks (TSO without CSUM, ...). */
+uint64_t serve_features_prune(uint64_t f);
+/* Whether f offers an offload without what it requires; if so, msg names both. */
+bool serve_features_unmet(uint64_t f, char *msg, size_t n);
+/* The offload features of f by name, space-separated ("none" when there are none). */
+void serve_features_offload_names(uint64_t f, char *buf, size_t n);
 
 /* serve_loop.c */
 /* Tell the guest on every ready ring whether to kick; true if any ring changed. */

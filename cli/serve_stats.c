@@ -27,6 +27,11 @@ static const char *const mode_names[] = {
 	[SERVE_TOUCH] = "touch",
 };
 
+/* As `vhostlab run --stats` names them (run_report.c). */
+static const char *const bin_names[VL_SIZE_BINS] = {
+	"lt64", "64", "65_127", "128_255", "256_511", "512_1023", "1024_1518", "gt1518",
+};
+
 static const char *const evict_names[] = {
 	[SERVE_EVICT_AUTO] = "auto",
 	[SERVE_EVICT_OFF] = "off",
@@ -139,6 +144,10 @@ void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring)
 	sp->folded_bursts[ring] = st->bursts;
 	sp->st.idle_bursts[ring] += st->empty_bursts - sp->folded_idle[ring];
 	sp->folded_idle[ring] = st->empty_bursts;
+	for (unsigned b = 0; b < VL_SIZE_BINS; b++) {
+		sp->st.size_bins[ring][b] += st->size_bins[b] - sp->folded_bins[ring][b];
+		sp->folded_bins[ring][b] = st->size_bins[b];
+	}
 	if (ring == SERVE_RING_RX) {
 		sp->st.hdrs_kept += st->rx_hdrs_kept - sp->folded_kept;
 		sp->folded_kept = st->rx_hdrs_kept;
@@ -238,7 +247,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	printf("{\n  \"core\": \"%s\",\n"
 	       "  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
 	       "  \"zero_copy\": %s,\n  \"evict\": \"%s\",\n  \"prefetch\": \"%s\",\n"
-	       "  \"line_wait\": \"%s\",\n  \"busy_poll\": %s,\n"
+	       "  \"line_wait\": \"%s\",\n  \"offloads\": \"%s\",\n  \"busy_poll\": %s,\n"
 	       "  \"seconds\": %.3f,\n  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
@@ -246,7 +255,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	       s->o.client ? "true" : "false",
 	       s->o.zero_copy ? "true" : "false", evict_names[s->o.evict],
 	       evict_names[s->o.prefetch], s->o.line_wait_off ? "off" : "on",
-	       s->o.busy_poll ? "true" : "false", secs,
+	       s->o.offloads_off ? "off" : "on", s->o.busy_poll ? "true" : "false", secs,
 	       s->idle, stopped_by, leaked, leaked == 0 ? "true" : "false");
 	for (uint32_t i = 0; i < s->nports; i++) {
 		const struct serve_port *p = &s->port[i];
@@ -291,6 +300,15 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			for (unsigned k = 0; k < VL_ZC_FALLBACK__COUNT; k++)
 				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
 				       vl_zc_fallback_name((enum vl_zc_fallback)k), st->zc_fallbacks[k]);
+			/* Sizes from the front end (its TX ring), to it (its RX ring). */
+			for (unsigned r = 0; r < 2; r++) {
+				const unsigned ring = r == 0 ? SERVE_RING_TX : SERVE_RING_RX;
+
+				printf("}, \"%s_size_bins\": {", r == 0 ? "rx" : "tx");
+				for (unsigned b = 0; b < VL_SIZE_BINS; b++)
+					printf("%s\"%s\": %" PRIu64, b ? ", " : "", bin_names[b],
+					       st->size_bins[ring][b]);
+			}
 			printf("}}");
 			tot.rx_packets += st->rx_packets;
 			tot.rx_bytes += st->rx_bytes;
