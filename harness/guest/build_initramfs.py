@@ -26,11 +26,15 @@ TCP both ways with busybox nc (checksummed with md5sum on the guest side), print
 result line on the serial console and powers off:
 
   VHL-RESULT ping_sent=3 ping_received=3 tx_bytes=67108864 tx_rc=0 tx_md5=... tx_secs=0.93
-             rx_bytes=67108864 rx_partial=0 rx_rc=0 rx_md5=... rx_secs=1.67 status=ok
+             rx_bytes=67108864 rx_partial=0 rx_rc=0 rx_md5=... rx_secs=1.67
+             features=1100... eth_tx_packets=N eth_tx_bytes=N eth_rx_packets=N
+             eth_rx_bytes=N status=ok
 
 (one line; "tx" is what the guest sent, "rx" what it received; *_rc the exit status of
-the transfer, 124 when it timed out; status=ok when the script got that far, else what
-stopped it, e.g. status=no_eth0). Command line parameters, all optional:
+the transfer, 124 when it timed out; features the virtio feature bits the driver
+negotiated, /sys/class/net/eth0/device/features: character i + 1 is bit i; eth_* eth0's
+counters, where a TSO frame of 64 KiB is one packet; status=ok when the script got that
+far, else what stopped it, e.g. status=no_eth0). Command line parameters, all optional:
 
   vhl_ip=10.99.0.2       the guest's address (/24)
   vhl_peer=10.99.0.1     the host side: a sink on TCP port 5001, a source on 5002
@@ -182,9 +186,15 @@ if [ "$RX" -gt 0 ]; then
     say "received $RXB bytes in $RXT s"
 fi
 
+# What the driver negotiated (bit i of the feature word is character i + 1) and what eth0
+# moved as the guest's stack counts it: with TSO a 64 KiB frame is one packet.
+S=/sys/class/net/eth0/statistics
 finish "ping_sent=${PS:-0} ping_received=${PR:-0}" \
     "tx_bytes=$TXB tx_rc=$TXR tx_md5=$TXS tx_secs=$TXT" \
-    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT status=ok"
+    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT" \
+    "features=$(cat /sys/class/net/eth0/device/features 2>/dev/null)" \
+    "eth_tx_packets=$(cat $S/tx_packets) eth_tx_bytes=$(cat $S/tx_bytes)" \
+    "eth_rx_packets=$(cat $S/rx_packets) eth_rx_bytes=$(cat $S/rx_bytes) status=ok"
 """
 
 
