@@ -83,4 +83,9 @@ const struct lab_model_stats *lab_model_stats(const struct lab_model *m);
  * vl_drop values (VL_DROP_NONE while working). */
 enum vl_drop lab_model_broken(const struct lab_model *m);
 
+/* Which offloads a driver with these negotiated features takes on receive (spec 5.1.3.1,
+ * 5.1.6.4; docs/architecture.md, "Enqueue"): VL_DROP_NONE, or the reason an enqueue of a
+ * packet with offloads ol is refused. The model's own rule, for oracles outside it. */
+enum vl_drop lab_rx_offload_rule(uint64_t features, const struct vl_offload *ol);
+
 #endif

@@ -123,4 +123,9 @@ void mdl_consume(struct lab_model *m, uint32_t n);
 void mdl_push_used(struct lab_model *m, const struct mdl_chain *c, uint32_t len);
 void mdl_publish(struct lab_model *m);
 
+/* model_offload.c: a transmitted GSO frame's rules (frame: the packet after the header),
+ * and which offloads the receiving driver takes. VL_DROP_NONE or the reason. */
+enum vl_drop mdl_tx_frame_check(const struct vl_offload *ol, const uint8_t *frame, uint32_t len);
+enum vl_drop mdl_rx_offload_check(const struct lab_model *m, const struct vl_offload *ol);
+
 #endif

@@ -133,6 +133,10 @@ uint32_t lab_model_dequeue(struct lab_model *m, uint32_t max, struct lab_model_p
 			gather(m, &c, b + end);
 			hdr_read(b + end, &ol);
 			c.why = hdr_check(m, &ol, c.len - m->hdr_len);
+			/* A GSO packet's frame must be what its header says it is. */
+			if (c.why == VL_DROP_NONE)
+				c.why = mdl_tx_frame_check(&ol, b + end + m->hdr_len,
+							   c.len - m->hdr_len);
 		}
 		/* Transmit buffers are only read: every one goes back with length 0. */
 		mdl_push_used(m, &c, 0);
@@ -314,6 +318,14 @@ uint32_t lab_model_enqueue(struct lab_model *m, struct vl_pkt *const *pkts, uint
 		if (pkt->pkt_len > VL_PKT_MAX_LEN) {
 			m->st.drops[VL_DROP_RX_TOO_BIG]++;
 			set_status(status, handled, VL_RX_DROPPED_TOO_BIG);
+			continue;
+		}
+		/* "Enqueue": offloads the driver did not accept are not delivered. */
+		const enum vl_drop ol_why = mdl_rx_offload_check(m, &pkt->ol);
+
+		if (ol_why != VL_DROP_NONE) {
+			m->st.drops[ol_why]++;
+			set_status(status, handled, VL_RX_DROPPED_OFFLOAD);
 			continue;
 		}
 		enum reserve res = rx_reserve(m, &r, m->hdr_len + pkt->pkt_len);

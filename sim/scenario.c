@@ -323,7 +323,9 @@ static int record_setup(struct run *r, uint64_t features, const struct vl_vq_con
 static int setup(struct run *r)
 {
 	const struct lab_scenario_config *cfg = r->cfg;
-	uint64_t features = VL_FEATURE(VL_F_NET_CSUM);
+	/* The driver offloads checksums both ways: its RX packets carry NEEDS_CSUM and
+	 * DATA_VALID, which a driver takes only with GUEST_CSUM. */
+	uint64_t features = VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
 	char msg[256] = "";
 	int err = 0;
 

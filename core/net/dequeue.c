@@ -6,6 +6,7 @@
 #include "compiler.h"
 #include "net/copy.h"
 #include "net/net_hdr.h"
+#include "net/tx_gso_check.h"
 #include "net/zero_copy.h"
 #include "pkt/pool_internal.h"
 #include "ring/ring.h"
@@ -181,6 +182,47 @@ static inline int tx_extend(struct vl_vq *vq, struct vl_pkt *pkt, uint32_t pkt_l
 	return vl_pkt_extend(pkt, pkt_len);
 }
 
+/* vl_tx_gso_check_guest in a chain unit of its own: the chain's descriptors and header were
+ * the first; these are the frame's header bytes, not read before. */
+static VL_NOINLINE enum vl_drop tx_zc_gso_check(const struct vl_vq *vq, uint32_t np,
+						uint32_t pkt_len, const struct vl_offload *ol)
+{
+	vl_lab_chain_begin();
+	const enum vl_drop why = vl_tx_gso_check_guest(vq->rq.pieces, np, vq->hdr_len, pkt_len, ol);
+
+	vl_lab_chain_end();
+	return why;
+}
+
+/* The GSO packets of a burst that were copied, checked against their frames now that the
+ * copies are in (the batch flushed): the check reads the host copy, the bytes the
+ * application gets, never guest memory again. A refused packet is freed (its chain went back
+ * already, as every copied chain does) and counted; the rest close up in pkts. Returns how
+ * many packets are left; *bytes loses the refused ones' bytes. Zero-copy packets were
+ * checked before they were leased (vl_tx_gso_check_guest). */
+static VL_NOINLINE uint16_t tx_gso_recheck(struct vl_vq *vq, struct vl_pkt **pkts, uint16_t got,
+					   uint64_t *bytes)
+{
+	uint16_t kept = 0;
+
+	for (uint16_t i = 0; i < got; i++) {
+		struct vl_pkt *pkt = pkts[i];
+		enum vl_drop why = VL_DROP_NONE;
+
+		if (pkt->ol.gso_type != VL_NET_HDR_GSO_NONE && !pkt->release)
+			why = vl_tx_gso_check(pkt, &pkt->ol);
+		if (why == VL_DROP_NONE) {
+			pkts[kept++] = pkt;
+			continue;
+		}
+		count_drop(vq, why);
+		*bytes -= pkt->pkt_len;
+		vq->rq.stats.size_bins[vl_size_bin(pkt->pkt_len)]--;
+		vl_pkt_free(pkt);
+	}
+	return kept;
+}
+
 /* plain (a compile-time constant, like L): the burst started with zero-copy off, no lease
  * held and no offloads negotiated, so none of their per-chain tests can come out true (a
  * lease is only taken with zero-copy on or behind a held one). */
@@ -277,6 +319,16 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 
 				if (pkt_len < vq->zc_min_len) {
 					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_SMALL]++;
+				} else if (vq->tx_offloads && ol.gso_type != VL_NET_HDR_GSO_NONE &&
+					   (why = tx_zc_gso_check(vq, np, pkt_len, &ol)) !=
+						   VL_DROP_NONE) {
+					/* A GSO packet to be leased is checked against its frame
+					 * now: leased, it is never copied (copies are checked after
+					 * the burst's flush). */
+					count_drop(vq, why);
+					tx_done(vq, L, &c, plain);
+					consumed++;
+					continue;
 				} else if (!vl_zc_room(vq, &c)) {
 					vq->rq.stats.zc_fallbacks[VL_ZC_FALLBACK_LIMIT]++;
 				} else if ((one = vl_zc_payload(vq, np, pkt_len)) != NULL) {
@@ -317,8 +369,6 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		}
 	}
 burst_end:
-	vq->rq.stats.packets += got;
-	vq->rq.stats.bytes += bytes;
 	if (pf_try && n > 0)
 		vq->tx_prefetch_skip =
 			vq->rq.stats.payload_prefetches == pf_before ? VL_TX_PREFETCH_RETRY : 0;
@@ -330,6 +380,11 @@ burst_end:
 	vl_lab_burst_end();
 	/* Copies first: once used->idx moves, the guest may reuse the buffers we read. */
 	vl_copy_flush(vq);
+	/* Only a queue with a HOST_* GSO feature can have let a GSO packet through. */
+	if (!plain && vq->tx_gso_allowed && got)
+		got = tx_gso_recheck(vq, pkts, got, &bytes);
+	vq->rq.stats.packets += got;
+	vq->rq.stats.bytes += bytes;
 	vl_ring_flush_used(&vq->rq, L);
 	return got;
 }

@@ -285,10 +285,8 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		uint32_t nbufs, ndeferred;
 		uint16_t pos;
 
-		if (pkt->pkt_len > VL_PKT_MAX_LEN) {
-			rx_dropped_too_big(vq, status, handled);
+		if (rx_refused(vq, pkt, status, handled))
 			continue;
-		}
 		const uint32_t need = vq->hdr_len + pkt->pkt_len;
 		const uint16_t ahead = (uint16_t)(count - handled);
 		struct rx_first f;

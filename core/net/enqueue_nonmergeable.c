@@ -82,10 +82,8 @@ static VL_ALWAYS_INLINE uint16_t nm_body(struct vl_vq *vq, struct vl_pkt *const 
 		uint32_t len;
 		enum vl_drop why;
 
-		if (pkt->pkt_len > VL_PKT_MAX_LEN) {
-			rx_dropped_too_big(vq, status, handled);
+		if (rx_refused(vq, pkt, status, handled))
 			continue;
-		}
 		const uint32_t need = hdr_len + pkt->pkt_len;
 
 		if (!nm_fetch(vq, L, pos, ahead, &c, &len, &why) ||

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "net/frame_parse.h"
 
+#include "vhostlab/vl_virtio.h"
+
 #define ETH_P_IPV4 0x0800u
 #define ETH_P_IPV6 0x86ddu
 #define ETH_P_8021Q 0x8100u
@@ -72,4 +74,19 @@ enum vl_sw_result vl_frame_parse(const struct vl_pkt *pkt, struct vl_frame *f)
 	f->l4_off = (uint16_t)l4;
 	f->hdr_len = (uint16_t)end;
 	return VL_SW_OK;
+}
+
+bool vl_frame_gso_matches(uint8_t gso, const struct vl_frame *f)
+{
+	switch (gso) {
+	case VL_NET_HDR_GSO_TCPV4:
+		return !f->ipv6 && f->l4_proto == VL_IPPROTO_TCP;
+	case VL_NET_HDR_GSO_TCPV6:
+		return f->ipv6 && f->l4_proto == VL_IPPROTO_TCP;
+	case VL_NET_HDR_GSO_UDP:
+	case VL_NET_HDR_GSO_UDP_L4:
+		return f->l4_proto == VL_IPPROTO_UDP;
+	default:
+		return false;
+	}
 }

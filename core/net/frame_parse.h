@@ -32,6 +32,10 @@ struct vl_frame {
  * VL_SW_UNSUPPORTED (a second VLAN tag, IPv6 extension headers). */
 enum vl_sw_result vl_frame_parse(const struct vl_pkt *pkt, struct vl_frame *f);
 
+/* Is the parsed frame what GSO type gso (ECN bit cleared) says it is? TCPV4: IPv4 and TCP,
+ * TCPV6: IPv6 and TCP, UDP and UDP_L4: UDP over either. False for other types. */
+bool vl_frame_gso_matches(uint8_t gso, const struct vl_frame *f);
+
 static inline uint16_t vl_be16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ring/guest_load.h"
+#include "vhostlab/vl_net.h"
 
 void vl_net_hdr_gather(const struct vl_piece *pieces, uint32_t np, uint32_t hdr_len,
 		       uint8_t hdr[12])
@@ -45,6 +46,74 @@ uint8_t vl_net_tx_gso_allowed(uint64_t features)
 	return a;
 }
 
+uint8_t vl_net_rx_gso_allowed(uint64_t features)
+{
+	uint8_t a = 0;
+
+	if (features & VL_FEATURE(VL_F_NET_GUEST_TSO4))
+		a |= VL_TX_GSO_TCPV4;
+	if (features & VL_FEATURE(VL_F_NET_GUEST_TSO6))
+		a |= VL_TX_GSO_TCPV6;
+	if (features & VL_FEATURE(VL_F_NET_GUEST_UFO))
+		a |= VL_TX_GSO_UDP;
+	if ((features & VL_FEATURE(VL_F_NET_GUEST_USO4)) &&
+	    (features & VL_FEATURE(VL_F_NET_GUEST_USO6)))
+		a |= VL_TX_GSO_UDP_L4;
+	if (features & VL_FEATURE(VL_F_NET_GUEST_ECN))
+		a |= VL_TX_GSO_ECN;
+	return a;
+}
+
+uint8_t vl_net_rx_flags_allowed(uint64_t features)
+{
+	return features & VL_FEATURE(VL_F_NET_GUEST_CSUM)
+		       ? (uint8_t)(VL_NET_HDR_F_NEEDS_CSUM | VL_NET_HDR_F_DATA_VALID)
+		       : 0;
+}
+
+/* The GSO-type bit (VL_TX_GSO_*) a type needs, 0 for NONE and for unknown types. */
+static uint8_t gso_need(uint8_t type)
+{
+	switch (type) {
+	case VL_NET_HDR_GSO_TCPV4:
+		return VL_TX_GSO_TCPV4;
+	case VL_NET_HDR_GSO_TCPV6:
+		return VL_TX_GSO_TCPV6;
+	case VL_NET_HDR_GSO_UDP:
+		return VL_TX_GSO_UDP;
+	case VL_NET_HDR_GSO_UDP_L4:
+		return VL_TX_GSO_UDP_L4;
+	default:
+		return 0;
+	}
+}
+
+enum vl_drop vl_net_rx_check(uint8_t flags_bad, uint8_t gso_allowed, const struct vl_offload *ol)
+{
+	const uint8_t flags = ol->flags, gso_type = ol->gso_type;
+
+	if (flags & flags_bad)
+		return flags & flags_bad & (VL_NET_HDR_F_NEEDS_CSUM | VL_NET_HDR_F_DATA_VALID)
+			       ? VL_DROP_RX_CSUM_NOT_NEGOTIATED
+			       : VL_DROP_RX_FLAGS_UNKNOWN;
+	if (gso_type == VL_NET_HDR_GSO_NONE)
+		return VL_DROP_NONE;
+	const uint8_t type = gso_type & (uint8_t)~VL_NET_HDR_GSO_ECN, need = gso_need(type);
+
+	/* ECN qualifies a segmentation: a type is needed, and GUEST_ECN. */
+	if (need == 0 || !(gso_allowed & need) ||
+	    ((gso_type & VL_NET_HDR_GSO_ECN) && !(gso_allowed & VL_TX_GSO_ECN)))
+		return VL_DROP_RX_GSO_NOT_NEGOTIATED;
+	if (ol->gso_size == 0)
+		return VL_DROP_RX_GSO_NO_SEGMENT_SIZE;
+	return VL_DROP_NONE;
+}
+
+enum vl_drop vl_net_rx_offload_check(const struct vl_vq *vq, const struct vl_offload *ol)
+{
+	return vl_net_rx_check(vq->rx_flags_bad, vq->rx_gso_allowed, ol);
+}
+
 enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint8_t allowed,
 				   struct vl_offload *ol)
 {
@@ -75,10 +144,7 @@ enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint
 	case VL_NET_HDR_GSO_UDP_L4: {
 		/* The device takes only the GSO types it offered and the driver accepted (spec
 		 * 5.1.6.2: a driver sends a type only with its HOST_* feature). */
-		const uint8_t need = gso == VL_NET_HDR_GSO_TCPV4   ? VL_TX_GSO_TCPV4
-				     : gso == VL_NET_HDR_GSO_TCPV6 ? VL_TX_GSO_TCPV6
-				     : gso == VL_NET_HDR_GSO_UDP   ? VL_TX_GSO_UDP
-								   : VL_TX_GSO_UDP_L4;
+		const uint8_t need = gso_need(gso);
 
 		if (!(allowed & need))
 			return VL_DROP_GSO_NOT_NEGOTIATED;

@@ -21,6 +21,12 @@ void vl_net_hdr_gather(const struct vl_piece *pieces, uint32_t np, uint32_t hdr_
 #define VL_TX_GSO_UDP_L4 (1u << 3)  /* HOST_USO */
 #define VL_TX_GSO_ECN (1u << 4)     /* HOST_ECN */
 uint8_t vl_net_tx_gso_allowed(uint64_t features);
+/* The same bits for what a driver takes on receive: its GUEST_* features (UDP_L4 only with
+ * both GUEST_USO4 and GUEST_USO6: the type does not say which IP version it carries). */
+uint8_t vl_net_rx_gso_allowed(uint64_t features);
+/* Header flags a driver takes on receive: NEEDS_CSUM and DATA_VALID with GUEST_CSUM, none
+ * without. */
+uint8_t vl_net_rx_flags_allowed(uint64_t features);
 
 /* Check a TX header against the packet length it precedes (CVE-2024-11614 class: checksum
  * and GSO fields must point inside the packet) and against what was negotiated (allowed:
@@ -28,6 +34,11 @@ uint8_t vl_net_tx_gso_allowed(uint64_t features);
  * the drop (docs/architecture.md, "Hostile inputs"). */
 enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint8_t allowed,
 				   struct vl_offload *ol);
+
+/* Check an RX packet's offload metadata against what the receiving driver accepts
+ * (flags_bad: vq->rx_flags_bad, gso_allowed: vq->rx_gso_allowed). The first rule broken
+ * names the drop; VL_DROP_NONE when the header may go to the guest as it is. */
+enum vl_drop vl_net_rx_check(uint8_t flags_bad, uint8_t gso_allowed, const struct vl_offload *ol);
 
 /* Build the RX header bytes the guest will see for a packet spread over num_buffers chains.
  * All 12 bytes are written whatever hdr_len is; a 10-byte header is the first 10 of them.

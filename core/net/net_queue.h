@@ -62,6 +62,9 @@ struct vl_vq {
 	bool mergeable;            /* VIRTIO_NET_F_MRG_RXBUF negotiated */
 	bool tx_offloads;          /* VIRTIO_NET_F_CSUM negotiated: TX headers carry offloads */
 	uint8_t tx_gso_allowed;    /* VL_TX_GSO_*: the GSO types (and ECN) negotiated for TX */
+	uint8_t rx_flags_bad;      /* header flag bits an RX packet may not carry: all without
+				    * GUEST_CSUM, all but NEEDS_CSUM and DATA_VALID with it */
+	uint8_t rx_gso_allowed;    /* VL_TX_GSO_* bits for RX: the GUEST_* features accepted */
 
 	/* Small-copy batch (technique 1): bounded by the queue size, flushed per burst. */
 	struct vl_copy *batch;     /* [size] */

@@ -58,6 +58,8 @@ struct vl_vq *vl_vq_create(const struct vl_mem *mem, const struct vl_vq_config *
 	vq->mergeable = (cfg->features & VL_FEATURE(VL_F_NET_MRG_RXBUF)) != 0;
 	vq->tx_offloads = (cfg->features & VL_FEATURE(VL_F_NET_CSUM)) != 0;
 	vq->tx_gso_allowed = vl_net_tx_gso_allowed(cfg->features);
+	vq->rx_gso_allowed = vl_net_rx_gso_allowed(cfg->features);
+	vq->rx_flags_bad = (uint8_t)~vl_net_rx_flags_allowed(cfg->features);
 	vq->batch_threshold = cfg->batch_threshold;
 	vq->batch = vl_calloc(size, sizeof(*vq->batch));
 	vq->rx_bufs = vl_calloc(size, sizeof(*vq->rx_bufs));

@@ -6,6 +6,7 @@
 
 #include "net/frame_parse.h"
 #include "net/inet_csum.h"
+#include "vhostlab/vl_net.h"
 #include "vhostlab/vl_virtio.h"
 
 static const char *const vl_sw_names[VL_SW__COUNT] = {
@@ -45,19 +46,6 @@ enum vl_sw_result vl_sw_csum_complete(struct vl_pkt *pkt)
 	vl_pkt_write(pkt, at, field, 2);
 	pkt->ol.flags = (uint8_t)(ol.flags & ~VL_NET_HDR_F_NEEDS_CSUM);
 	return VL_SW_OK;
-}
-
-/* Is the frame what the GSO type says it is? */
-static bool gso_matches(uint8_t gso, const struct vl_frame *f)
-{
-	switch (gso) {
-	case VL_NET_HDR_GSO_TCPV4:
-		return !f->ipv6 && f->l4_proto == VL_IPPROTO_TCP;
-	case VL_NET_HDR_GSO_TCPV6:
-		return f->ipv6 && f->l4_proto == VL_IPPROTO_TCP;
-	default: /* VL_NET_HDR_GSO_UDP_L4 */
-		return f->l4_proto == VL_IPPROTO_UDP;
-	}
 }
 
 /* Copy len bytes of src from offset from into dst at offset to, through a small buffer
@@ -178,7 +166,7 @@ enum vl_sw_result vl_sw_segment(const struct vl_pkt *pkt, struct vl_pool *pool,
 
 	if (r != VL_SW_OK)
 		return r;
-	if (!gso_matches(gso, &f))
+	if (!vl_frame_gso_matches(gso, &f))
 		return VL_SW_BAD_FRAME;
 	const uint32_t payload = pkt->pkt_len - f.hdr_len;
 	/* At least one frame, even for a header-only packet; no overflow: payload < 2^32 and
@@ -210,5 +198,35 @@ enum vl_sw_result vl_sw_segment(const struct vl_pkt *pkt, struct vl_pool *pool,
 		build_frame(&f, pkt, i, frames, off, len, out[i]);
 	}
 	*n = (uint16_t)frames;
+	return VL_SW_OK;
+}
+
+enum vl_sw_result vl_sw_fit(const struct vl_vq *vq, const struct vl_pkt *pkt,
+			    struct vl_pool *pool, struct vl_pkt **out, uint16_t max, uint16_t *n)
+{
+	const struct vl_offload ol = pkt->ol;
+
+	*n = 0;
+	if (vl_net_rx_offload_check(vq, &ol) == VL_DROP_NONE)
+		return VL_SW_NOT_NEEDED;
+	/* Whatever was refused, segmenting a GSO packet leaves nothing to offload. */
+	if (ol.gso_type != VL_NET_HDR_GSO_NONE)
+		return vl_sw_segment(pkt, pool, out, max, n);
+	if (max < 1)
+		return VL_SW_TOO_MANY;
+	if ((ol.flags & VL_NET_HDR_F_NEEDS_CSUM) &&
+	    (uint32_t)ol.csum_start + ol.csum_offset + 2u > pkt->pkt_len)
+		return VL_SW_BAD_FRAME;
+	struct vl_pkt *copy = vl_pkt_alloc_len(pool, pkt->pkt_len);
+
+	if (!copy)
+		return VL_SW_NO_MEMORY;
+	copy_bytes(copy, 0, pkt, 0, pkt->pkt_len);
+	copy->ol = ol;
+	/* Bounds checked above: completion cannot refuse a fresh, writable copy. */
+	(void)vl_sw_csum_complete(copy);
+	copy->ol.flags = 0;
+	out[0] = copy;
+	*n = 1;
 	return VL_SW_OK;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "df_internal.h"
+#include "frame_build.h"
 
 /* ---- guest RAM allocator (deterministic, per variant) -------------------------------- */
 
@@ -174,7 +175,9 @@ uint16_t df_get16(const uint8_t *p)
 	return x;
 }
 
-/* A valid virtio-net header for a TX packet of len bytes (offload fields inside it). */
+/* A valid virtio-net header for a TX packet of len bytes (offload fields inside it). GSO
+ * goes only on packets long enough for the headers its type needs (df_tx_bytes writes
+ * them), with the L4 checksum asked for, as the frame rules want. */
 static void tx_header(uint8_t *h, uint32_t len, uint8_t ol)
 {
 	memset(h, 0, 12);
@@ -190,14 +193,24 @@ static void tx_header(uint8_t *h, uint32_t len, uint8_t ol)
 		h[0] = VL_NET_HDR_F_DATA_VALID;
 		break;
 	case 3:
+		if (len < 54)
+			break;
+		h[0] = VL_NET_HDR_F_NEEDS_CSUM;
 		h[1] = VL_NET_HDR_GSO_TCPV4;
-		put16(h + 2, (uint16_t)(len < 54 ? len : 54));
+		put16(h + 2, 54);
 		put16(h + 4, 1448);
+		put16(h + 6, 34);
+		put16(h + 8, 16);
 		break;
 	case 4:
+		if (len < 62)
+			break;
+		h[0] = VL_NET_HDR_F_NEEDS_CSUM;
 		h[1] = VL_NET_HDR_GSO_UDP_L4 | VL_NET_HDR_GSO_ECN;
 		put16(h + 2, (uint16_t)(len / 2));
 		put16(h + 4, 1);
+		put16(h + 6, 54);
+		put16(h + 8, 6);
 		break;
 	case 5:
 		/* Fields without meaning for GSO_NONE pass through unchecked. */
@@ -207,6 +220,25 @@ static void tx_header(uint8_t *h, uint32_t len, uint8_t ol)
 	default:
 		break;
 	}
+}
+
+void df_tx_bytes(uint8_t *dst, uint32_t len, uint32_t serial, const uint8_t *h)
+{
+	fz_fill(dst, len, serial);
+	if (h[1] == VL_NET_HDR_GSO_NONE)
+		return;
+	/* A GSO packet starts with the frame headers its type names (TCP over IPv4, or UDP
+	 * over IPv6); the bytes after them stay the serial's fill. */
+	const bool udp = (h[1] & 0x7f) == VL_NET_HDR_GSO_UDP_L4;
+	const struct lab_frame_spec sp = {.ipv6 = udp, .udp = udp, .seed = serial,
+					  .tcp_flags = 0x10, .payload = len - (udp ? 62 : 54)};
+	struct lab_frame_layout lay;
+
+	lab_frame_layout_of(&sp, &lay);
+	uint8_t *tmp = df_buf[2];
+
+	if (lab_frame_build(&sp, true, tmp, DF_TX_MAX_LEN, &lay) == len)
+		memcpy(dst, tmp, lay.hdr_len);
 }
 
 void df_post_tx(struct df *d, struct df_var *v, const struct fz_df_tx *s)
@@ -231,7 +263,7 @@ void df_post_tx(struct df *d, struct df_var *v, const struct fz_df_tx *s)
 	uint8_t *src = df_buf[0];
 
 	memcpy(src, c.hdr, d->hdr_len);
-	fz_fill(src + d->hdr_len, len, c.serial);
+	df_tx_bytes(src + d->hdr_len, len, c.serial, c.hdr);
 	/* A table of more entries than the queue size is malformed (the core drops it). */
 	bool ind = d->indirect && (s->shape & FZ_DF_TX_INDIRECT) && n <= d->size;
 	int id = post_chain(d, v, &v->tx, &c, src, total, lens, n, (s->shape & FZ_DF_TX_SCATTER) != 0,
@@ -306,7 +338,7 @@ void df_check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, 
 		fz_fail("round %u, %s: TX packet %u (serial %u): offloads differ from the "
 			"header posted", d->round, df_vname(v->idx), i, x->serial);
 	vl_pkt_read(p, 0, df_buf[0], p->pkt_len);
-	fz_fill(df_buf[1], p->pkt_len, x->serial);
+	df_tx_bytes(df_buf[1], p->pkt_len, x->serial, h);
 	for (uint32_t k = 0; memcmp(df_buf[0], df_buf[1], p->pkt_len) && k < p->pkt_len; k++)
 		if (df_buf[0][k] != df_buf[1][k])
 			fz_fail("round %u, %s: TX packet %u (serial %u) byte %u is 0x%02x, "

@@ -175,7 +175,10 @@ void df_log32(struct df_log *l, const char *name, uint32_t v);
 void df_log_reset(struct df_log *l);
 void df_log_compare(struct df *d, const struct df_log *a, const struct df_log *b, unsigned va, unsigned vb, const char *what);
 extern struct df df_state;
-extern uint8_t df_buf[2][VL_PKT_MAX_LEN + 16];
+extern uint8_t df_buf[3][VL_PKT_MAX_LEN + 16];
+/* The len bytes of TX packet `serial` whose header is h: the serial's fill, behind the
+ * frame headers a GSO type needs (TCP over IPv4, UDP over IPv6). Uses df_buf[2]. */
+void df_tx_bytes(uint8_t *dst, uint32_t len, uint32_t serial, const uint8_t *h);
 extern const uint32_t df_batch[DF_CORES];
 extern uint8_t df_poison[DF_RX_MAX_CAP + 64];
 void df_release_chain(struct df_var *v, struct df_chain *c);

@@ -7,7 +7,7 @@
 #include "df_internal.h"
 
 struct df df_state;
-uint8_t df_buf[2][VL_PKT_MAX_LEN + 16];
+uint8_t df_buf[3][VL_PKT_MAX_LEN + 16];
 
 const uint32_t df_batch[DF_CORES] = {0, 256, 65536, 0, 256, 65536, 256, 256};
 uint8_t df_poison[DF_RX_MAX_CAP + 64]; /* DF_POISON bytes, to compare with */

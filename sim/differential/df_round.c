@@ -44,7 +44,9 @@ static void phase_discard(struct df *d, struct df_var *v, const struct fz_df_rou
 		uint8_t first;
 
 		want_bytes += x->pkt_len;
-		fz_fill(&first, 1, x->serial); /* the posted payload's first byte (pkt_len >= 1) */
+		/* the posted payload's first byte (pkt_len >= 1) */
+		df_tx_bytes(df_buf[0], x->pkt_len, x->serial, x->hdr);
+		first = df_buf[0][0];
 		want_firsts += first;
 	}
 	if (bytes != want_bytes)
@@ -457,7 +459,7 @@ static void build_host_packets(struct df *d, const struct fz_df_round *rd)
 			fz_fail("host pool exhausted");
 		fz_fill(df_buf[0], len, 0x80000000u + d->round * 64u + i);
 		vl_pkt_write(p, 0, df_buf[0], len);
-		p->ol.flags = (uint8_t)(ol & 7u);
+		p->ol.flags = (uint8_t)(ol & 3u); /* NEEDS_CSUM, DATA_VALID: GUEST_CSUM */
 		p->ol.gso_type = (uint8_t)(ol >> 3 & 1u ? VL_NET_HDR_GSO_TCPV6 : 0);
 		p->ol.hdr_len = (uint16_t)(ol * 3u);
 		p->ol.gso_size = (uint16_t)(ol * 11u);

@@ -150,10 +150,12 @@ int fz_df_run(const uint8_t *data, size_t size)
 	if (d->L == VL_LAYOUT_PACKED)
 		d->start = (uint16_t)(d->start % d->size);
 	d->zc_min = fz_zc_min_len(h.zc);
-	/* Checksum and every TX segmentation offload: the guest's headers use them all. */
+	/* Checksum and every TX segmentation offload: the guest's headers use them all; on
+	 * receive the host's packets carry checksum flags and TCPv6 GSO. */
 	d->features = VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_HOST_TSO4) |
 		      VL_FEATURE(VL_F_NET_HOST_TSO6) | VL_FEATURE(VL_F_NET_HOST_UFO) |
-		      VL_FEATURE(VL_F_NET_HOST_USO) | VL_FEATURE(VL_F_NET_HOST_ECN);
+		      VL_FEATURE(VL_F_NET_HOST_USO) | VL_FEATURE(VL_F_NET_HOST_ECN) |
+		      VL_FEATURE(VL_F_NET_GUEST_CSUM) | VL_FEATURE(VL_F_NET_GUEST_TSO6);
 	if (f & FZ_DF_F_MERGEABLE)
 		d->features |= VL_FEATURE(VL_F_NET_MRG_RXBUF);
 	if (f & FZ_DF_F_INDIRECT)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hg_internal.h"
+#include "model.h"
 #include "trace_sink.h"
 
 void hg_free_held(struct lab_hg *d, uint8_t mode)
@@ -259,8 +260,18 @@ void hg_do_enqueue(struct lab_hg *d, uint32_t n, const uint16_t *lens, const uin
 		fz_fail("a broken queue handled %u packets", h);
 	for (uint16_t i = 0; i < h; i++) {
 		if (st[i] != VL_RX_DELIVERED && st[i] != VL_RX_DROPPED_TOO_BIG &&
-		    st[i] != VL_RX_DROPPED_TOO_MANY_PIECES)
+		    st[i] != VL_RX_DROPPED_TOO_MANY_PIECES && st[i] != VL_RX_DROPPED_OFFLOAD)
 			fz_fail("enqueue status[%u] = %u", i, st[i]);
+		/* Offloads the driver did not negotiate are refused, the others never (the
+		 * model's rule, lab_rx_offload_rule, decides; a packet too big for any buffer
+		 * is checked first). */
+		const enum vl_drop ol_why = lab_rx_offload_rule(d->features, &pkts[i]->ol);
+
+		if (pkts[i]->pkt_len <= VL_PKT_MAX_LEN &&
+		    (ol_why != VL_DROP_NONE) != (st[i] == VL_RX_DROPPED_OFFLOAD))
+			fz_fail("enqueue status[%u] = %u, but the offloads (flags 0x%x, gso_type "
+				"0x%x) are %s for this driver", i, st[i], pkts[i]->ol.flags,
+				pkts[i]->ol.gso_type, ol_why == VL_DROP_NONE ? "taken" : "refused");
 		if (pkts[i]->pkt_len > VL_PKT_MAX_LEN && st[i] != VL_RX_DROPPED_TOO_BIG)
 			fz_fail("a %u-byte packet was not dropped as too big", pkts[i]->pkt_len);
 		if (st[i] == VL_RX_DELIVERED) {

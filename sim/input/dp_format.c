@@ -13,13 +13,18 @@ const char *const fz_op_names[FZ_OP__COUNT] = {
 
 uint64_t fz_dp_features(uint8_t dpf, uint8_t hold, enum vl_layout layout)
 {
-	uint64_t f = VL_FEATURE(VL_F_NET_CSUM);
+	uint64_t f = VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
 
+	/* The hold bits narrow both directions: GSO types the device takes on TX (HOST_*) and
+	 * the driver on RX (GUEST_*), and ECN with them. */
 	if (!(hold & FZ_HOLD_NO_GSO))
 		f |= VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |
-		     VL_FEATURE(VL_F_NET_HOST_UFO) | VL_FEATURE(VL_F_NET_HOST_USO);
+		     VL_FEATURE(VL_F_NET_HOST_UFO) | VL_FEATURE(VL_F_NET_HOST_USO) |
+		     VL_FEATURE(VL_F_NET_GUEST_TSO4) | VL_FEATURE(VL_F_NET_GUEST_TSO6) |
+		     VL_FEATURE(VL_F_NET_GUEST_UFO) | VL_FEATURE(VL_F_NET_GUEST_USO4) |
+		     VL_FEATURE(VL_F_NET_GUEST_USO6);
 	if (!(hold & FZ_HOLD_NO_ECN))
-		f |= VL_FEATURE(VL_F_NET_HOST_ECN);
+		f |= VL_FEATURE(VL_F_NET_HOST_ECN) | VL_FEATURE(VL_F_NET_GUEST_ECN);
 
 	if (dpf & FZ_DPF_MERGEABLE)
 		f |= VL_FEATURE(VL_F_NET_MRG_RXBUF);

@@ -19,9 +19,12 @@ void rf_cfg_init(struct rf_cfg *cfg, uint64_t granularity)
 {
 	*cfg = (struct rf_cfg){
 		.granularity = granularity,
-		/* CSUM: TX headers carry offloads the core checks (without it they are ignored). */
+		/* CSUM: TX headers carry offloads the core checks (without it they are ignored).
+		 * GUEST_CSUM and GUEST_TSO4: the driver takes the RX offloads the tests send
+		 * (checksum flags, TCPv4 GSO); test_net's rx_offload rows narrow them. */
 		.features = VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_VERSION_1) |
-			    VL_FEATURE(VL_F_NET_CSUM),
+			    VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM) |
+			    VL_FEATURE(VL_F_NET_GUEST_TSO4),
 		.qsize = 256,
 		.start_idx = 0,
 		.batch_threshold = VL_BATCH_THRESHOLD_DEFAULT,

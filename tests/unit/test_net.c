@@ -17,8 +17,10 @@
 #include "ring_fixture.h"
 
 /* Feature sets the scenarios run with. */
-#define F_LEGACY 0ull                                                  /* 10-byte header */
-#define F_MODERN (VL_FEATURE(VL_F_VERSION_1) | VL_FEATURE(VL_F_RING_INDIRECT_DESC))
+/* The driver takes checksum flags and TCPv4 GSO (OL_TSO): rx_offload rows narrow it. */
+#define F_RX_OL (VL_FEATURE(VL_F_NET_GUEST_CSUM) | VL_FEATURE(VL_F_NET_GUEST_TSO4))
+#define F_LEGACY F_RX_OL                                               /* 10-byte header */
+#define F_MODERN (F_RX_OL | VL_FEATURE(VL_F_VERSION_1) | VL_FEATURE(VL_F_RING_INDIRECT_DESC))
 #define F_MRG (F_MODERN | VL_FEATURE(VL_F_NET_MRG_RXBUF))
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -916,6 +918,98 @@ static void scn_mem_table_shrinks(struct rf *f)
 	lab_gmem_free(f->g, filler, 256 * 1024);
 }
 
+/* ---- offloads the driver did not negotiate ---------------------------------------------- */
+
+/* Which offloads a driver with features feat takes on receive, worked out here from the
+ * spec's feature rules (5.1.3.1, 5.1.6.4) for the rows below. */
+static enum vl_drop rx_rule(uint64_t feat, const struct vl_offload *ol)
+{
+	const bool csum = feat & VL_FEATURE(VL_F_NET_GUEST_CSUM);
+	const uint8_t t = ol->gso_type & 0x7f;
+	bool ok;
+
+	if ((ol->flags & 3) && !csum)
+		return VL_DROP_RX_CSUM_NOT_NEGOTIATED;
+	if (ol->flags & ~3)
+		return VL_DROP_RX_FLAGS_UNKNOWN;
+	if (ol->gso_type == 0)
+		return VL_DROP_NONE;
+	ok = (t == VL_NET_HDR_GSO_TCPV4 && (feat & VL_FEATURE(VL_F_NET_GUEST_TSO4))) ||
+	     (t == VL_NET_HDR_GSO_TCPV6 && (feat & VL_FEATURE(VL_F_NET_GUEST_TSO6))) ||
+	     (t == VL_NET_HDR_GSO_UDP && (feat & VL_FEATURE(VL_F_NET_GUEST_UFO))) ||
+	     (t == VL_NET_HDR_GSO_UDP_L4 && (feat & VL_FEATURE(VL_F_NET_GUEST_USO4)) &&
+	      (feat & VL_FEATURE(VL_F_NET_GUEST_USO6)));
+	if (ok && (ol->gso_type & VL_NET_HDR_GSO_ECN))
+		ok = feat & VL_FEATURE(VL_F_NET_GUEST_ECN);
+	if (!ok)
+		return VL_DROP_RX_GSO_NOT_NEGOTIATED;
+	return ol->gso_size ? VL_DROP_NONE : VL_DROP_RX_GSO_NO_SEGMENT_SIZE;
+}
+
+/* Every packet whose offloads the driver did not negotiate is dropped under its reason,
+ * status VL_RX_DROPPED_OFFLOAD, nothing of it published; the others are delivered with
+ * their header as it is. vl_net_rx_offload_check says the same before any enqueue. One body
+ * over feature sets from none to every GUEST_* offload. */
+static void scn_rx_offload(struct rf *f)
+{
+	static const struct vl_offload rows[] = {
+		{0},
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM, .csum_start = 34, .csum_offset = 16 },
+		{ .flags = VL_NET_HDR_F_DATA_VALID },
+		{ .flags = 4 },                     /* RSC_INFO: needs GUEST_RSC, never offered */
+		{ .flags = VL_NET_HDR_F_NEEDS_CSUM | 0x80, .csum_start = 34, .csum_offset = 16 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_TCPV4, .gso_size = 1448, .csum_start = 34,
+		  .csum_offset = 16, .hdr_len = 54 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_TCPV4 | VL_NET_HDR_GSO_ECN,
+		  .gso_size = 1448 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_TCPV6, .gso_size = 1440 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_UDP, .gso_size = 1400 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_UDP_L4, .gso_size = 1400 },
+		{ .flags = 1, .gso_type = VL_NET_HDR_GSO_TCPV4, .gso_size = 0 },
+		{ .gso_type = VL_NET_HDR_GSO_ECN, .gso_size = 10 }, /* ECN without a type */
+		{ .gso_type = 2, .gso_size = 10 },                  /* not a type */
+		{ .gso_type = VL_NET_HDR_GSO_TCPV6, .gso_size = 1440 }, /* GSO, flags 0 */
+	};
+	const uint32_t n = sizeof(rows) / sizeof(rows[0]);
+	const uint64_t feat = f->cfg.features;
+	struct rxb bufs[32];
+	struct vl_pkt *pkts[32];
+	uint8_t st[32], want_st[32];
+	uint64_t want_drops[VL_DROP__COUNT] = {0};
+	uint16_t expect_heads[32];
+	uint32_t nexp = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		bufs[i] = post_buf(f, 2048);
+	for (uint32_t i = 0; i < n; i++) {
+		const enum vl_drop why = rx_rule(feat, &rows[i]);
+
+		pkts[i] = make_pkt_ol(f, 300, (uint8_t)(0x40 + i), &rows[i]);
+		assert_int_equal(vl_net_rx_offload_check(f->rx.q, &rows[i]), why);
+		want_st[i] = why == VL_DROP_NONE ? VL_RX_DELIVERED : VL_RX_DROPPED_OFFLOAD;
+		want_drops[why]++;
+		if (why == VL_DROP_NONE) {
+			expect_heads[nexp] = bufs[nexp].head;
+			nexp++;
+		}
+	}
+	assert_int_equal(vl_net_enqueue(f->rx.q, pkts, (uint16_t)n, st), n);
+	expect_status(st, want_st, n);
+	for (uint32_t i = 0, k = 0; i < n; i++) {
+		if (want_st[i] != VL_RX_DELIVERED)
+			continue;
+		/* Refused packets took no buffer: the k-th delivered one is in the k-th. */
+		expect_rx_packet(f, bufs, n, &expect_heads[k], 1, 300, (uint8_t)(0x40 + i),
+				 &rows[i]);
+		k++;
+	}
+	rf_expect_no_used(&f->rx);
+	for (uint32_t k = 1; k < VL_DROP__COUNT; k++)
+		assert_int_equal(rf_drops(&f->rx, k), want_drops[k]);
+	assert_int_equal(vl_vq_stats(f->rx.q)->packets, nexp);
+	vl_pkt_free_bulk(pkts, n);
+}
+
 /* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
 /* A split run of scn over gran RAM with exactly the features feats (the defaults' bits not
@@ -924,7 +1018,20 @@ static void scn_mem_table_shrinks(struct rf *f)
 	{ .name = nm, .fn = scn, .layout = VL_LAYOUT_SPLIT, .granularity = gran,             \
 	  .features = feats, .features_off = ~(uint64_t)(feats), .qsize = qs }
 
+#define ALL_GUEST_OL                                                                         \
+	(VL_FEATURE(VL_F_NET_GUEST_CSUM) | VL_FEATURE(VL_F_NET_GUEST_TSO4) |                 \
+	 VL_FEATURE(VL_F_NET_GUEST_TSO6) | VL_FEATURE(VL_F_NET_GUEST_ECN) |                  \
+	 VL_FEATURE(VL_F_NET_GUEST_UFO) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                  \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6))
+
 static const struct rf_case cases[] = {
+	NET("rx_offload_none", scn_rx_offload, RF_COARSE, F_MRG & ~F_RX_OL, 256),
+	NET("rx_offload_csum", scn_rx_offload, RF_COARSE,
+	    F_MODERN & ~VL_FEATURE(VL_F_NET_GUEST_TSO4), 256),
+	NET("rx_offload_tso4", scn_rx_offload, RF_4K, F_MRG, 256),
+	NET("rx_offload_uso4_only", scn_rx_offload, RF_COARSE,
+	    F_MRG | VL_FEATURE(VL_F_NET_GUEST_USO4) | VL_FEATURE(VL_F_NET_GUEST_ECN), 256),
+	NET("rx_offload_all", scn_rx_offload, RF_4K, F_MRG | ALL_GUEST_OL, 256),
 	NET("nonmrg_fits_legacy_coarse", scn_nonmrg_fits, RF_COARSE, F_LEGACY, 256),
 	NET("nonmrg_fits_legacy_4k", scn_nonmrg_fits, RF_4K, F_LEGACY, 256),
 	NET("nonmrg_fits_modern_coarse", scn_nonmrg_fits, RF_COARSE, F_MODERN, 256),

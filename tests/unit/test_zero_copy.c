@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ring_fixture.h"
+#include "frame_build.h"
 #include "vl_lab_control.h"
 
 #define IN_ORDER VL_FEATURE(VL_F_IN_ORDER)
@@ -738,11 +739,20 @@ static uint32_t post_shape(struct rf *f, enum zc_shape sh, uint8_t seed, uint16_
 		*len = 65000;
 		uint64_t gpa = rf_alloc(f, h + *len);
 
-		rf_write_tx_pkt(f, gpa, *len, seed);
-		/* Checksum and GSO fields as Linux fills them for TCP over IPv4. */
-		uint8_t hdr[10] = {VL_NET_HDR_F_NEEDS_CSUM, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05,
-				   34, 0, 16, 0};
+		/* A TCPv4 frame with the checksum and GSO fields as Linux fills them. */
+		const struct lab_frame_spec sp = {.seed = seed, .payload = *len - 54,
+						  .tcp_flags = 0x18};
+		struct lab_frame_layout lay;
+		struct vl_offload ol;
+		uint8_t *p = rf_ptr(f, gpa, h + *len);
 
+		assert_int_equal(lab_frame_build(&sp, true, p + h, *len, &lay), *len);
+		lab_frame_offload(&sp, &lay, 1448, false, &ol);
+		const uint8_t hdr[10] = {ol.flags, ol.gso_type, (uint8_t)ol.hdr_len, 0,
+					 (uint8_t)ol.gso_size, (uint8_t)(ol.gso_size >> 8),
+					 (uint8_t)ol.csum_start, 0, (uint8_t)ol.csum_offset, 0};
+
+		memset(p, 0, h);
 		rf_write(f, gpa, hdr, sizeof(hdr));
 		d[0] = (struct rf_desc){gpa, h, 0};
 		d[1] = (struct rf_desc){gpa + h, 32768, 0};

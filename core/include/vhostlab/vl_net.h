@@ -48,12 +48,26 @@ enum vl_rx_status {
 	VL_RX_DELIVERED = 0,
 	VL_RX_DROPPED_TOO_BIG = 1,         /* see VL_DROP_RX_TOO_BIG */
 	VL_RX_DROPPED_TOO_MANY_PIECES = 2, /* see VL_DROP_RX_TOO_MANY_PIECES */
+	VL_RX_DROPPED_OFFLOAD = 3,         /* offloads the driver did not negotiate: one of
+					    * VL_DROP_RX_CSUM_NOT_NEGOTIATED, _FLAGS_UNKNOWN,
+					    * _GSO_NOT_NEGOTIATED, _GSO_NO_SEGMENT_SIZE */
 };
+
+/* Whether RX queue vq's driver can take a packet with these offloads as they are: VL_DROP_NONE,
+ * or the reason vl_net_enqueue would drop it. A driver takes NEEDS_CSUM and DATA_VALID only
+ * with GUEST_CSUM, no other flag, and a GSO type only with its GUEST_* feature (TCPV4:
+ * GUEST_TSO4, TCPV6: GUEST_TSO6, UDP: GUEST_UFO, UDP_L4: GUEST_USO4 and GUEST_USO6, the
+ * ECN bit: GUEST_ECN) and a segment size. Other fields (hdr_len, gso_size, csum_start,
+ * csum_offset) are passed as they are. vl_sw_fit (vl_sw_offload.h) turns a packet that does
+ * not fit into packets that do. */
+enum vl_drop vl_net_rx_offload_check(const struct vl_vq *vq, const struct vl_offload *ol);
 
 /* Enqueue packets into the guest's receive buffers on RX queue vq (copying; the caller
  * keeps ownership of every packet). One path for mergeable and non-mergeable buffers.
- * Packets are handled in order. A packet that can never fit is dropped (counted, nothing of
- * it published) and the next one is tried. When the guest has not posted enough buffers for
+ * Packets are handled in order. A packet that can never fit, or whose offloads the driver
+ * did not negotiate (vl_net_rx_offload_check), is dropped (counted, nothing of it
+ * published) and the next one is tried. Each packet's offload metadata becomes its
+ * virtio-net header as it is. When the guest has not posted enough buffers for
  * a packet, the call stops there: the return value is the number of packets handled
  * (delivered or dropped) from the front of pkts; the rest were not attempted.
  * If status is not NULL, status[i] receives an enum vl_rx_status for each handled packet. */

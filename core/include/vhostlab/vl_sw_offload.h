@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "vl_pkt.h"
+#include "vl_vq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,19 @@ enum vl_sw_result vl_sw_csum_complete(struct vl_pkt *pkt);
  * On any other result nothing is allocated and *n is 0. */
 enum vl_sw_result vl_sw_segment(const struct vl_pkt *pkt, struct vl_pool *pool,
 				struct vl_pkt **out, uint16_t max, uint16_t *n);
+
+/* Make pkt something RX queue vq's driver takes (vl_net_rx_offload_check, vl_net.h):
+ *  - VL_SW_NOT_NEEDED: it takes pkt as it is; enqueue pkt (*n is 0);
+ *  - VL_SW_OK: enqueue out[0..*n) instead; the caller owns them, pkt is unchanged:
+ *    a GSO type (or ECN) it did not accept: vl_sw_segment's frames, checksums complete;
+ *    otherwise one copy of pkt with NEEDS_CSUM completed (vl_sw_csum_complete) and
+ *    DATA_VALID and unknown flags cleared (a driver without GUEST_CSUM checks for itself);
+ *  - anything else: what vl_sw_segment or the copy refused (VL_SW_BAD_FRAME also for a
+ *    GSO type with gso_size 0), nothing allocated, *n is 0. Drop pkt, or enqueue it and
+ *    let vl_net_enqueue count the reason.
+ * Works on zero-copy packets too (it only reads pkt). */
+enum vl_sw_result vl_sw_fit(const struct vl_vq *vq, const struct vl_pkt *pkt,
+			    struct vl_pool *pool, struct vl_pkt **out, uint16_t max, uint16_t *n);
 
 #ifdef __cplusplus
 }

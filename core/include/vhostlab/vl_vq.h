@@ -80,11 +80,32 @@ enum vl_drop {
 	VL_DROP_ECN_NOT_NEGOTIATED,  /* GSO with the ECN bit, HOST_ECN not negotiated */
 	VL_DROP_GSO_NO_SEGMENT_SIZE, /* GSO with gso_size 0: no segment size to cut at */
 	VL_DROP_GSO_HDR_PAST_FRAME,  /* GSO with hdr_len longer than the packet */
+	/* TX GSO checked against the frame itself (spec 5.1.6.2 and Linux's
+	 * virtio_net_hdr_to_skb: what a segmenter will rely on must be there): */
+	VL_DROP_GSO_WITHOUT_CSUM,    /* GSO without NEEDS_CSUM (spec 5.1.6.2.1: a driver
+				      * asking for segmentation MUST ask for the checksum) */
+	VL_DROP_GSO_BAD_FRAME,       /* GSO on a frame too short for the Ethernet, IP and
+				      * TCP/UDP headers, or one that is not IPv4/IPv6 with TCP or
+				      * UDP, or an IPv4 fragment */
+	VL_DROP_GSO_PROTO_MISMATCH,  /* the frame's protocols are not the GSO type's (TCPV4:
+				      * IPv4+TCP, TCPV6: IPv6+TCP, UDP_L4 and UDP: UDP) */
+	VL_DROP_GSO_CSUM_MISMATCH,   /* GSO whose checksum request is not the L4 checksum:
+				      * csum_start != the TCP/UDP header's offset, or csum_offset
+				      * != 16 (TCP) / 6 (UDP) */
 	VL_DROP_TX_TOO_BIG,          /* TX packet longer than VL_PKT_MAX_LEN */
 	VL_DROP_RX_BUF_TOO_SMALL,    /* RX chain smaller than the virtio-net header */
 	/* Packet-level (enqueue): the packet is not delivered, nothing of it is published. */
 	VL_DROP_RX_TOO_BIG,          /* does not fit the guest buffer(s) it could use */
 	VL_DROP_RX_TOO_MANY_PIECES,  /* would need more pieces than the queue can track */
+	/* Packet-level (enqueue), offloads the receiving driver did not negotiate
+	 * (vl_net_rx_offload_check; vl_sw_fit makes such a packet fit): */
+	VL_DROP_RX_CSUM_NOT_NEGOTIATED, /* NEEDS_CSUM or DATA_VALID without GUEST_CSUM */
+	VL_DROP_RX_FLAGS_UNKNOWN,    /* a header flag other than NEEDS_CSUM and DATA_VALID */
+	VL_DROP_RX_GSO_NOT_NEGOTIATED, /* a GSO type (or the ECN bit) the driver did not
+				      * accept: TCPV4 needs GUEST_TSO4, TCPV6 GUEST_TSO6, UDP
+				      * GUEST_UFO, UDP_L4 both GUEST_USO4 and GUEST_USO6, ECN
+				      * GUEST_ECN and a type; an unknown type never goes */
+	VL_DROP_RX_GSO_NO_SEGMENT_SIZE, /* a GSO type with gso_size 0 */
 	/* Queue-level: the queue is declared broken and stops (see vl_vq_broken). */
 	VL_DROP_AVAIL_IDX_JUMP,      /* avail->idx claims more than queue size new entries */
 	VL_DROP_HEAD_OUT_OF_RANGE,   /* avail ring names a head >= queue size */
