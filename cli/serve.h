@@ -11,6 +11,7 @@
  *   serve_stats.c  counters, live lines and the final report
  *   serve_record.c --record: the session as a trace (sim/trace/session_rec.h)
  *   serve_features.c  the offload features offered (--offloads) and their dependencies
+ *   serve_fit.c    packets whose offloads their destination did not negotiate (vl_sw_fit)
  *
  * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
  * is what serve receives from a front end (the guest's TX ring, the core's dequeue), "tx"
@@ -25,6 +26,9 @@
 #include "vhostlab/vhostlab.h"
 
 #define SERVE_BURST_MAX 256u
+/* Frames the software fallback may cut one packet into (serve_fit.c): 64 KiB of payload at
+ * a segment size down to 256 bytes. A Linux guest's TSO frames at MTU 1500 make 45. */
+#define SERVE_FIT_MAX 256u
 #define SERVE_IDLE_PAUSE_DEFAULT_NS 1500u
 #define SERVE_BURST_DEFAULT 32u
 /* Ring 2n of a pair is the guest's receive queue (serve sends there), 2n + 1 its transmit
@@ -110,6 +114,8 @@ enum serve_drop {
 	SERVE_DROP_NO_PEER,   /* its destination was not connected, or went away */
 	SERVE_DROP_TAP,       /* the TAP device did not take it */
 	SERVE_DROP_NO_MEMORY, /* a packet buffer could not be had (zero-copy unsharing) */
+	SERVE_DROP_OFFLOAD,   /* offloads its destination did not negotiate, and the software
+			       * fallback could not make it fit (sw_refused says why) */
 	SERVE_DROP__COUNT
 };
 
@@ -138,13 +144,21 @@ struct serve_qstats {
 	 * ring what the front end sent, on the RX ring what it was given. Frames past 1518
 	 * bytes are segmentation offload at work (TSO/USO). */
 	uint64_t size_bins[2][VL_SIZE_BINS];
+	/* Packets for this pair's RX ring with offloads its driver did not negotiate
+	 * (serve_fit.c): segmented in software (and the frames that made), checksums completed
+	 * in software, refused by the fallback (by vl_sw_result; also drops[OFFLOAD]). */
+	uint64_t sw_segmented, sw_frames, sw_checksummed;
+	uint64_t sw_refused[VL_SW__COUNT];
 };
 
-/* Packets waiting for room in one RX ring, in order: pkts[head .. head + n). Filled only
- * when empty, so a burst always fits. */
+/* Packets waiting for room in one RX ring, in order: first fit[fit_head .. + fit_n), the
+ * frames software made of the packet that was next (serve_fit.c), then pkts[head .. head +
+ * n). Filled only when both are empty, so a burst always fits. */
 struct serve_pending {
 	struct vl_pkt *pkts[SERVE_BURST_MAX];
 	uint32_t head, n;
+	struct vl_pkt *fit[SERVE_FIT_MAX];
+	uint32_t fit_head, fit_n;
 };
 
 /* One queue pair of one device. */
@@ -262,6 +276,15 @@ void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, boo
 void serve_fwd_disconnected(struct serve *s, struct serve_port *p);
 /* Shutdown: free every waiting packet (counted as NO_PEER drops). */
 void serve_fwd_flush_all(struct serve *s);
+
+/* serve_fit.c */
+/* How many of pkts[0..n), from the first, RX queue vq's driver takes as they are (their
+ * offloads negotiated): the first it does not take ends the count. */
+uint32_t serve_fit_prefix(const struct vl_vq *vq, struct vl_pkt *const *pkts, uint32_t n);
+/* pkt (taken: freed or passed on) cannot go to vq's driver as it is: the frames software
+ * makes of it become sp's pend.fit, or it is dropped and counted. pend.fit must be empty. */
+void serve_fit_packet(struct serve_port *dst, struct serve_pair *sp, const struct vl_vq *vq,
+		      struct vl_pkt *pkt);
 
 /* serve_gen.c */
 #define SERVE_GEN_MIN_SIZE 60u

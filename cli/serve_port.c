@@ -24,7 +24,10 @@
 static uint32_t pool_count(const struct serve_opts *o)
 {
 	uint64_t gen_segs = (o->size + SERVE_SEG_SIZE - 1) / SERVE_SEG_SIZE;
-	uint64_t per_pair = 2ull * o->burst * (SERVE_MAX_PKT_SEGS + 1);
+	/* ... and the frames the software fallback makes of one packet (serve_fit.c): at most
+	 * SERVE_FIT_MAX of them, holding one packet's bytes plus a header each. */
+	uint64_t per_pair = 2ull * o->burst * (SERVE_MAX_PKT_SEGS + 1) + SERVE_FIT_MAX +
+			    SERVE_MAX_PKT_SEGS;
 
 	if (o->mode == SERVE_TXONLY)
 		per_pair += o->burst * gen_segs;

@@ -15,6 +15,7 @@ static const char *const drop_names[SERVE_DROP__COUNT] = {
 	[SERVE_DROP_NO_PEER] = "no_peer",
 	[SERVE_DROP_TAP] = "tap",
 	[SERVE_DROP_NO_MEMORY] = "no_memory",
+	[SERVE_DROP_OFFLOAD] = "offload",
 };
 
 static const char *const mode_names[] = {
@@ -309,7 +310,15 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 					printf("%s\"%s\": %" PRIu64, b ? ", " : "", bin_names[b],
 					       st->size_bins[ring][b]);
 			}
-			printf("}}");
+			/* Offloads this pair's guest did not take, done in software. */
+			printf("}, \"offload_fallbacks\": {\"segmented\": %" PRIu64
+			       ", \"frames\": %" PRIu64 ", \"checksummed\": %" PRIu64
+			       ", \"refused\": {",
+			       st->sw_segmented, st->sw_frames, st->sw_checksummed);
+			for (unsigned r = VL_SW_NOT_NEEDED + 1, k = 0; r < VL_SW__COUNT; r++, k++)
+				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
+				       vl_sw_result_name((enum vl_sw_result)r), st->sw_refused[r]);
+			printf("}}}");
 			tot.rx_packets += st->rx_packets;
 			tot.rx_bytes += st->rx_bytes;
 			tot.tx_packets += st->tx_packets;
