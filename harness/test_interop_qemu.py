@@ -171,6 +171,7 @@ class Cell:
         self.prog = prog
         self.serve_extra: list[str] = []  # more serve options (test_record_qemu.py)
         self.nbytes = BYTES  # each way
+        self.send = self.receive = True  # the guest sends nbytes, receives nbytes
         self.ns_made = False
         self.serve = self.peer = self.qemu = None
         self._files = []
@@ -228,7 +229,8 @@ class Cell:
         self.peer = subprocess.Popen(
             ["timeout", "-s", "KILL", str(int(QEMU_TIMEOUT + 30)), "ip", "netns", "exec",
              self.ns, sys.executable, str(HOST_PEER), "--addr", HOST_IP, "--bytes",
-             str(self.nbytes), "--timeout", str(int(QEMU_TIMEOUT))],
+             str(self.nbytes if self.receive else 0), "--timeout", str(int(QEMU_TIMEOUT)),
+             *(() if self.send else ("--no-sink",))],
             stdin=subprocess.DEVNULL, stdout=self._open("host peer"),
             stderr=self._open("host peer stderr"), text=True)
         wait_for(lambda: self.peer.poll() is not None or any(
@@ -246,7 +248,8 @@ class Cell:
         if not self.cell["mrg"]:
             dev += ",mrg_rxbuf=off"
         append = (f"console=ttyS0 quiet panic=-1 vhl_ip={GUEST_IP} vhl_peer={HOST_IP} "
-                  f"vhl_tx={self.nbytes} vhl_rx={1 if self.nbytes else 0} vhl_pings={PINGS} "
+                  f"vhl_tx={self.nbytes if self.send else 0} "
+                  f"vhl_rx={1 if self.nbytes and self.receive else 0} vhl_pings={PINGS} "
                   f"vhl_timeout={GUEST_TRANSFER_TIMEOUT}")
         self.qemu_argv = [
             qemu, "-accel", "tcg", "-m", "128",
