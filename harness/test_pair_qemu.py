@@ -177,6 +177,10 @@ def test_two_guests_through_serve_pair(vhostlab_fast, qemu, guest, cell, capsys)
     # The queue of each port: its tx_* is what serve gave that port's guest.
     qa, qb = (port["queues"][0] for port in serve["ports"])
     fb_a, fb_b = qa["offload_fallbacks"], qb["offload_fallbacks"]
+    def fallbacks(fb: dict) -> str:
+        return (f"segmented {fb['segmented']} into {fb['frames']} frames, checksummed "
+                f"{fb['checksummed']}, refused {sum(fb['refused'].values())}")
+
     with capsys.disabled():
         print(f"\n  qemu pair {cell}: ping {a['ping_received']}/{a['ping_sent']}; A->B "
               f"{b['sink_bytes']} B md5 {'ok' if a['tx_md5'] == b['sink_md5'] else 'MISMATCH'}"
@@ -184,9 +188,9 @@ def test_two_guests_through_serve_pair(vhostlab_fast, qemu, guest, cell, capsys)
               f"{'ok' if a['rx_md5'] == b['source_md5'] else 'MISMATCH'} {a['rx_secs']} s; "
               f"{secs:.1f} s; offloads A {' '.join(sorted(guest_bits(a))) or 'none'}, B "
               f"{' '.join(sorted(guest_bits(b))) or 'none'}; to A: {qa['tx_packets']} frames "
-              f"({qa['tx_size_bins']['gt1518']} over {MAX_PLAIN} B), fallbacks {fb_a}; to B: "
+              f"({qa['tx_size_bins']['gt1518']} over {MAX_PLAIN} B), {fallbacks(fb_a)}; to B: "
               f"{qb['tx_packets']} frames ({qb['tx_size_bins']['gt1518']} over {MAX_PLAIN} B), "
-              f"fallbacks {fb_b}; TCP retransmits A {a['tcp_retrans']} B {b['tcp_retrans']}, "
+              f"{fallbacks(fb_b)}; TCP retransmits A {a['tcp_retrans']} B {b['tcp_retrans']}, "
               f"bad checksums A {a['tcp_csum_errors']} B {b['tcp_csum_errors']}", end="")
     assert int(a["ping_received"]) == int(a["ping_sent"]) == 3, ctx
     assert a["tx_rc"] == "0" and b["sink_rc"] == "0" and b["sink_partial"] == "0", ctx
