@@ -18,6 +18,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_minimize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_probe(int argc, char **argv); /* the lab program only */
 
 /* "production" (the core as libvhostlab ships it) or "lab-hooks" (guest loads reported to the
  * lab's hooks): which core this program runs. cli/core_build.c. */

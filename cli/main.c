@@ -41,6 +41,8 @@ static void usage(FILE *out)
 		"  bench    benchmark the core against a lean simulated guest: Mpps, ns per\n"
 		"           packet, allocations per call, instructions per packet (callgrind),\n"
 		"           on the lab build of the core (vhostlab-fast bench: the production one)\n"
+		"  probe    play a vhost-user front end against any back end's socket and\n"
+		"           check it case by case (conformance, traffic)\n"
 		"  help     show this text, or `vhostlab help COMMAND` for a command's options\n"
 		"\n"
 		"exit status: 0 success, 1 a check failed, 2 usage error.\n"
@@ -136,6 +138,7 @@ static const struct cli_command commands[] = {
 	{"replay", cmd_replay},
 	{"minimize", cmd_minimize},
 	{"trace", cmd_trace},
+	{"probe", cmd_probe},
 #endif
 	{"serve", cmd_serve},
 	{"bench", cmd_bench},

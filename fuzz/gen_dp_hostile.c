@@ -6,6 +6,7 @@
  * packed lies), for the target's layout and direction. */
 #include <string.h>
 
+#include "frame_build.h"
 #include "gen_corpus.h"
 
 void gen_dp_hostile(const char *target, bool packed, bool rx)
@@ -331,6 +332,84 @@ void gen_dp_hostile(const char *target, bool packed, bool rx)
 		good_then_burst(&sd, 0x3000);
 		save_dp(target, v == 0 ? "hostile-gso-not-negotiated" : "hostile-ecn-not-negotiated",
 			&sd);
+	}
+
+	/* The frame rules of a GSO packet, each offence once between two frames that keep
+	 * them: a 200-byte frame is posted with its header, then its own headers are written
+	 * over the fill (TCP over IPv4, UDP over IPv6: lab_frame_build), two descriptors each
+	 * (header, frame), six chains in a ring of 16. Named after the drop
+	 * each breaks: gso_without_csum, gso_bad_frame, gso_proto_mismatch, gso_csum_mismatch. */
+	{
+		const struct lab_frame_spec v4tcp = {.seed = 21, .payload = 146, .tcp_flags = 0x18};
+		const struct lab_frame_spec v6udp = {.ipv6 = true, .udp = true, .seed = 22,
+						     .payload = 138};
+		struct lab_frame_layout l4t, l6u;
+		uint8_t f4[256], f6[256];
+
+		lab_frame_build(&v4tcp, true, f4, sizeof(f4), &l4t);
+		lab_frame_build(&v6udp, true, f6, sizeof(f6), &l6u);
+		static const struct {
+			uint8_t hdr[10];
+			bool v6;   /* which frame is written behind it (none: the fill stays) */
+			bool frame;
+		} rows[] = {
+			/* good: TCPv4, the checksum at 34 + 16 */
+			{{1, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0}, false, true},
+			/* gso_without_csum */
+			{{0, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0}, false, true},
+			/* gso_bad_frame: the fill is no IP frame */
+			{{1, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 16, 0}, false, false},
+			/* gso_proto_mismatch: TCPV6 on the IPv4 frame */
+			{{1, VL_NET_HDR_GSO_TCPV6, 54, 0, 0xa8, 0x05, 34, 0, 16, 0}, false, true},
+			/* gso_csum_mismatch: UDP's offset on TCP */
+			{{1, VL_NET_HDR_GSO_TCPV4, 54, 0, 0xa8, 0x05, 34, 0, 6, 0}, false, true},
+			/* good: UDP_L4 over IPv6, the checksum at 54 + 6 */
+			{{1, VL_NET_HDR_GSO_UDP_L4, 62, 0, 0xb0, 0x04, 54, 0, 6, 0}, true, true},
+		};
+
+		for (int zc = 0; zc < 2; zc++) {
+		s = base_setup(packed, rx);
+		/* The second time with zero-copy on: the frames are checked before a lease. */
+		s.zc = zc ? 1 : 0;
+		seed_begin(&sd, packed, rx, &s);
+		for (int k = 0; k < 6; k++) {
+			const uint16_t off = (uint16_t)(0x400 * k);
+
+			fz_enc_post(&sd.o, FZ_POST_RAW_HDR | FZ_POST_HDR_ALONE, 200, off,
+				    rows[k].hdr);
+			if (rows[k].frame)
+				fz_enc_write(&sd.o, true, (uint16_t)(off + sd.hdr_len),
+					     rows[k].v6 ? f6 : f4,
+					     (uint8_t)(rows[k].v6 ? l6u.hdr_len : l4t.hdr_len));
+		}
+		burst(&sd);
+		good_then_burst(&sd, 0x3000);
+		save_dp(target, zc ? "hostile-gso-frame-rules-zc" : "hostile-gso-frame-rules", &sd);
+		}
+	}
+
+	/* Offloads the receiving driver did not negotiate: every RX offload preset (checksum
+	 * flags, RSC_INFO, TCPv4 and UDP_L4 GSO with ECN, all ones, random) against a driver
+	 * that took nothing (no GUEST_CSUM, no GUEST_* GSO, no ECN), then one that took only
+	 * GUEST_CSUM: rx_csum_not_negotiated, rx_flags_unknown, rx_gso_not_negotiated (run on
+	 * TX too, harmlessly). */
+	for (int v = 0; v < 2; v++) {
+		static const uint16_t lens[7] = {100, 100, 100, 100, 100, 100, 100};
+		static const uint8_t mods[7] = {2, 4, 6, 8, 10, 12, 14};
+
+		s = base_setup(packed, rx);
+		s.hold |= FZ_HOLD_NO_GSO | FZ_HOLD_NO_ECN | (v == 0 ? FZ_HOLD_NO_GUEST_CSUM : 0);
+		s.features |= FZ_DPF_MERGEABLE;
+		seed_begin(&sd, packed, rx, &s);
+		for (int k = 0; k < 8; k++)
+			good_post(&sd, 0, 200, (uint16_t)(0x400 * k));
+		if (rx)
+			fz_enc_enqueue(&sd.o, 7, lens, mods);
+		else
+			burst(&sd);
+		good_then_burst(&sd, 0x3000);
+		save_dp(target, v == 0 ? "hostile-rx-offload-not-negotiated"
+				       : "hostile-rx-gso-not-negotiated", &sd);
 	}
 
 	/* RX specifics (run on TX too, harmlessly): buffers smaller than the header, packets

@@ -114,9 +114,14 @@ for t in "${TARGETS[@]}"; do
     # A fixed seed (VHOSTLAB_FUZZ_SEED) makes a gate run explore the same way every time.
     [[ -n "${VHOSTLAB_FUZZ_SEED:-}" ]] && flags+=(-seed="$VHOSTLAB_FUZZ_SEED")
 
-    # 1. Replay everything this target has; each file runs once, by name.
+    # 1. Replay everything this target has; each file runs once, by name. The committed
+    # corpus (fuzz/corpus/<target>, grown by ./lab fuzz campaigns) is replayed and read.
+    committed="$ROOT/fuzz/corpus/$t"
     dirs=("$seeds" "$corpus")
     [[ -d "$regs" ]] && dirs+=("$regs")
+    extra=()
+    [[ -d "$committed" ]] && extra=("$committed")
+    dirs+=("${extra[@]}")
     REPLAYED[$t]=$(find "${dirs[@]}" -type f | wc -l | tr -d ' ')
     log "$t: replaying ${REPLAYED[$t]} inputs (seeds, corpus, regressions)"
     STATUS[$t]=ok
@@ -134,7 +139,7 @@ for t in "${TARGETS[@]}"; do
     if [[ ${STATUS[$t]} == ok && $SECONDS_PER_TARGET -gt 0 ]]; then
         log "$t: fuzzing for ${SECONDS_PER_TARGET}s"
         "$exe" "${flags[@]}" "${dict[@]}" -max_total_time="$SECONDS_PER_TARGET" \
-            -print_final_stats=1 "$corpus" "$seeds" >"$tlog" 2>&1
+            -print_final_stats=1 "$corpus" "$seeds" "${extra[@]}" >"$tlog" 2>&1
         rc=$?
         EXECS[$t]=$(sed -n 's/^stat::number_of_executed_units: *//p' "$tlog" | tail -n 1)
         RATE[$t]=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$tlog" | tail -n 1)

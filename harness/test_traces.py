@@ -40,6 +40,8 @@ CLASSES = {
     "direction mismatch": "direction",
     "double fetch / TOCTOU": "double-fetch",
     "bogus offload header": "bad-offload",
+    "GSO frame that contradicts its header": "gso-frame",
+    "RX offloads the driver did not negotiate": "rx-offload",
     "packed ring lies": "ring-lies",
     "mergeable RX exhaustion": "rx-exhaustion",
 }

@@ -396,6 +396,18 @@ const struct vl_mem_region *lab_gmem_regions(const struct lab_gmem *g, uint32_t 
 	return g->regions;
 }
 
+int lab_gmem_memfd(const struct lab_gmem *g)
+{
+	return g->fd;
+}
+
+uint64_t lab_gmem_region_memfd_offset(const struct lab_gmem *g, uint32_t i)
+{
+	if (i >= g->nregions)
+		gmem_die("lab_gmem_region_memfd_offset: region %u of %u", i, g->nregions);
+	return g->regions[i].mmap_offset;
+}
+
 uint64_t lab_gmem_ring_gpa(const struct lab_gmem *g)
 {
 	(void)g;

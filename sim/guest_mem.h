@@ -43,6 +43,15 @@ void lab_gmem_destroy(struct lab_gmem *g);
 /* The host-view region table to give to vl_mem_create. Valid until lab_gmem_destroy. */
 const struct vl_mem_region *lab_gmem_regions(const struct lab_gmem *g, uint32_t *n);
 
+/* The memfd holding every guest byte, for a front end that hands guest RAM to a back end in
+ * another process (vhost-user SET_MEM_TABLE): each region of lab_gmem_regions lies at its
+ * mmap_offset in this fd (lab_gmem_region_memfd_offset). Owned by g: callers that send it
+ * keep it open until lab_gmem_destroy, and never close it. */
+int lab_gmem_memfd(const struct lab_gmem *g);
+/* Where region i of lab_gmem_regions starts inside the memfd (its mmap_offset); i must be
+ * below the count lab_gmem_regions returned. */
+uint64_t lab_gmem_region_memfd_offset(const struct lab_gmem *g, uint32_t i);
+
 uint64_t lab_gmem_ring_gpa(const struct lab_gmem *g);   /* == LAB_GMEM_RING_GPA */
 uint64_t lab_gmem_ring_size(const struct lab_gmem *g);
 uint64_t lab_gmem_ram_gpa(const struct lab_gmem *g);    /* ring end + hole */

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "frame_build.h"
 #include "ring_write.h"
 #include "vhostlab/vl_virtio.h"
 
@@ -25,6 +26,16 @@ static const char *const names[LAB_HOSTILE__COUNT] = {
 	[LAB_HOSTILE_LEN_OVERFLOW] = "len_overflow",
 	[LAB_HOSTILE_DIRECTION] = "direction",
 	[LAB_HOSTILE_BAD_OFFLOAD] = "bad_offload",
+	[LAB_HOSTILE_ECN_WITHOUT_GSO] = "ecn_without_gso",
+	[LAB_HOSTILE_GSO_UNKNOWN_TYPE] = "gso_unknown_type",
+	[LAB_HOSTILE_GSO_NOT_NEGOTIATED] = "gso_not_negotiated",
+	[LAB_HOSTILE_GSO_NO_SEGMENT_SIZE] = "gso_no_segment_size",
+	[LAB_HOSTILE_GSO_HDR_PAST_FRAME] = "gso_hdr_past_frame",
+	[LAB_HOSTILE_GSO_WITHOUT_CSUM] = "gso_without_csum",
+	[LAB_HOSTILE_GSO_BAD_FRAME] = "gso_bad_frame",
+	[LAB_HOSTILE_GSO_PROTO_MISMATCH] = "gso_proto_mismatch",
+	[LAB_HOSTILE_GSO_CSUM_MISMATCH] = "gso_csum_mismatch",
+	[LAB_HOSTILE_GSO_FRAME] = "gso_frame",
 	[LAB_HOSTILE_RX_TOO_SMALL] = "rx_too_small",
 	[LAB_HOSTILE_INCOMPLETE] = "incomplete",
 	[LAB_HOSTILE_USED_HEAD] = "used_head",
@@ -35,8 +46,16 @@ const char *lab_hostile_name(enum lab_hostile c)
 	return (unsigned)c < LAB_HOSTILE__COUNT ? names[c] : "unknown";
 }
 
+bool lab_hostile_is_offload(enum lab_hostile c)
+{
+	return c == LAB_HOSTILE_BAD_OFFLOAD ||
+	       (c >= LAB_HOSTILE_ECN_WITHOUT_GSO && c <= LAB_HOSTILE_GSO_FRAME);
+}
+
 bool lab_hostile_applies(enum lab_hostile c, enum vl_layout layout, bool rx)
 {
+	if (lab_hostile_is_offload(c))
+		return !rx;
 	bool split = layout == VL_LAYOUT_SPLIT;
 
 	switch (c) {
@@ -111,6 +130,36 @@ struct lab_hostile_outcome lab_hostile_expect(enum lab_hostile c, enum vl_layout
 		break;
 	case LAB_HOSTILE_BAD_OFFLOAD:
 		o.reason = VL_DROP_CSUM_PAST_FRAME;
+		break;
+	case LAB_HOSTILE_ECN_WITHOUT_GSO:
+		o.reason = VL_DROP_ECN_WITHOUT_GSO;
+		break;
+	case LAB_HOSTILE_GSO_UNKNOWN_TYPE:
+		o.reason = VL_DROP_GSO_UNKNOWN_TYPE;
+		break;
+	case LAB_HOSTILE_GSO_NOT_NEGOTIATED:
+		o.reason = VL_DROP_GSO_NOT_NEGOTIATED;
+		break;
+	case LAB_HOSTILE_GSO_NO_SEGMENT_SIZE:
+		o.reason = VL_DROP_GSO_NO_SEGMENT_SIZE;
+		break;
+	case LAB_HOSTILE_GSO_HDR_PAST_FRAME:
+		o.reason = VL_DROP_GSO_HDR_PAST_FRAME;
+		break;
+	case LAB_HOSTILE_GSO_WITHOUT_CSUM:
+		o.reason = VL_DROP_GSO_WITHOUT_CSUM;
+		break;
+	case LAB_HOSTILE_GSO_BAD_FRAME:
+		o.reason = VL_DROP_GSO_BAD_FRAME;
+		break;
+	case LAB_HOSTILE_GSO_PROTO_MISMATCH:
+		o.reason = VL_DROP_GSO_PROTO_MISMATCH;
+		break;
+	case LAB_HOSTILE_GSO_CSUM_MISMATCH:
+		o.reason = VL_DROP_GSO_CSUM_MISMATCH;
+		break;
+	case LAB_HOSTILE_GSO_FRAME:
+		o.kind = LAB_HK_WORKS;
 		break;
 	case LAB_HOSTILE_RX_TOO_SMALL:
 		o.reason = VL_DROP_RX_BUF_TOO_SMALL;
@@ -248,6 +297,76 @@ static uint64_t make_buf(struct lab_hostile_env *e, uint32_t len, uint8_t fill, 
 	return gpa;
 }
 
+static void put_le16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* The 100-byte packet of an offload class: a frame (lab_frame_build, partial checksum) or,
+ * for gso_bad_frame, one whose IPv4 and TCP header lengths (60 + 60) run past it, behind
+ * the header that breaks the class's rule -- every other field sound. The first byte is
+ * 0x5a, as every hostile packet's (the ceilings add it up). */
+static uint64_t offload_buf(struct lab_hostile_env *e, enum lab_hostile c)
+{
+	const bool udp = c == LAB_HOSTILE_GSO_NOT_NEGOTIATED || c == LAB_HOSTILE_GSO_FRAME;
+	const bool v6 = c == LAB_HOSTILE_GSO_FRAME;
+	const struct lab_frame_spec sp = {.ipv6 = v6, .udp = udp, .seed = 0x5a + (uint64_t)c,
+					  .tcp_flags = 0x18,
+					  .payload = 100 - (v6 ? 62u : udp ? 42u : 54u)};
+	struct lab_frame_layout lay;
+	struct vl_offload ol;
+	uint8_t frame[100], hdr[12] = {0};
+
+	if (lab_frame_build(&sp, true, frame, sizeof(frame), &lay) != 100)
+		return 0;
+	frame[0] = 0x5a;
+	lab_frame_offload(&sp, &lay, 1000, false, &ol);
+	switch (c) {
+	case LAB_HOSTILE_ECN_WITHOUT_GSO:
+		ol.gso_type = VL_NET_HDR_GSO_ECN;
+		break;
+	case LAB_HOSTILE_GSO_UNKNOWN_TYPE:
+		ol.gso_type = 2;
+		break;
+	case LAB_HOSTILE_GSO_NOT_NEGOTIATED:
+		ol.gso_type = VL_NET_HDR_GSO_UDP;
+		break;
+	case LAB_HOSTILE_GSO_NO_SEGMENT_SIZE:
+		ol.gso_size = 0;
+		break;
+	case LAB_HOSTILE_GSO_HDR_PAST_FRAME:
+		ol.hdr_len = 101;
+		break;
+	case LAB_HOSTILE_GSO_WITHOUT_CSUM:
+		ol.flags = 0;
+		break;
+	case LAB_HOSTILE_GSO_BAD_FRAME:
+		frame[lay.l3] = 0x4f;                      /* IHL 15: 60 bytes */
+		frame[lay.l4 + 12] = 0xf0;                 /* data offset 15: 60 bytes */
+		break;
+	case LAB_HOSTILE_GSO_PROTO_MISMATCH:
+		ol.gso_type = VL_NET_HDR_GSO_TCPV6;
+		break;
+	case LAB_HOSTILE_GSO_CSUM_MISMATCH:
+		ol.csum_offset = 6;
+		break;
+	default:
+		break;
+	}
+	hdr[0] = ol.flags;
+	hdr[1] = ol.gso_type;
+	put_le16(hdr + 2, ol.hdr_len);
+	put_le16(hdr + 4, ol.gso_size);
+	put_le16(hdr + 6, ol.csum_start);
+	put_le16(hdr + 8, ol.csum_offset);
+	uint64_t gpa = make_buf(e, 100, 0, hdr);
+
+	if (gpa)
+		memcpy(lab_gmem_guest_ptr(e->g, gpa + e->hdr_len, 100), frame, 100);
+	return gpa;
+}
+
 int lab_hostile_post_good(struct lab_hostile_env *e, uint32_t len, uint8_t fill, uint16_t *id)
 {
 	uint64_t gpa = make_buf(e, len, fill, NULL);
@@ -379,6 +498,21 @@ int lab_hostile_post(struct lab_hostile_env *e, enum lab_hostile c, uint16_t *id
 		/* NEEDS_CSUM with the checksum far beyond the 100-byte packet. */
 		uint8_t hdr[12] = {VL_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 0, 0, 0x60, 0xea, 0x10, 0};
 		uint64_t b = make_buf(e, 100, 0x5a, hdr);
+
+		d[0] = HD(b, e->hdr_len + 100, 0);
+		return b ? post(e, d, 1, id) : -1;
+	}
+	case LAB_HOSTILE_ECN_WITHOUT_GSO:
+	case LAB_HOSTILE_GSO_UNKNOWN_TYPE:
+	case LAB_HOSTILE_GSO_NOT_NEGOTIATED:
+	case LAB_HOSTILE_GSO_NO_SEGMENT_SIZE:
+	case LAB_HOSTILE_GSO_HDR_PAST_FRAME:
+	case LAB_HOSTILE_GSO_WITHOUT_CSUM:
+	case LAB_HOSTILE_GSO_BAD_FRAME:
+	case LAB_HOSTILE_GSO_PROTO_MISMATCH:
+	case LAB_HOSTILE_GSO_CSUM_MISMATCH:
+	case LAB_HOSTILE_GSO_FRAME: {
+		uint64_t b = offload_buf(e, c);
 
 		d[0] = HD(b, e->hdr_len + 100, 0);
 		return b ? post(e, d, 1, id) : -1;

@@ -34,6 +34,19 @@ enum lab_hostile {
 	LAB_HOSTILE_LEN_OVERFLOW,     /* lengths summing past 2^32 */
 	LAB_HOSTILE_DIRECTION,        /* WRITE in a TX chain, read-only in an RX chain */
 	LAB_HOSTILE_BAD_OFFLOAD,      /* TX: checksum offset beyond the packet */
+	/* TX offload headers, one class per rule (docs/architecture.md, "Hostile inputs",
+	 * bogus offload header). They assume HOST_TSO4, HOST_TSO6, HOST_USO and HOST_ECN are
+	 * negotiated and HOST_UFO is not (lab_hostile_offload_features). */
+	LAB_HOSTILE_ECN_WITHOUT_GSO,  /* the ECN bit alone */
+	LAB_HOSTILE_GSO_UNKNOWN_TYPE, /* gso_type 2 */
+	LAB_HOSTILE_GSO_NOT_NEGOTIATED, /* UFO on a UDP frame, HOST_UFO not negotiated */
+	LAB_HOSTILE_GSO_NO_SEGMENT_SIZE, /* a TCPv4 frame with gso_size 0 */
+	LAB_HOSTILE_GSO_HDR_PAST_FRAME, /* hdr_len one past the packet */
+	LAB_HOSTILE_GSO_WITHOUT_CSUM, /* a sound TCPv4 GSO frame without NEEDS_CSUM */
+	LAB_HOSTILE_GSO_BAD_FRAME,    /* IPv4 and TCP header lengths that run past the frame */
+	LAB_HOSTILE_GSO_PROTO_MISMATCH, /* TCPV6 on an IPv4 frame */
+	LAB_HOSTILE_GSO_CSUM_MISMATCH, /* the checksum asked for at UDP's offset in TCP */
+	LAB_HOSTILE_GSO_FRAME,        /* a sound UDP_L4 frame over IPv6: legal, must work */
 	LAB_HOSTILE_RX_TOO_SMALL,     /* RX: buffer smaller than the virtio-net header */
 	LAB_HOSTILE_INCOMPLETE,       /* packed: head available, the rest of its chain not */
 	LAB_HOSTILE_USED_HEAD,        /* packed: a head whose USED bit equals the wrap counter */
@@ -68,6 +81,14 @@ const char *lab_hostile_name(enum lab_hostile c);
 bool lab_hostile_applies(enum lab_hostile c, enum vl_layout layout, bool rx);
 struct lab_hostile_outcome lab_hostile_expect(enum lab_hostile c, enum vl_layout layout,
 					      bool rx);
+
+/* The features the offload classes assume beside VIRTIO_NET_F_CSUM. */
+#define LAB_HOSTILE_OFFLOAD_FEATURES                                                         \
+	(VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |                   \
+	 VL_FEATURE(VL_F_NET_HOST_USO) | VL_FEATURE(VL_F_NET_HOST_ECN))
+/* Is c one of the offload-header classes (the ceilings, which never read the header, take
+ * them as good packets)? */
+bool lab_hostile_is_offload(enum lab_hostile c);
 
 /* Write class c into the ring and make it available. *id receives the id the device must
  * return the chain under (when it is returned at all). Returns 0, or -1 when guest memory

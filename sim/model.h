@@ -87,5 +87,9 @@ enum vl_drop lab_model_broken(const struct lab_model *m);
  * 5.1.6.4; docs/architecture.md, "Enqueue"): VL_DROP_NONE, or the reason an enqueue of a
  * packet with offloads ol is refused. The model's own rule, for oracles outside it. */
 enum vl_drop lab_rx_offload_rule(uint64_t features, const struct vl_offload *ol);
+/* The frame rules of a transmitted packet with offloads ol (frame: its len bytes after the
+ * virtio-net header): VL_DROP_NONE without GSO or when the frame is what the GSO type says,
+ * else gso_without_csum, gso_bad_frame, gso_proto_mismatch or gso_csum_mismatch. */
+enum vl_drop lab_tx_frame_rule(const struct vl_offload *ol, const uint8_t *frame, uint32_t len);
 
 #endif

@@ -25,7 +25,9 @@ static void put_le16(uint8_t *p, uint16_t v)
 /* The offload fields of a header (every field but num_buffers). */
 static void hdr_read(const uint8_t *h, struct vl_offload *ol)
 {
-	ol->flags = h[0];
+	/* Spec 5.1.6.2.2: flag bits the device does not recognise are ignored; on transmit
+	 * only NEEDS_CSUM means anything. */
+	ol->flags = h[0] & VL_NET_HDR_F_NEEDS_CSUM;
 	ol->gso_type = h[1];
 	ol->hdr_len = le16(h + 2);
 	ol->gso_size = le16(h + 4);

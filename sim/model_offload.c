@@ -67,6 +67,11 @@ static bool frame_follow(const uint8_t *f, uint32_t len, struct mdl_frame *out)
 
 enum vl_drop mdl_tx_frame_check(const struct vl_offload *ol, const uint8_t *frame, uint32_t len)
 {
+	return lab_tx_frame_rule(ol, frame, len);
+}
+
+enum vl_drop lab_tx_frame_rule(const struct vl_offload *ol, const uint8_t *frame, uint32_t len)
+{
 	const uint8_t type = ol->gso_type & 0x7f;
 	struct mdl_frame fr;
 

@@ -635,7 +635,7 @@ static int post_tx_chain(struct lab_net_driver *d, uint32_t pkt_len, enum lab_li
 
 	struct lab_expect e = {.key = rec.key, .pkt_len = pkt_len};
 
-	e.ol.flags = rec.hdr[0];
+	e.ol.flags = rec.hdr[0] & VL_NET_HDR_F_NEEDS_CSUM; /* the rest is ignored (5.1.6.2.2) */
 	e.ol.gso_type = rec.hdr[1];
 	e.ol.hdr_len = get16(rec.hdr + 2);
 	e.ol.gso_size = get16(rec.hdr + 4);

@@ -117,7 +117,11 @@ enum vl_drop vl_net_rx_offload_check(const struct vl_vq *vq, const struct vl_off
 enum vl_drop vl_net_hdr_to_offload(const uint8_t hdr[12], uint32_t pkt_len, uint8_t allowed,
 				   struct vl_offload *ol)
 {
-	ol->flags = hdr[0];
+	/* Spec 5.1.6.2.2: the device ignores flag bits it does not recognise; on transmit it
+	 * recognises NEEDS_CSUM alone (DATA_VALID and RSC_INFO are receive flags a driver must
+	 * not send, 5.1.6.2.1). Masked here, they never reach a receiving driver that did not
+	 * negotiate them. */
+	ol->flags = hdr[0] & VL_NET_HDR_F_NEEDS_CSUM;
 	ol->gso_type = hdr[1];
 	ol->hdr_len = get16(hdr + 2);
 	ol->gso_size = get16(hdr + 4);

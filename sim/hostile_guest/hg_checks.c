@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hg_internal.h"
+#include "model.h"
 
 /* Must hold between any two calls into the core, whatever the guest wrote. */
 void hg_check_queue(struct lab_hg *d)
@@ -121,6 +122,15 @@ void hg_check_tx_pkt(struct lab_hg *d, const struct vl_pkt *p)
 	}
 	if (vl_pkt_read(p, 0, hg_scratch, p->pkt_len) != p->pkt_len)
 		fz_fail("packet of %u bytes could not be read whole", p->pkt_len);
+	/* A GSO packet passed only if its frame is what the header says (the model's rule).
+	 * A zero-copy packet is guest memory the guest may have changed since: copies only. */
+	if (gso != VL_NET_HDR_GSO_NONE && !p->release) {
+		const enum vl_drop why = lab_tx_frame_rule(ol, hg_scratch, p->pkt_len);
+
+		if (why != VL_DROP_NONE)
+			fz_fail("GSO packet (type 0x%02x, %u bytes) passed, but its frame breaks %s",
+				ol->gso_type, p->pkt_len, vl_drop_name(why));
+	}
 }
 
 uint64_t hg_copies_made(const struct vl_vq_stats *st)

@@ -13,7 +13,10 @@ const char *const fz_op_names[FZ_OP__COUNT] = {
 
 uint64_t fz_dp_features(uint8_t dpf, uint8_t hold, enum vl_layout layout)
 {
-	uint64_t f = VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
+	uint64_t f = VL_FEATURE(VL_F_NET_CSUM);
+
+	if (!(hold & FZ_HOLD_NO_GUEST_CSUM))
+		f |= VL_FEATURE(VL_F_NET_GUEST_CSUM);
 
 	/* The hold bits narrow both directions: GSO types the device takes on TX (HOST_*) and
 	 * the driver on RX (GUEST_*), and ECN with them. */

@@ -40,7 +40,8 @@ struct fz_dp_setup {
 	uint8_t zc;          /* zero-copy: bit 0 on; min_len fz_zc_min_len(zc >> 1 & 3); the
 			      * bound 1 + (zc >> 3) ring descriptors */
 	uint8_t hold;        /* bits 0-1: hold dequeued packets never / always / 1 in 2 / 1 in 4;
-			      * bit 4: FZ_HOLD_NO_GSO, bit 5: FZ_HOLD_NO_ECN;
+			      * bit 2: FZ_HOLD_NO_GUEST_CSUM, bit 4: FZ_HOLD_NO_GSO,
+			      * bit 5: FZ_HOLD_NO_ECN;
 			      * bits 6-7: what a TX burst calls (enum fz_tx_host) */
 	uint8_t log;         /* dirty-log bitmap: 0 = covers all guest memory, else `log` bytes */
 	uint8_t fill;        /* every guest byte starts as this */
@@ -62,8 +63,11 @@ struct fz_dp_setup {
  * HOST_ECN -- so GSO headers meet gso_not_negotiated and ecn_not_negotiated too. */
 #define FZ_HOLD_NO_GSO (1u << 4)
 #define FZ_HOLD_NO_ECN (1u << 5)
+/* Bit 2 leaves out GUEST_CSUM, so RX packets with checksum flags meet
+ * rx_csum_not_negotiated (clear in every committed seed and regression input). */
+#define FZ_HOLD_NO_GUEST_CSUM (1u << 2)
 
-/* What a TX burst calls, from fz_dp_setup.hold bits 6-7 (bits 2-3 are unused; the committed
+/* What a TX burst calls, from fz_dp_setup.hold bits 6-7 (bit 3 is unused; the committed
  * regression inputs have bits 2-7 clear but for one with bit 3 set, so none changed
  * meaning): vl_net_dequeue, vl_net_discard, vl_net_discard_touch, or the three in turn
  * (burst k calls k % 3), so chains a zero-copy packet holds meet the ceilings too. */

@@ -487,7 +487,7 @@ static bool put_expectations(struct burst *b, struct vl_pkt *const *pkts, uint16
 			struct lab_trace_op s = {.kind = LAB_T_EXPECT_STATUS, .queue = q->tq,
 						 .index = i, .value = status[i]};
 
-			if (status[i] > VL_RX_DROPPED_TOO_MANY_PIECES)
+			if (status[i] > VL_RX_DROPPED_OFFLOAD)
 				return srec_fail(b, "an enqueue status the format has no name for");
 			if (!put(b, &s))
 				return false;

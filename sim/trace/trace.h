@@ -143,7 +143,7 @@ enum lab_trace_df { LAB_TRACE_DF_OFF, LAB_TRACE_DF_DETECT, LAB_TRACE_DF_ADVERSAR
 enum lab_trace_fault { LAB_TRACE_FAULT_POOL, LAB_TRACE_FAULT_ALLOC };
 /* Same order and meaning as enum vl_rx_status (vl_net.h). */
 enum lab_trace_status {
-	LAB_TRACE_DELIVERED, LAB_TRACE_TOO_BIG, LAB_TRACE_TOO_MANY_PIECES
+	LAB_TRACE_DELIVERED, LAB_TRACE_TOO_BIG, LAB_TRACE_TOO_MANY_PIECES, LAB_TRACE_OFFLOAD
 };
 
 /* Optional arguments present (op->given). */

@@ -46,9 +46,10 @@ const char *const lab_tn_df_modes[3] = {
 const char *const lab_tn_faults[2] = {
 	[LAB_TRACE_FAULT_POOL] = "pool", [LAB_TRACE_FAULT_ALLOC] = "alloc",
 };
-const char *const lab_tn_statuses[3] = {
+const char *const lab_tn_statuses[4] = {
 	[LAB_TRACE_DELIVERED] = "delivered", [LAB_TRACE_TOO_BIG] = "too_big",
 	[LAB_TRACE_TOO_MANY_PIECES] = "too_many_pieces",
+	[LAB_TRACE_OFFLOAD] = "offload",
 };
 const char *const lab_tn_switch[2] = {"off", "on"};
 const char *const lab_tn_ol[LAB_TN_NOL] = {
@@ -95,5 +96,5 @@ const char *lab_trace_kind_name(enum lab_trace_kind k)
 
 const char *lab_trace_status_name(enum lab_trace_status s)
 {
-	return (unsigned)s < 3u ? lab_tn_statuses[s] : "unknown";
+	return (unsigned)s < 4u ? lab_tn_statuses[s] : "unknown";
 }

@@ -66,10 +66,10 @@ static bool ex_status(struct tl *p, struct lab_trace_op *op)
 	unsigned k;
 
 	if (!tl_stmt(p, 2, "expect status", "expect status QUEUE I "
-		     "delivered|too_big|too_many_pieces", keys, 3, 3, false) ||
+		     "delivered|too_big|too_many_pieces|offload", keys, 3, 3, false) ||
 	    !tl_queue_dir(p, tl_pos(p, 0), LAB_TRACE_RX, &op->queue) ||
 	    !tl_range(p, tl_pos(p, 1), 0, LAB_TRACE_MAX_ITEMS - 1, &op->index) ||
-	    !tl_word(p, tl_pos(p, 2), lab_tn_statuses, 3, &k))
+	    !tl_word(p, tl_pos(p, 2), lab_tn_statuses, 4, &k))
 		return false;
 	op->value = k;
 	return true;

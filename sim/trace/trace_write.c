@@ -336,7 +336,7 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 		put_ol(o, &op->ol, ' ');
 		break;
 	case LAB_T_EXPECT_STATUS:
-		putf(o, " %" PRIu64 " %s", op->index, word(lab_tn_statuses, 3, op->value));
+		putf(o, " %" PRIu64 " %s", op->index, word(lab_tn_statuses, 4, op->value));
 		break;
 	case LAB_T_EXPECT_USED:
 		if (op->given & LAB_TA_NONE)

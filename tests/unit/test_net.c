@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_build.h"
 #include "ring_fixture.h"
+#include "vhostlab/vl_sw_offload.h"
 
 /* Feature sets the scenarios run with. */
 /* The driver takes checksum flags and TCPv4 GSO (OL_TSO): rx_offload rows narrow it. */
@@ -1010,6 +1012,124 @@ static void scn_rx_offload(struct rf *f)
 	vl_pkt_free_bulk(pkts, n);
 }
 
+/* ---- vl_sw_fit: a 64 KiB GSO frame made to fit whatever the driver took ---------------- */
+
+/* The L4 checksum of a flat frame is right when the sum with the pseudo-header folds to
+ * 0xffff (complemented: 0). */
+static void assert_l4_sum_ok(const uint8_t *fr, uint32_t len, const struct lab_frame_layout *lay,
+			     bool ipv6, bool udp)
+{
+	const uint32_t l4len = len - lay->l4;
+	const uint8_t pz[8] = {(uint8_t)(l4len >> 24), (uint8_t)(l4len >> 16), (uint8_t)(l4len >> 8),
+			       (uint8_t)l4len, 0, 0, 0, (uint8_t)(udp ? 17 : 6)};
+	uint32_t sum = ipv6 ? lab_csum_add(0, fr + lay->l3 + 8, 32)
+			    : lab_csum_add(0, fr + lay->l3 + 12, 8);
+
+	sum = lab_csum_add(sum, pz, 8);
+	sum = lab_csum_add(sum, fr + lay->l4, l4len);
+	assert_int_equal(lab_csum_fold(sum), 0);
+}
+
+/* A 64 KiB TCPv4 GSO frame (partial checksum) goes to a driver with the row's features
+ * through vl_sw_fit and vl_net_enqueue over 4 KiB mergeable buffers: with GUEST_TSO4 as it
+ * is (one packet over 17 buffers, its header's GSO fields intact); without, as frames of at
+ * most gso_size payload, each in a buffer of its own, each checksum right, and their
+ * payloads in order the original's. A frame with only NEEDS_CSUM to a driver without
+ * GUEST_CSUM arrives completed, flags 0. Nothing is refused by the enqueue. */
+static void scn_rx_fit(struct rf *f)
+{
+	enum { BUF = 4096, NBUF = 80, PAY = 65000 - 54, MSS = 1448 };
+	static uint8_t fr[65536], got[65536 + 12];
+	const struct lab_frame_spec sp = {.seed = 5, .payload = PAY, .tcp_flags = 0x19,
+					  .seq = 0xfffff000u};
+	struct lab_frame_layout lay;
+	const uint32_t len = lab_frame_build(&sp, true, fr, sizeof(fr), &lay);
+	const uint64_t feat = f->cfg.features;
+	const bool tso = feat & VL_FEATURE(VL_F_NET_GUEST_TSO4);
+	const bool csum = feat & VL_FEATURE(VL_F_NET_GUEST_CSUM);
+	struct vl_pool *pool = vl_pool_create(256, 2048);
+	struct rxb bufs[NBUF];
+	struct vl_pkt *out[64];
+	uint16_t n = 0;
+	uint8_t st[64];
+
+	assert_non_null(pool);
+	for (uint32_t i = 0; i < NBUF; i++)
+		bufs[i] = post_buf(f, BUF);
+	struct vl_pkt *big = vl_pkt_alloc_len(pool, len);
+
+	assert_non_null(big);
+	vl_pkt_write(big, 0, fr, len);
+	lab_frame_offload(&sp, &lay, MSS, false, &big->ol);
+
+	const enum vl_sw_result r = vl_sw_fit(f->rx.q, big, pool, out, 64, &n);
+
+	if (tso) {
+		assert_int_equal(r, VL_SW_NOT_NEEDED);
+		assert_int_equal(n, 0);
+		assert_int_equal(vl_net_enqueue(f->rx.q, &big, 1, st), 1);
+		assert_int_equal(st[0], VL_RX_DELIVERED);
+		const uint32_t total = f->hdr_len + len, nb = (total + BUF - 1) / BUF;
+
+		for (uint32_t i = 0; i < nb; i++) {
+			uint32_t used = i + 1 < nb ? BUF : total - (nb - 1) * BUF;
+
+			rf_expect_used(&f->rx, bufs[i].head, used);
+			rf_read(f, bufs[i].gpa, got + i * BUF, used);
+		}
+		uint8_t want[12];
+
+		expected_hdr(f, &big->ol, (uint16_t)nb, want);
+		assert_memory_equal(got, want, f->hdr_len);
+		assert_memory_equal(got + f->hdr_len, fr, len);
+	} else {
+		const uint32_t frames = (PAY + MSS - 1) / MSS;
+		uint32_t off = 0;
+
+		assert_int_equal(r, VL_SW_OK);
+		assert_int_equal(n, frames);
+		assert_int_equal(vl_net_enqueue(f->rx.q, out, n, st), n);
+		for (uint32_t i = 0; i < n; i++) {
+			const uint32_t flen = out[i]->pkt_len, pay = flen - lay.hdr_len;
+
+			assert_int_equal(st[i], VL_RX_DELIVERED);
+			assert_true(pay <= MSS && pay > 0);
+			rf_expect_used(&f->rx, bufs[i].head, f->hdr_len + flen);
+			rf_read(f, bufs[i].gpa, got, f->hdr_len + flen);
+			/* Segments leave nothing to offload: flags and GSO type 0. */
+			assert_int_equal(got[0], 0);
+			assert_int_equal(got[1], 0);
+			assert_l4_sum_ok(got + f->hdr_len, flen, &lay, false, false);
+			assert_memory_equal(got + f->hdr_len + lay.hdr_len, fr + lay.hdr_len + off,
+					    pay);
+			off += pay;
+		}
+		assert_int_equal(off, PAY);
+		vl_pkt_free_bulk(out, n);
+	}
+	/* The checksum alone: completed for a driver without GUEST_CSUM, left as it is with. */
+	struct vl_pkt *small;
+	const struct lab_frame_spec sp2 = {.seed = 6, .payload = 300};
+
+	assert_int_not_equal(lab_frame_build(&sp2, true, fr, sizeof(fr), &lay), 0);
+	small = vl_pkt_alloc_len(pool, lay.len);
+	assert_non_null(small);
+	vl_pkt_write(small, 0, fr, lay.len);
+	lab_frame_offload(&sp2, &lay, 0, false, &small->ol);
+	assert_int_equal(vl_sw_fit(f->rx.q, small, pool, out, 64, &n),
+			 csum ? VL_SW_NOT_NEEDED : VL_SW_OK);
+	if (!csum) {
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0]->ol.flags, 0);
+		assert_int_equal(vl_pkt_read(out[0], 0, got, lay.len), lay.len);
+		assert_l4_sum_ok(got, lay.len, &lay, false, false);
+		vl_pkt_free(out[0]);
+	}
+	vl_pkt_free(small);
+	vl_pkt_free(big);
+	assert_int_equal(vl_pool_destroy(pool), 0);
+}
+
 /* ---- the runs (rf_run_cases, ring_fixture.h) ---------------------------------------- */
 
 /* A split run of scn over gran RAM with exactly the features feats (the defaults' bits not
@@ -1025,6 +1145,13 @@ static void scn_rx_offload(struct rf *f)
 	 VL_FEATURE(VL_F_NET_GUEST_USO6))
 
 static const struct rf_case cases[] = {
+	NET("rx_fit_none", scn_rx_fit, RF_COARSE, F_MRG & ~F_RX_OL, 256),
+	NET("rx_fit_csum", scn_rx_fit, RF_4K, F_MRG & ~VL_FEATURE(VL_F_NET_GUEST_TSO4), 256),
+	NET("rx_fit_tso4", scn_rx_fit, RF_4K, F_MRG, 256),
+	{ .name = "rx_fit_tso4_packed", .fn = scn_rx_fit, .layout = VL_LAYOUT_PACKED,
+	  .granularity = RF_4K, .features = F_MRG, .qsize = 256 },
+	{ .name = "rx_fit_none_packed", .fn = scn_rx_fit, .layout = VL_LAYOUT_PACKED,
+	  .granularity = RF_COARSE, .features = F_MRG, .features_off = F_RX_OL, .qsize = 256 },
 	NET("rx_offload_none", scn_rx_offload, RF_COARSE, F_MRG & ~F_RX_OL, 256),
 	NET("rx_offload_csum", scn_rx_offload, RF_COARSE,
 	    F_MODERN & ~VL_FEATURE(VL_F_NET_GUEST_TSO4), 256),

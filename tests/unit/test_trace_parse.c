@@ -1163,7 +1163,7 @@ static void test_errors_lexical(void **state)
 	parse_err(SPLIT_SETUP "dequeue tx 1 keep\n", 7, 14, "expected hold");
 	parse_err(SPLIT_SETUP "expect call tx maybe\n", 7, 16, "expected no or yes");
 	parse_err(SPLIT_SETUP "expect status rx 0 lost\n", 7, 20,
-		  "expected delivered, too_big or too_many_pieces");
+		  "expected delivered, too_big, too_many_pieces or offload");
 	parse_err(SPLIT_SETUP "expect used tx nothing\n", 7, 16, "expected none");
 	parse_err(SPLIT_SETUP "expect broken tx yes\n", 7, 18, "a drop reason");
 	parse_err(SPLIT_SETUP "expect stat tx drops.bogus 1\n", 7, 16, "no such drop reason");

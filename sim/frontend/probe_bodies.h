@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* The case bodies the table of probe_cases.c points at: vhost-user protocol cases in
+ * probe_proto.c, virtqueue and virtio-net cases in probe_ring.c, traffic in probe_traffic.c. */
+#ifndef LAB_PROBE_BODIES_H
+#define LAB_PROBE_BODIES_H
+
+#include "fe_traffic.h"
+#include "probe_case.h"
+
+enum probe_verdict probe_version_1(struct probe_ctx *x);
+enum probe_verdict probe_feature_deps(struct probe_ctx *x);
+enum probe_verdict probe_protocol_first(struct probe_ctx *x);
+enum probe_verdict probe_reply_ack(struct probe_ctx *x);
+enum probe_verdict probe_unoffered_feature(struct probe_ctx *x);
+enum probe_verdict probe_minimal_features(struct probe_ctx *x);
+enum probe_verdict probe_get_vring_base(struct probe_ctx *x);
+enum probe_verdict probe_vring_enable(struct probe_ctx *x);
+
+enum probe_verdict probe_tx_used_len(struct probe_ctx *x);
+enum probe_verdict probe_rx_used_len(struct probe_ctx *x);
+enum probe_verdict probe_mergeable(struct probe_ctx *x);
+enum probe_verdict probe_in_order(struct probe_ctx *x);
+enum probe_verdict probe_calls(struct probe_ctx *x);
+enum probe_verdict probe_packed_wrap(struct probe_ctx *x);
+enum probe_verdict probe_packed_id_slot(struct probe_ctx *x);
+enum probe_verdict probe_spurious_kicks(struct probe_ctx *x);
+
+enum probe_verdict probe_echo_indirect(struct probe_ctx *x);
+enum probe_verdict probe_echo_frames(struct probe_ctx *x);
+
+/* Send one frame of len bytes in `shape` and check it comes back on RX byte for byte behind
+ * a 12-byte header with num_buffers 1, the used length 12 + len (probe_traffic.c). */
+enum probe_verdict probe_echo_one(struct probe_ctx *x, uint32_t len, uint32_t seq,
+				  enum lab_fe_shape shape);
+
+/* An echoing back end sends each frame back and may hold TX while RX has no room (serve's
+ * loopback does): before posting n TX frames, post n RX buffers of 2048 bytes (and kick);
+ * after, wait for the n echoes and give them back. No-ops unless --expect echo. */
+enum lab_fe_rc probe_rx_for_echo(struct probe_ctx *x, uint32_t n);
+enum lab_fe_rc probe_rx_drain(struct probe_ctx *x, uint32_t n);
+
+#endif

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* `vhostlab probe`'s cases: each one rule of the virtio spec or the vhost-user protocol
+ * (../shared/design/conformance.md names them: S- split ring, P- packed ring, N- virtio-net,
+ * U- vhost-user), checked against a back end over a fresh session, and a verdict with what
+ * was seen. The table (probe_cases.c) lists every case once; a case that applies to both
+ * ring layouts runs on each. */
+#ifndef LAB_PROBE_CASE_H
+#define LAB_PROBE_CASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fe_session.h"
+
+enum probe_verdict { PROBE_PASS, PROBE_FAIL, PROBE_WEDGE, PROBE_CRASH, PROBE_NA };
+
+/* What the back end does with the frames it receives (--expect). */
+enum probe_expect { PROBE_EXPECT_ECHO, PROBE_EXPECT_SINK };
+
+#define PROBE_SPLIT 1u
+#define PROBE_PACKED 2u
+#define PROBE_BOTH (PROBE_SPLIT | PROBE_PACKED)
+#define PROBE_ANY 4u /* layout-independent: runs once, on the first ring selected */
+#define PROBE_QUEUE_SIZE 64u
+
+struct probe_ctx {
+	struct lab_fe_session s;
+	enum probe_expect expect;
+	uint64_t mask;      /* --features: the bits the probe may negotiate */
+	char detail[512];
+};
+
+struct probe_case {
+	const char *id;
+	const char *suite;   /* "conformance" or "traffic" */
+	const char *rule;    /* the spec section or vhost-user message it checks */
+	const char *desc;
+	unsigned layouts;    /* PROBE_SPLIT / PROBE_PACKED */
+	uint64_t needs;      /* features the back end must offer, else n/a */
+	uint64_t drops;      /* features the case negotiates away */
+	bool needs_echo;     /* needs --expect echo, else n/a */
+	bool bring_up;       /* start from a negotiated session with both queues running */
+	uint32_t queue_size; /* of both queues when bring_up; 0: PROBE_QUEUE_SIZE */
+	enum probe_verdict (*run)(struct probe_ctx *x);
+};
+
+extern const struct probe_case probe_cases[];
+extern const unsigned probe_ncases;
+
+/* Verdict helpers for case bodies: a failed exchange becomes wedge (timeout), crash
+ * (closed) or fail, with the connection's evidence as detail. */
+enum probe_verdict probe_from_rc(struct probe_ctx *x, enum lab_fe_rc rc);
+enum probe_verdict probe_fail(struct probe_ctx *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+enum probe_verdict probe_pass(struct probe_ctx *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A frame of len bytes for seq, the same every run: a broadcast Ethernet header, then a
+ * pattern, so a back end that parses frames sees a plausible one. */
+void probe_frame(uint8_t *dst, uint32_t len, uint32_t seq);
+
+#endif
