@@ -331,6 +331,18 @@ def table(summary: dict) -> str:
     return "\n".join(rows)
 
 
+def runs_table(runs: list[dict]) -> str:
+    rows = ["| pair | offloads | guest -> host MB/s | host -> guest MB/s | frames from the guest "
+            f"(over {MAX_PLAIN} B) | frames to it (over {MAX_PLAIN} B) | guest TCP retransmits |",
+            "|---|---|---|---|---|---|---|"]
+    for r in runs:
+        rows.append(f"| {r['pair']} | {r['offloads']} | {r['guest_to_host_mbs']} | "
+                    f"{r['host_to_guest_mbs']} | {r['frames_from_guest']} "
+                    f"({r['frames_over_1518_from_guest']}) | {r['frames_to_guest']} "
+                    f"({r['frames_over_1518_to_guest']}) | {r['guest_tcp_retransmits']} |")
+    return "\n".join(rows)
+
+
 def environment(a, guest: dict) -> dict:
     def out(*argv):
         try:
@@ -342,7 +354,8 @@ def environment(a, guest: dict) -> dict:
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "git_commit": out("git", "rev-parse", "HEAD"),
         "git_dirty": bool(out("git", "status", "--porcelain", "--untracked-files=no")),
-        "serve": str(a.vhostlab_fast),
+        "serve": (str(a.vhostlab_fast.resolve().relative_to(REPO))
+                  if a.vhostlab_fast.resolve().is_relative_to(REPO) else str(a.vhostlab_fast)),
         "serve_sha256": hashlib.sha256(a.vhostlab_fast.read_bytes()).hexdigest()[:12],
         "qemu": out("qemu-system-x86_64", "--version").splitlines()[0:1],
         "host_kernel": platform.release(),
@@ -401,7 +414,7 @@ def main(argv=None) -> int:
         f"`scripts/bench_tso.py --pairs {a.pairs} --mib {a.mib} --ring {a.ring}"
         f"{' --no-mrg-rxbuf' if a.no_mrg_rxbuf else ''}`, {env['date']}, commit "
         f"{env['git_commit'][:12]}{' (dirty)' if env['git_dirty'] else ''}, vhostlab-fast "
-        f"sha256 {env['serve_sha256']}. QEMU {' '.join(env['qemu'])} under TCG, guest Linux "
+        f"sha256 {env['serve_sha256']}. {' '.join(env['qemu'])} under TCG, guest Linux "
         f"{env['guest_kernel']}, host kernel {env['host_kernel']}, {env['cpus']} CPUs; load "
         f"average before {env['loadavg_before'][0]:.2f}, after {env['loadavg_after'][0]:.2f}."
         "\n\nEach run boots the guest against `vhostlab-fast serve --mode tap:...` in a "
@@ -410,7 +423,7 @@ def main(argv=None) -> int:
         "itself. `--offloads on` (checksum offload "
         "and TSO negotiated) and `--offloads off` alternate, on first in each pair. MB/s "
         "are 10^6 bytes a second; the paired ratios are on / off within a pair. Aim: 2x.\n\n"
-        f"{tab}\n\n"
+        f"{tab}\n\n{runs_table(runs)}\n\n"
         f"{len(runs)} runs passed their checks (byte counts both ways, the guest->host md5, "
         "the offloads negotiated, frames over 1518 B both ways with TSO and none without)"
         f"{'' if not failures else f'; {len(failures)} failed: see the JSON'}. Runs: "
