@@ -247,6 +247,7 @@ class Cell:
             dev += ",packed=on"
         if not self.cell["mrg"]:
             dev += ",mrg_rxbuf=off"
+        dev += self.cell.get("dev_extra", "")
         append = (f"console=ttyS0 quiet panic=-1 vhl_ip={GUEST_IP} vhl_peer={HOST_IP} "
                   f"vhl_tx={self.nbytes if self.send else 0} "
                   f"vhl_rx={1 if self.nbytes and self.receive else 0} vhl_pings={PINGS} "
@@ -454,6 +455,57 @@ def test_qemu_linux_guest_tso(vhostlab_fast, qemu, guest, netns_ok, cell, capsys
         assert bins_rx["gt1518"] == 0 and bins_tx["gt1518"] == 0, (
             f"frames over {MAX_PLAIN} B without segmentation offload{ctx}")
         assert not [m for m in tap if "offloads: none" not in m], ctx
+
+
+def test_qemu_tso_tap_offloads_follow_the_guest(vhostlab_fast, qemu, guest, netns_ok, capsys):
+    """TUNSETOFFLOAD follows whoever is connected: a guest taking TSO, then (after it left,
+    which sets none) a guest on the same serve and TAP device that takes checksum offload but
+    no TSO. The second receives 16 MiB: had the TAP kept the first guest's setting, the
+    kernel would hand over TSO frames and serve would have to cut them (offload_fallbacks);
+    it hands over MTU-sized frames with partial checksums instead, which the guest takes."""
+    with tempfile.TemporaryDirectory(prefix="vhl-qemu-") as d:
+        c = Cell(vhostlab_fast, Path(d), {"ring": "split", "mrg": True})
+        c.nbytes = TSO_BYTES
+        try:
+            c.make_namespace()
+            c.start_serve()
+            c.send = c.receive = False  # the first guest only pings
+            c.run_qemu(qemu, guest)
+            first = guest_result(c.logs["guest console"])
+            c.cell = {"ring": "split", "mrg": True,
+                      "dev_extra": ",guest_tso4=off,guest_tso6=off,guest_ecn=off"}
+            c.receive = True
+            c.start_peer()
+            c.run_qemu(qemu, guest)
+            peer = c.peer_results()
+            serve = c.stop_serve()
+            second = guest_result(c.logs["guest console"])
+            events = json_lines(c.logs["serve stderr"])
+            logs = dump(c.logs)
+        finally:
+            c.close()
+    tap = [e["message"].split("offloads: ")[1] for e in events
+           if e.get("event") == "tap" and "offloads: " in e["message"]]
+    q = serve["ports"][0]["queues"][0]
+    source = peer.get("source", {})
+    with capsys.disabled():
+        print(f"\n  qemu tap offloads across guests: TUNSETOFFLOAD {tap}; second guest "
+              f"offloads {' '.join(sorted(guest_bits(second or {}))) or 'none'}, received "
+              f"{(second or {}).get('rx_bytes')} B in {q['tx_packets']} frames "
+              f"({q['tx_size_bins']['gt1518']} over {MAX_PLAIN} B), fallbacks "
+              f"{q['offload_fallbacks']}", end="")
+    ctx = f"\nfirst {first}\nsecond {second}\nserve {q}{logs}"
+    assert first and first["status"] == "ok" and first["ping_received"] == "3", ctx
+    assert guest_bits(first) == set(TSO_BITS), ctx
+    assert second and second["status"] == "ok" and second["rx_rc"] == "0", ctx
+    assert guest_bits(second) == set(TSO_BITS) - {"guest_tso4", "guest_tso6", "guest_ecn"}, ctx
+    assert int(second["rx_bytes"]) == TSO_BYTES and second["rx_md5"] == source.get("md5"), ctx
+    # Set for the first guest, cleared when it left, set anew for the second, cleared.
+    assert tap == ["csum tso4 tso6 tso_ecn (TUNSETOFFLOAD 0xf)", "none (TUNSETOFFLOAD 0x0)",
+                   "csum (TUNSETOFFLOAD 0x1)", "none (TUNSETOFFLOAD 0x0)"], tap
+    assert q["tx_size_bins"]["gt1518"] == 0, ctx
+    assert q["offload_fallbacks"]["segmented"] == 0, ctx
+    assert serve["exit"] == 0 and serve["leaked_packets"] == 0, ctx
 
 
 def run_checked_cell(prog, qemu, guest, cell: dict, capsys, serve_extra=(), nbytes=BYTES,
