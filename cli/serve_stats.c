@@ -339,6 +339,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 struct port_sum {
 	uint64_t zero_copied, lines_evicted, payload_prefetches;
 	uint64_t trials, trials_on, shifts;
+	uint64_t sw_segmented, sw_frames, sw_checksummed, sw_refused;
 };
 
 static void port_sums(const struct serve_port *p, uint32_t queues, struct port_sum *sum)
@@ -353,6 +354,11 @@ static void port_sums(const struct serve_port *p, uint32_t queues, struct port_s
 		sum->trials += pair->evict.trials;
 		sum->trials_on += pair->evict.trials_on;
 		sum->shifts += pair->evict.shifts;
+		sum->sw_segmented += pair->st.sw_segmented;
+		sum->sw_frames += pair->st.sw_frames;
+		sum->sw_checksummed += pair->st.sw_checksummed;
+		for (unsigned r = 0; r < VL_SW__COUNT; r++)
+			sum->sw_refused += pair->st.sw_refused[r];
 	}
 }
 
@@ -391,6 +397,12 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 		if (s->o.zero_copy)
 			printf("%s: %" PRIu64 " packets received without copying\n", p->path,
 			       sum.zero_copied);
+		if (sum.sw_segmented || sum.sw_checksummed || sum.sw_refused)
+			printf("%s: offloads its guest did not negotiate, done in software: %" PRIu64
+			       " packets segmented into %" PRIu64 " frames, %" PRIu64
+			       " checksums completed, %" PRIu64 " packets refused\n",
+			       p->path, sum.sw_segmented, sum.sw_frames, sum.sw_checksummed,
+			       sum.sw_refused);
 		if (s->o.evict != SERVE_EVICT_OFF) {
 			printf("%s: %" PRIu64 " guest lines evicted after their copy (--evict %s",
 			       p->path, sum.lines_evicted, evict_names[s->o.evict]);
