@@ -33,8 +33,9 @@ static void probe_usage(FILE *out)
 		"  --features HEX    negotiate only these feature bits of what is offered\n"
 		"                    (default: every bit the probe's driver implements)\n"
 		"  --ring R          split or packed (default: both, cases run on each)\n"
-		"  --suite NAMES     conformance, traffic, or both comma-separated (default:\n"
+		"  --suite NAMES     conformance, traffic, hostile, comma-separated (default:\n"
 		"                    all)\n"
+		"  --case IDS        only the cases with these ids, comma-separated\n"
 		"  --expect E        what the back end does with a frame it receives: echo\n"
 		"                    (sends it back, e.g. vhostlab serve --mode loopback;\n"
 		"                    default) or sink (drops it: cases that need the frame back\n"
@@ -62,13 +63,39 @@ static bool parse_suites(const char *text, unsigned *out)
 			*out |= PROBE_SUITE_CONFORMANCE;
 		else if (!strcmp(t, "traffic"))
 			*out |= PROBE_SUITE_TRAFFIC;
+		else if (!strcmp(t, "hostile"))
+			*out |= PROBE_SUITE_HOSTILE;
 		else {
-			cli_usage_error("probe", "--suite: unknown suite '%s' (conformance, traffic)",
+			cli_usage_error("probe", "--suite: unknown suite '%s' "
+					"(conformance, traffic, hostile)",
 					t);
 			return false;
 		}
 	}
 	return *out != 0;
+}
+
+/* --case: every id must name a case of the table. */
+static bool check_case_ids(const char *text)
+{
+	char buf[512];
+
+	if (strlen(text) >= sizeof(buf)) {
+		cli_usage_error("probe", "--case: list too long");
+		return false;
+	}
+	memcpy(buf, text, strlen(text) + 1);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned i = 0;
+
+		while (i < probe_ncases && strcmp(probe_cases[i].id, t))
+			i++;
+		if (i == probe_ncases) {
+			cli_usage_error("probe", "--case: no case '%s'", t);
+			return false;
+		}
+	}
+	return true;
 }
 
 static bool parse_hex(const char *text, uint64_t *out)
@@ -149,6 +176,7 @@ int cmd_probe(int argc, char **argv)
 		{"features", required_argument, NULL, 'f'},
 		{"ring", required_argument, NULL, 'r'},
 		{"suite", required_argument, NULL, 'u'},
+		{"case", required_argument, NULL, 'c'},
 		{"expect", required_argument, NULL, 'e'},
 		{"timeout-ms", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -156,7 +184,8 @@ int cmd_probe(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct probe_opts o = {.mask = ~0ull, .layouts = PROBE_SPLIT | PROBE_PACKED,
-			       .suites = PROBE_SUITE_CONFORMANCE | PROBE_SUITE_TRAFFIC,
+			       .suites = PROBE_SUITE_CONFORMANCE | PROBE_SUITE_TRAFFIC |
+					 PROBE_SUITE_HOSTILE,
 			       .expect = PROBE_EXPECT_ECHO, .timeout_ms = 1000};
 	bool json = false;
 	uint64_t v;
@@ -189,6 +218,11 @@ int cmd_probe(int argc, char **argv)
 				cli_usage_error("probe", "--suite: '%s' names no suite", optarg);
 				return CLI_EXIT_USAGE;
 			}
+			break;
+		case 'c':
+			if (!check_case_ids(optarg))
+				return CLI_EXIT_USAGE;
+			o.only = optarg;
 			break;
 		case 'e':
 			if (!strcmp(optarg, "echo"))
@@ -236,6 +270,7 @@ int cmd_probe(int argc, char **argv)
 		       "\n\n", o.socket, rep.offered, rep.proto_offered);
 		print_table(&rep, "conformance", count);
 		print_table(&rep, "traffic", count);
+		print_table(&rep, "hostile", count);
 		printf("%s: %u cases: %u pass, %u fail, %u wedge, %u crash, %u n/a\n",
 		       ok ? "ok" : "FAIL", rep.n, count[PROBE_PASS], count[PROBE_FAIL],
 		       count[PROBE_WEDGE], count[PROBE_CRASH], count[PROBE_NA]);

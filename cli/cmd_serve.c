@@ -78,7 +78,22 @@ static void serve_usage(FILE *out)
 		"                         final statistics as one JSON document on stdout\n"
 		"    --quiet              no event lines on stderr (errors still)\n"
 		"    --features HEX       offer exactly these virtio feature bits (a subset of\n"
-		"                         0x%llx; default: all of them but MQ and CTRL_VQ)\n"
+		"                         0x%llx; default: all of them but MQ and CTRL_VQ).\n"
+		"                         An offload without what it requires (TSO without\n"
+		"                         checksum offload, ECN without TSO) is refused\n"
+		"    --offloads WHEN      on (default): offer the offloads, and handle them when\n"
+		"                         negotiated: CSUM, GUEST_CSUM (checksum offload both\n"
+		"                         ways), HOST_TSO4, HOST_TSO6, HOST_ECN (the guest sends\n"
+		"                         TCP frames up to 64 KiB), GUEST_TSO4, GUEST_TSO6,\n"
+		"                         GUEST_ECN (it takes them), HOST_USO, GUEST_USO4,\n"
+		"                         GUEST_USO6 (the same for UDP, virtio 1.2; in TAP mode\n"
+		"                         only where the kernel's TAP takes them). Frames go on\n"
+		"                         as they are where the other side negotiated the same\n"
+		"                         (the other guest, or the TAP device, told with\n"
+		"                         TUNSETOFFLOAD what the guest takes), else they are\n"
+		"                         segmented or checksummed in software first. Not UFO.\n"
+		"                         off: none of them is offered (the guest then segments\n"
+		"                         and checksums itself)\n"
 		"    --record FILE        record the session as a trace (docs/trace-format.md) that\n"
 		"                         `vhostlab replay FILE` runs against the simulated guest:\n"
 		"                         the memory layout, rings, every chain and byte the core\n"
@@ -91,7 +106,8 @@ static void serve_usage(FILE *out)
 		"    --record-max-packets N  stop recording after N packets, both directions\n"
 		"                         together (default %u)\n"
 		"    --no-mrg-rxbuf, --no-packed, --no-in-order, --no-indirect, --no-event-idx,\n"
-		"    --no-csum            do not offer that feature (--no-csum: CSUM and GUEST_CSUM)\n"
+		"    --no-csum            do not offer that feature (--no-csum: CSUM and GUEST_CSUM,\n"
+		"                         and so no TSO or USO, which need them)\n"
 		"    -h, --help           this text\n"
 		"\n"
 		"MODES\n"
@@ -177,6 +193,7 @@ enum {
 	OPT_RECORD,
 	OPT_RECORD_MAX,
 	OPT_IDLE_PAUSE,
+	OPT_OFFLOADS,
 };
 
 static const struct option long_opts[] = {
@@ -204,6 +221,7 @@ static const struct option long_opts[] = {
 	{"no-indirect", no_argument, NULL, OPT_NO_INDIRECT},
 	{"no-event-idx", no_argument, NULL, OPT_NO_EVENT_IDX},
 	{"no-csum", no_argument, NULL, OPT_NO_CSUM},
+	{"offloads", required_argument, NULL, OPT_OFFLOADS},
 	{"record", required_argument, NULL, OPT_RECORD},
 	{"record-max-packets", required_argument, NULL, OPT_RECORD_MAX},
 	{"help", no_argument, NULL, 'h'},
@@ -281,6 +299,12 @@ static bool parse_features(const char *v, uint64_t *out)
 				"implement (supported: 0x%llx)",
 				v, f & ~(unsigned long long)VL_VU_FEATURES_SUPPORTED,
 				(unsigned long long)VL_VU_FEATURES_SUPPORTED);
+		return false;
+	}
+	char why[128];
+
+	if (serve_features_unmet(f, why, sizeof(why))) {
+		cli_usage_error("serve", "--features %s: %s, which it does not offer", v, why);
 		return false;
 	}
 	*out = f;
@@ -467,6 +491,13 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 		case OPT_NO_CSUM:
 			off |= VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM);
 			break;
+		case OPT_OFFLOADS:
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+				o->offloads_off = strcmp(optarg, "off") == 0;
+				break;
+			}
+			cli_usage_error("serve", "--offloads '%s': expected on or off", optarg);
+			return CLI_EXIT_USAGE;
 		case ':':
 			cli_usage_error("serve", "option '%s' needs a value", argv[optind - 1]);
 			return CLI_EXIT_USAGE;
@@ -498,7 +529,10 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				o->queues, VL_F_NET_MQ);
 		return CLI_EXIT_USAGE;
 	}
-	o->features &= ~off;
+	if (o->offloads_off)
+		off |= SERVE_OFFLOAD_FEATURES;
+	/* What the --no-* options took away may leave offloads without what they need. */
+	o->features = serve_features_prune(o->features & ~off);
 	return check_record(o) ? -1 : CLI_EXIT_USAGE;
 }
 
@@ -518,6 +552,15 @@ int cmd_serve(int argc, char **argv)
 		serve_event(&s, "core", NULL, "%s", cli_lab_core_note());
 
 	bool ok = s.o.mode != SERVE_TAP || serve_tap_open(&s, s.o.tap_name, s.o.queues);
+
+	/* A TAP device that cannot take UDP segmentation (before Linux 6.2) could neither
+	 * pass the guest's USO frames on nor hand it any: those features are not offered. */
+	if (ok && s.o.mode == SERVE_TAP && !s.tap_uso && (s.o.features & SERVE_USO_FEATURES)) {
+		s.o.features &= ~SERVE_USO_FEATURES;
+		serve_event(&s, "tap", NULL,
+			    "this kernel's TAP takes no UDP segmentation (TUN_F_USO4/6, Linux "
+			    "6.2): host_uso, guest_uso4, guest_uso6 not offered");
+	}
 
 	for (uint32_t i = 0; ok && i < s.nports; i++)
 		ok = serve_port_open(&s, &s.port[i], i, i ? s.o.socket2 : s.o.socket) == 0;

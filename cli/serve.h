@@ -10,6 +10,8 @@
  *   serve_null.c   the null mode: chains back unread (a ceiling, not a forwarder)
  *   serve_stats.c  counters, live lines and the final report
  *   serve_record.c --record: the session as a trace (sim/trace/session_rec.h)
+ *   serve_features.c  the offload features offered (--offloads) and their dependencies
+ *   serve_fit.c    packets whose offloads their destination did not negotiate (vl_sw_fit)
  *
  * Direction words follow the switch-port convention (DPDK's vhost PMD does the same): "rx"
  * is what serve receives from a front end (the guest's TX ring, the core's dequeue), "tx"
@@ -18,11 +20,15 @@
 #define VL_CLI_SERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vhostlab/vhostlab.h"
 
 #define SERVE_BURST_MAX 256u
+/* Frames the software fallback may cut one packet into (serve_fit.c): 64 KiB of payload at
+ * a segment size down to 256 bytes. A Linux guest's TSO frames at MTU 1500 make 45. */
+#define SERVE_FIT_MAX 256u
 #define SERVE_IDLE_PAUSE_DEFAULT_NS 1500u
 #define SERVE_BURST_DEFAULT 32u
 /* Ring 2n of a pair is the guest's receive queue (serve sends there), 2n + 1 its transmit
@@ -32,6 +38,21 @@
 /* Zero-copy dequeue: packets of at least this many bytes reference guest memory (the
  * smaller ones cost less to copy than to lease). */
 #define SERVE_ZC_MIN_LEN 512u
+
+/* The offloads serve offers unless --offloads off: checksum both ways, TCP segmentation
+ * (with ECN) and UDP segmentation both ways. Not UFO: nothing in serve could segment it for
+ * a guest or device without it (vl_sw_segment refuses it, vl_vhost_user.h). */
+#define SERVE_OFFLOAD_FEATURES                                                                  \
+	(VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM) |                           \
+	 VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |                       \
+	 VL_FEATURE(VL_F_NET_HOST_ECN) | VL_FEATURE(VL_F_NET_HOST_USO) |                         \
+	 VL_FEATURE(VL_F_NET_GUEST_TSO4) | VL_FEATURE(VL_F_NET_GUEST_TSO6) |                     \
+	 VL_FEATURE(VL_F_NET_GUEST_ECN) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                      \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6))
+/* The UDP segmentation part of it, which a TAP device takes only from Linux 6.2 on. */
+#define SERVE_USO_FEATURES                                                                      \
+	(VL_FEATURE(VL_F_NET_HOST_USO) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                       \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6))
 
 enum serve_mode {
 	SERVE_LOOPBACK, /* what a front end sends comes back to it on the same pair */
@@ -65,6 +86,7 @@ struct serve_opts {
 	enum serve_evict evict;
 	enum serve_evict prefetch;
 	bool line_wait_off;       /* --line-wait off (vl_vq_set_tx_line_wait) */
+	bool offloads_off;        /* --offloads off: none of SERVE_OFFLOAD_FEATURES offered */
 	uint32_t batch_threshold;
 	bool busy_poll;           /* --poll: never sleep, ignore kicks */
 	/* --idle-pause: under --poll, a round that moved nothing is followed by this much
@@ -92,6 +114,8 @@ enum serve_drop {
 	SERVE_DROP_NO_PEER,   /* its destination was not connected, or went away */
 	SERVE_DROP_TAP,       /* the TAP device did not take it */
 	SERVE_DROP_NO_MEMORY, /* a packet buffer could not be had (zero-copy unsharing) */
+	SERVE_DROP_OFFLOAD,   /* offloads its destination did not negotiate, and the software
+			       * fallback could not make it fit (sw_refused says why) */
 	SERVE_DROP__COUNT
 };
 
@@ -116,13 +140,25 @@ struct serve_qstats {
 	 * ring a poll that found no packet, on the RX ring a burst that found no room. Their
 	 * ratio says which side waits for the other. */
 	uint64_t bursts[2], idle_bursts[2];
+	/* Packets per size class (VL_SIZE_BINS: ... 1024-1518, >1518 bytes) per ring: on the TX
+	 * ring what the front end sent, on the RX ring what it was given. Frames past 1518
+	 * bytes are segmentation offload at work (TSO/USO). */
+	uint64_t size_bins[2][VL_SIZE_BINS];
+	/* Packets for this pair's RX ring with offloads its driver did not negotiate
+	 * (serve_fit.c): segmented in software (and the frames that made), checksums completed
+	 * in software, refused by the fallback (by vl_sw_result; also drops[OFFLOAD]). */
+	uint64_t sw_segmented, sw_frames, sw_checksummed;
+	uint64_t sw_refused[VL_SW__COUNT];
 };
 
-/* Packets waiting for room in one RX ring, in order: pkts[head .. head + n). Filled only
- * when empty, so a burst always fits. */
+/* Packets waiting for room in one RX ring, in order: first fit[fit_head .. + fit_n), the
+ * frames software made of the packet that was next (serve_fit.c), then pkts[head .. head +
+ * n). Filled only when both are empty, so a burst always fits. */
 struct serve_pending {
 	struct vl_pkt *pkts[SERVE_BURST_MAX];
 	uint32_t head, n;
+	struct vl_pkt *fit[SERVE_FIT_MAX];
+	uint32_t fit_head, fit_n;
 };
 
 /* One queue pair of one device. */
@@ -144,6 +180,7 @@ struct serve_pair {
 	bool evict_told;               /* ... the decision last announced (starts off) */
 	uint64_t folded_bursts[2], folded_idle[2]; /* per ring, the core's burst counters */
 	uint64_t folded_kept;          /* RX ring rx_hdrs_kept already counted */
+	uint64_t folded_bins[2][VL_SIZE_BINS]; /* per ring, size_bins already counted */
 	struct vl_pkt **gen;           /* txonly: a burst of prebuilt frames */
 	uint64_t gen_seq;
 	uint32_t txonly_skip;          /* txonly: busy rounds left that do not poll the TX ring */
@@ -182,6 +219,8 @@ struct serve {
 	uint32_t nports;
 	int *tap_fds;                  /* tap mode: one per queue pair */
 	uint8_t *tap_buf;              /* one frame read from the TAP device */
+	unsigned tap_offloads;         /* TUN_F_* the kernel may hand over now (TUNSETOFFLOAD) */
+	bool tap_uso;                  /* the kernel's TAP takes UDP segmentation (Linux 6.2) */
 	double start, last_stats;
 	/* Seconds spent in loop rounds that moved nothing (waiting, spinning or asleep): the
 	 * share of serve's time the front end kept it waiting. last_idle: at the last live
@@ -238,6 +277,15 @@ void serve_fwd_disconnected(struct serve *s, struct serve_port *p);
 /* Shutdown: free every waiting packet (counted as NO_PEER drops). */
 void serve_fwd_flush_all(struct serve *s);
 
+/* serve_fit.c */
+/* How many of pkts[0..n), from the first, RX queue vq's driver takes as they are (their
+ * offloads negotiated): the first it does not take ends the count. */
+uint32_t serve_fit_prefix(const struct vl_vq *vq, struct vl_pkt *const *pkts, uint32_t n);
+/* pkt (taken: freed or passed on) cannot go to vq's driver as it is: the frames software
+ * makes of it become sp's pend.fit, or it is dropped and counted. pend.fit must be empty. */
+void serve_fit_packet(struct serve_port *dst, struct serve_pair *sp, const struct vl_vq *vq,
+		      struct vl_pkt *pkt);
+
 /* serve_gen.c */
 #define SERVE_GEN_MIN_SIZE 60u
 /* Build txonly's frames for pair `pair` of p from p's pool (false when the pool is short). */
@@ -255,6 +303,9 @@ bool serve_null_pair(struct serve *s, struct serve_port *p, uint32_t pair);
  * failure. */
 bool serve_tap_open(struct serve *s, const char *name, uint32_t queues);
 void serve_tap_close(struct serve *s);
+/* Tell the kernel which offloads it may hand over: those a guest with these negotiated
+ * features takes (0: none, no guest). Only when they change. */
+void serve_tap_offloads(struct serve *s, uint64_t guest_features);
 /* Send pkt to the TAP queue; false if the device did not take it. */
 bool serve_tap_write(int fd, const struct vl_pkt *pkt);
 /* Read one frame into a packet of pool: NULL when nothing is waiting (*err false) or on an
@@ -302,6 +353,14 @@ bool serve_rec_failed(const struct serve *s);
 /* The final report's part (JSON: one "record" member with its trailing comma). */
 void serve_rec_final_json(const struct serve *s);
 void serve_rec_final_text(const struct serve *s);
+
+/* serve_features.c */
+/* f without the offload features whose requirements f lacks (TSO without CSUM, ...). */
+uint64_t serve_features_prune(uint64_t f);
+/* Whether f offers an offload without what it requires; if so, msg names both. */
+bool serve_features_unmet(uint64_t f, char *msg, size_t n);
+/* The offload features of f by name, space-separated ("none" when there are none). */
+void serve_features_offload_names(uint64_t f, char *buf, size_t n);
 
 /* serve_loop.c */
 /* Tell the guest on every ready ring whether to kick; true if any ring changed. */

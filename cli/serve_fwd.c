@@ -5,7 +5,8 @@
  * room; the source is not read again while they wait. So a slow receiver holds the
  * sender back (its TX ring fills, nothing is lost) instead of losing packets: loopback
  * returns every packet. What waits for a destination that is not connected, or that goes
- * away, is dropped (NO_PEER). */
+ * away, is dropped (NO_PEER). A packet whose offloads its destination's driver did not
+ * negotiate is made to fit in software first (serve_fit.c). */
 #include <stddef.h>
 
 #include "serve.h"
@@ -28,6 +29,23 @@ static void drop(struct serve_pair *sp, struct vl_pkt **pkts, uint32_t n, enum s
 {
 	sp->st.drops[why] += n;
 	vl_pkt_free_bulk(pkts, n);
+}
+
+static bool pending_empty(const struct serve_pending *pd)
+{
+	return pd->n == 0 && pd->fit_n == 0;
+}
+
+/* Everything waiting for pair sp's RX ring is lost (its guest went away). */
+static uint32_t drop_pending(struct serve_pair *sp, enum serve_drop why)
+{
+	struct serve_pending *pd = &sp->pend;
+	uint32_t n = pd->n + pd->fit_n;
+
+	drop(sp, &pd->fit[pd->fit_head], pd->fit_n, why);
+	drop(sp, &pd->pkts[pd->head], pd->n, why);
+	pd->head = pd->n = pd->fit_head = pd->fit_n = 0;
+	return n;
 }
 
 /* A queue that broke stays broken until the front end sets it up again: say so once. */
@@ -88,47 +106,89 @@ static void release_tx(struct serve_port *p, uint32_t pair)
 	notify(p, pair, SERVE_RING_TX);
 }
 
-/* Put what waits for (dst, pair) into its guest's RX ring, as far as there is room. */
-static uint32_t deliver(struct serve_port *dst, uint32_t pair)
+_Static_assert(SERVE_FIT_MAX <= SERVE_BURST_MAX, "one status array serves both");
+
+/* One enqueue burst of pkts[0..n) into (dst, pair)'s RX ring vq: counted, the handled ones
+ * freed, the guest signalled if it asked. Returns how many were handled (the rest found no
+ * room). The call is decided per burst (vl_vq_needs_call: the last burst's used entries),
+ * so a round of several bursts signals after each: a later burst that passed no used_event
+ * of its own would otherwise hide the one before it, and the guest would sleep on frames
+ * it was never told of. */
+static uint32_t enqueue(struct serve_port *dst, uint32_t pair, struct vl_vq *vq,
+			struct vl_pkt **pkts, uint32_t n)
 {
 	struct serve_pair *sp = &dst->pairs[pair];
-	struct serve_pending *pd = &sp->pend;
-	struct vl_vq *vq = sp->vq[SERVE_RING_RX];
-	uint32_t n = pd->n;
-
-	if (n == 0)
-		return 0;
-	if (!serve_port_connected(dst) || (vq && vl_vq_broken(vq))) {
-		drop(sp, &pd->pkts[pd->head], n, SERVE_DROP_NO_PEER);
-		pd->head = pd->n = 0;
-		return n;
-	}
-	if (!vq)
-		return 0; /* connected, ring not (yet, or not now) enabled: wait */
 	uint8_t status[SERVE_BURST_MAX];
-	struct vl_pkt **pkts = &pd->pkts[pd->head];
+
 	serve_rec_begin(dst, 2 * pair + SERVE_RING_RX, vq);
 	uint16_t done = vl_net_enqueue(vq, pkts, (uint16_t)n, status);
 
 	serve_rec_enqueued(dst, pkts, (uint16_t)n, done, status);
-
 	for (uint16_t i = 0; i < done; i++) {
 		if (status[i] == VL_RX_DELIVERED) {
 			sp->st.tx_packets++;
 			sp->st.tx_bytes += pkts[i]->pkt_len;
 		} else {
-			sp->st.drops[SERVE_DROP_TOO_BIG]++;
+			sp->st.drops[status[i] == VL_RX_DROPPED_OFFLOAD ? SERVE_DROP_OFFLOAD
+									 : SERVE_DROP_TOO_BIG]++;
 		}
 	}
 	vl_pkt_free_bulk(pkts, done);
-	pd->head += done;
-	pd->n -= done;
-	if (pd->n == 0)
-		pd->head = 0;
 	if (done > 0)
 		notify(dst, pair, SERVE_RING_RX);
-	check_broken(dst, pair, SERVE_RING_RX);
 	return done;
+}
+
+/* Put what waits for (dst, pair) into its guest's RX ring, in order, as far as there is
+ * room: the frames made of a packet first, then the packets its driver takes as they are,
+ * up to one it does not, which software makes fit (serve_fit.c) and which goes next. */
+static uint32_t deliver(struct serve_port *dst, uint32_t pair)
+{
+	struct serve_pair *sp = &dst->pairs[pair];
+	struct serve_pending *pd = &sp->pend;
+	struct vl_vq *vq = sp->vq[SERVE_RING_RX];
+	uint32_t moved = 0;
+
+	if (pending_empty(pd))
+		return 0;
+	if (!serve_port_connected(dst) || (vq && vl_vq_broken(vq)))
+		return drop_pending(sp, SERVE_DROP_NO_PEER);
+	if (!vq)
+		return 0; /* connected, ring not (yet, or not now) enabled: wait */
+	for (;;) {
+		if (pd->fit_n > 0) {
+			uint32_t done = enqueue(dst, pair, vq, &pd->fit[pd->fit_head], pd->fit_n);
+
+			pd->fit_head += done;
+			pd->fit_n -= done;
+			moved += done;
+			if (pd->fit_n > 0)
+				break; /* no room for the rest */
+			pd->fit_head = 0;
+		}
+		if (pd->n == 0)
+			break;
+		uint32_t k = serve_fit_prefix(vq, &pd->pkts[pd->head], pd->n);
+
+		if (k > 0) {
+			uint32_t done = enqueue(dst, pair, vq, &pd->pkts[pd->head], k);
+
+			pd->head += done;
+			pd->n -= done;
+			moved += done;
+			if (done < k)
+				break;
+			continue;
+		}
+		struct vl_pkt *pkt = pd->pkts[pd->head++];
+
+		pd->n--;
+		serve_fit_packet(dst, sp, vq, pkt);
+	}
+	if (pd->n == 0)
+		pd->head = 0;
+	check_broken(dst, pair, SERVE_RING_RX);
+	return moved;
 }
 
 static bool fwd_rxonly(struct serve *s, struct serve_port *p, uint32_t pair)
@@ -211,7 +271,7 @@ static bool fwd_guest(struct serve *s, struct serve_port *src, struct serve_port
 	struct serve_pending *pd = &dsp->pend;
 	uint32_t moved = deliver(dst, pair);
 
-	if (pd->n == 0) {
+	if (pending_empty(pd)) {
 		uint16_t n = receive(s, src, pair, pd->pkts);
 
 		if (n > 0 && !serve_port_connected(dst)) {
@@ -301,9 +361,9 @@ bool serve_fwd_wants_kick(const struct serve *s, const struct serve_port *p, uin
 	if (ring == SERVE_RING_RX)
 		return true; /* room for what waits, or for txonly's frames */
 	if (s->o.mode == SERVE_LOOPBACK)
-		return p->pairs[pair].pend.n == 0;
+		return pending_empty(&p->pairs[pair].pend);
 	if (s->o.mode == SERVE_PAIR)
-		return s->port[1 - p->index].pairs[pair].pend.n == 0;
+		return pending_empty(&s->port[1 - p->index].pairs[pair].pend);
 	return true;
 }
 
@@ -312,7 +372,8 @@ bool serve_fwd_wants_tap(const struct serve *s, uint32_t pair)
 	const struct serve_port *p = &s->port[0];
 	const struct serve_pair *sp = &p->pairs[pair];
 
-	return sp->pend.n == 0 && serve_port_connected(p) && sp->vq[SERVE_RING_RX] != NULL;
+	return pending_empty(&sp->pend) && serve_port_connected(p) &&
+	       sp->vq[SERVE_RING_RX] != NULL;
 }
 
 /* A copy of pkt in pkt's own pool (NULL when the pool is short). */
@@ -332,6 +393,36 @@ static struct vl_pkt *copy_pkt(const struct vl_pkt *pkt)
 	return c;
 }
 
+/* Replace each of pkts[*head .. *head + n) that references p's guest memory with a copy,
+ * compacted to the front (*head becomes 0); returns how many are left. */
+static uint32_t unshare(struct serve_port *p, struct serve_pair *dsp, struct vl_pkt **pkts,
+			uint32_t *head, uint32_t n)
+{
+	uint32_t kept = 0;
+
+	/* Compacted to the front as it goes (kept <= i, so no entry is overwritten before it
+	 * is read); the slots before the old head were delivered already. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_pkt *pkt = pkts[*head + i];
+
+		/* Only packets that reference guest memory (a release callback) need a copy; in
+		 * pair mode the other guest's packets wait here too. */
+		if (pkt->release && pkt->pool == p->pool) {
+			struct vl_pkt *c = copy_pkt(pkt);
+
+			vl_pkt_free(pkt);
+			if (!c) {
+				dsp->st.drops[SERVE_DROP_NO_MEMORY]++;
+				continue;
+			}
+			pkt = c;
+		}
+		pkts[kept++] = pkt;
+	}
+	*head = 0;
+	return kept;
+}
+
 void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, bool all_pairs)
 {
 	struct serve_port *dst = dest_port(s, p);
@@ -341,41 +432,18 @@ void serve_fwd_unshare(struct serve *s, struct serve_port *p, uint32_t pair, boo
 	for (uint32_t q = all_pairs ? 0 : pair; q < (all_pairs ? s->o.queues : pair + 1); q++) {
 		struct serve_pair *dsp = &dst->pairs[q];
 		struct serve_pending *pd = &dsp->pend;
-		uint32_t kept = 0;
 
-		/* Compacted to the front as it goes (kept <= i, so no entry is overwritten
-		 * before it is read); the slots before the old head were delivered already. */
-		for (uint32_t i = 0; i < pd->n; i++) {
-			struct vl_pkt *pkt = pd->pkts[pd->head + i];
-
-			/* Only packets that reference guest memory (a release callback) need a
-			 * copy; in pair mode the other guest's packets wait here too. */
-			if (pkt->release && pkt->pool == p->pool) {
-				struct vl_pkt *c = copy_pkt(pkt);
-
-				vl_pkt_free(pkt);
-				if (!c) {
-					dsp->st.drops[SERVE_DROP_NO_MEMORY]++;
-					continue;
-				}
-				pkt = c;
-			}
-			pd->pkts[kept++] = pkt;
-		}
-		pd->head = 0;
-		pd->n = kept;
+		/* The software fallback's frames are copies, but one it let through as it was
+		 * may be a guest's. */
+		pd->fit_n = unshare(p, dsp, pd->fit, &pd->fit_head, pd->fit_n);
+		pd->n = unshare(p, dsp, pd->pkts, &pd->head, pd->n);
 	}
 }
 
 void serve_fwd_disconnected(struct serve *s, struct serve_port *p)
 {
-	for (uint32_t q = 0; q < s->o.queues; q++) {
-		struct serve_pair *sp = &p->pairs[q];
-		struct serve_pending *pd = &sp->pend;
-
-		drop(sp, &pd->pkts[pd->head], pd->n, SERVE_DROP_NO_PEER);
-		pd->head = pd->n = 0;
-	}
+	for (uint32_t q = 0; q < s->o.queues; q++)
+		drop_pending(&p->pairs[q], SERVE_DROP_NO_PEER);
 }
 
 void serve_fwd_flush_all(struct serve *s)

@@ -24,7 +24,10 @@
 static uint32_t pool_count(const struct serve_opts *o)
 {
 	uint64_t gen_segs = (o->size + SERVE_SEG_SIZE - 1) / SERVE_SEG_SIZE;
-	uint64_t per_pair = 2ull * o->burst * (SERVE_MAX_PKT_SEGS + 1);
+	/* ... and the frames the software fallback makes of one packet (serve_fit.c): at most
+	 * SERVE_FIT_MAX of them, holding one packet's bytes plus a header each. */
+	uint64_t per_pair = 2ull * o->burst * (SERVE_MAX_PKT_SEGS + 1) + SERVE_FIT_MAX +
+			    SERVE_MAX_PKT_SEGS;
 
 	if (o->mode == SERVE_TXONLY)
 		per_pair += o->burst * gen_segs;
@@ -77,6 +80,7 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	/* A queue may come back with its counters: fold only what it does from now on. */
 	sp->folded_bursts[ring] = vl_vq_stats(vq)->bursts;
 	sp->folded_idle[ring] = vl_vq_stats(vq)->empty_bursts;
+	memcpy(sp->folded_bins[ring], vl_vq_stats(vq)->size_bins, sizeof(sp->folded_bins[ring]));
 	if (ring == SERVE_RING_RX)
 		sp->folded_kept = vl_vq_stats(vq)->rx_hdrs_kept;
 	if (ring == SERVE_RING_TX) {
@@ -99,23 +103,29 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	 * comes back keeps what it was told, so say it again. */
 	vl_vq_set_kicks(vq, !s->o.busy_poll);
 	sp->kicks_off[ring] = s->o.busy_poll;
+	/* The kernel may hand over what this guest takes: checked on every ring that comes
+	 * up, since a guest that negotiates again (a driver reload) keeps its connection. */
+	if (s->o.mode == SERVE_TAP)
+		serve_tap_offloads(s, vl_vu_dev_features(dev));
 	serve_rec_ring_ready(p, qidx, vq);
 	/* Announced once per connection: rings also stop and start inside one (virtio-user
 	 * disables them around every new memory table). */
 	if (p->rings_ready++ == 0 && !p->running_told) {
 		uint64_t f = vl_vu_dev_features(dev);
+		char offloads[160];
 
 		p->running_told = true;
 		p->features = f;
+		serve_features_offload_names(f, offloads, sizeof(offloads));
 		serve_event(s, "running", p,
 			    "features 0x%llx: %s ring, mergeable %s, in-order %s, event idx %s, "
-			    "indirect %s",
+			    "indirect %s, offloads %s",
 			    (unsigned long long)f,
 			    (f & VL_FEATURE(VL_F_RING_PACKED)) ? "packed" : "split",
 			    (f & VL_FEATURE(VL_F_NET_MRG_RXBUF)) ? "on" : "off",
 			    (f & VL_FEATURE(VL_F_IN_ORDER)) ? "on" : "off",
 			    (f & VL_FEATURE(VL_F_RING_EVENT_IDX)) ? "on" : "off",
-			    (f & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) ? "on" : "off");
+			    (f & VL_FEATURE(VL_F_RING_INDIRECT_DESC)) ? "on" : "off", offloads);
 	}
 }
 
@@ -232,6 +242,9 @@ static void disconnected(struct serve_port *p, int rc)
 	p->disconnects++;
 	serve_rec_disconnected(p);
 	serve_fwd_disconnected(p->s, p);
+	/* Nobody to take offloaded frames: the kernel completes them until the next guest. */
+	if (p->s->o.mode == SERVE_TAP)
+		serve_tap_offloads(p->s, 0);
 	/* The device's per-ring counts start again with the next connection. */
 	for (uint32_t q = 0; q < p->s->o.queues; q++)
 		memset(p->pairs[q].resyncs_told, 0, sizeof(p->pairs[q].resyncs_told));

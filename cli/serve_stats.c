@@ -15,6 +15,7 @@ static const char *const drop_names[SERVE_DROP__COUNT] = {
 	[SERVE_DROP_NO_PEER] = "no_peer",
 	[SERVE_DROP_TAP] = "tap",
 	[SERVE_DROP_NO_MEMORY] = "no_memory",
+	[SERVE_DROP_OFFLOAD] = "offload",
 };
 
 static const char *const mode_names[] = {
@@ -25,6 +26,11 @@ static const char *const mode_names[] = {
 	[SERVE_PAIR] = "pair",
 	[SERVE_NULL] = "null",
 	[SERVE_TOUCH] = "touch",
+};
+
+/* As `vhostlab run --stats` names them (run_report.c). */
+static const char *const bin_names[VL_SIZE_BINS] = {
+	"lt64", "64", "65_127", "128_255", "256_511", "512_1023", "1024_1518", "gt1518",
 };
 
 static const char *const evict_names[] = {
@@ -139,6 +145,10 @@ void serve_stats_fold_bursts(struct serve_port *p, uint32_t pair, uint32_t ring)
 	sp->folded_bursts[ring] = st->bursts;
 	sp->st.idle_bursts[ring] += st->empty_bursts - sp->folded_idle[ring];
 	sp->folded_idle[ring] = st->empty_bursts;
+	for (unsigned b = 0; b < VL_SIZE_BINS; b++) {
+		sp->st.size_bins[ring][b] += st->size_bins[b] - sp->folded_bins[ring][b];
+		sp->folded_bins[ring][b] = st->size_bins[b];
+	}
 	if (ring == SERVE_RING_RX) {
 		sp->st.hdrs_kept += st->rx_hdrs_kept - sp->folded_kept;
 		sp->folded_kept = st->rx_hdrs_kept;
@@ -238,7 +248,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	printf("{\n  \"core\": \"%s\",\n"
 	       "  \"mode\": \"%s\",\n  \"queues\": %" PRIu32 ",\n  \"client\": %s,\n"
 	       "  \"zero_copy\": %s,\n  \"evict\": \"%s\",\n  \"prefetch\": \"%s\",\n"
-	       "  \"line_wait\": \"%s\",\n  \"busy_poll\": %s,\n"
+	       "  \"line_wait\": \"%s\",\n  \"offloads\": \"%s\",\n  \"busy_poll\": %s,\n"
 	       "  \"seconds\": %.3f,\n  \"idle_seconds\": %.3f,\n"
 	       "  \"stopped_by\": \"%s\",\n  \"leaked_packets\": %" PRIu32 ",\n"
 	       "  \"ok\": %s,\n  \"ports\": [",
@@ -246,7 +256,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 	       s->o.client ? "true" : "false",
 	       s->o.zero_copy ? "true" : "false", evict_names[s->o.evict],
 	       evict_names[s->o.prefetch], s->o.line_wait_off ? "off" : "on",
-	       s->o.busy_poll ? "true" : "false", secs,
+	       s->o.offloads_off ? "off" : "on", s->o.busy_poll ? "true" : "false", secs,
 	       s->idle, stopped_by, leaked, leaked == 0 ? "true" : "false");
 	for (uint32_t i = 0; i < s->nports; i++) {
 		const struct serve_port *p = &s->port[i];
@@ -291,7 +301,24 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 			for (unsigned k = 0; k < VL_ZC_FALLBACK__COUNT; k++)
 				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
 				       vl_zc_fallback_name((enum vl_zc_fallback)k), st->zc_fallbacks[k]);
-			printf("}}");
+			/* Sizes from the front end (its TX ring), to it (its RX ring). */
+			for (unsigned r = 0; r < 2; r++) {
+				const unsigned ring = r == 0 ? SERVE_RING_TX : SERVE_RING_RX;
+
+				printf("}, \"%s_size_bins\": {", r == 0 ? "rx" : "tx");
+				for (unsigned b = 0; b < VL_SIZE_BINS; b++)
+					printf("%s\"%s\": %" PRIu64, b ? ", " : "", bin_names[b],
+					       st->size_bins[ring][b]);
+			}
+			/* Offloads this pair's guest did not take, done in software. */
+			printf("}, \"offload_fallbacks\": {\"segmented\": %" PRIu64
+			       ", \"frames\": %" PRIu64 ", \"checksummed\": %" PRIu64
+			       ", \"refused\": {",
+			       st->sw_segmented, st->sw_frames, st->sw_checksummed);
+			for (unsigned r = VL_SW_NOT_NEEDED + 1, k = 0; r < VL_SW__COUNT; r++, k++)
+				printf("%s\"%s\": %" PRIu64, k ? ", " : "",
+				       vl_sw_result_name((enum vl_sw_result)r), st->sw_refused[r]);
+			printf("}}}");
 			tot.rx_packets += st->rx_packets;
 			tot.rx_bytes += st->rx_bytes;
 			tot.tx_packets += st->tx_packets;
@@ -312,6 +339,7 @@ static void final_json(const struct serve *s, double secs, const char *stopped_b
 struct port_sum {
 	uint64_t zero_copied, lines_evicted, payload_prefetches;
 	uint64_t trials, trials_on, shifts;
+	uint64_t sw_segmented, sw_frames, sw_checksummed, sw_refused;
 };
 
 static void port_sums(const struct serve_port *p, uint32_t queues, struct port_sum *sum)
@@ -326,6 +354,11 @@ static void port_sums(const struct serve_port *p, uint32_t queues, struct port_s
 		sum->trials += pair->evict.trials;
 		sum->trials_on += pair->evict.trials_on;
 		sum->shifts += pair->evict.shifts;
+		sum->sw_segmented += pair->st.sw_segmented;
+		sum->sw_frames += pair->st.sw_frames;
+		sum->sw_checksummed += pair->st.sw_checksummed;
+		for (unsigned r = 0; r < VL_SW__COUNT; r++)
+			sum->sw_refused += pair->st.sw_refused[r];
 	}
 }
 
@@ -364,6 +397,12 @@ static void final_text(const struct serve *s, double secs, const char *stopped_b
 		if (s->o.zero_copy)
 			printf("%s: %" PRIu64 " packets received without copying\n", p->path,
 			       sum.zero_copied);
+		if (sum.sw_segmented || sum.sw_checksummed || sum.sw_refused)
+			printf("%s: offloads its guest did not negotiate, done in software: %" PRIu64
+			       " packets segmented into %" PRIu64 " frames, %" PRIu64
+			       " checksums completed, %" PRIu64 " packets refused\n",
+			       p->path, sum.sw_segmented, sum.sw_frames, sum.sw_checksummed,
+			       sum.sw_refused);
 		if (s->o.evict != SERVE_EVICT_OFF) {
 			printf("%s: %" PRIu64 " guest lines evicted after their copy (--evict %s",
 			       p->path, sum.lines_evicted, evict_names[s->o.evict]);

@@ -24,7 +24,9 @@ SERVE_OPTIONS = [
     "--batch-threshold", "--poll", "--stats-interval", "--duration", "--json", "--quiet",
     "--features", "--no-mrg-rxbuf", "--no-packed", "--no-in-order", "--no-indirect",
     "--no-event-idx", "--no-csum", "loopback", "rxonly", "txonly", "tap:IFNAME",
-    "pair:SOCKET2", "EXIT STATUS", "--idle-pause", "--evict", "--prefetch",
+    "pair:SOCKET2", "EXIT STATUS", "--idle-pause", "--evict", "--prefetch", "--offloads",
+    "HOST_TSO4", "HOST_TSO6", "HOST_ECN", "GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "HOST_USO",
+    "GUEST_USO4", "GUEST_USO6", "GUEST_CSUM",
 ]
 
 
@@ -65,6 +67,12 @@ def test_serve_help_mentions_every_option(vhostlab, vhostlab_fast):
         (["--socket", "S", "--prefetch", "always"], "--prefetch 'always'"),
         (["--socket", "S", "--features", "zz"], "zz"),
         (["--socket", "S", "--features", "4"], "0x4"),  # bit 2: not implemented
+        (["--socket", "S", "--offloads", "maybe"], "--offloads 'maybe'"),
+        # an offload without what it requires names both (virtio 1.2, 5.1.3.1)
+        (["--socket", "S", "--features", "800"], "host_tso4 (bit 11) needs csum"),
+        (["--socket", "S", "--features", "2001"], "host_ecn (bit 13) needs host_tso4 or"),
+        (["--socket", "S", "--features", "81"], "guest_tso4 (bit 7) needs guest_csum"),
+        (["--socket", "S", "--features", "4000"], "0x4000"),  # HOST_UFO: not offered
         (["--socket", "S", "--mode", "pair:S"], "pair:S"),
         (["--socket", "S", "--mode", "pair:"], "pair:"),
         (["--socket", "S", "--mode", "tap:" + "x" * 16], "x" * 16),
@@ -203,3 +211,55 @@ def test_garbage_front_end_is_survived(vhostlab_fast, tmp):
     assert "rejected" in kinds and "refused" in kinds, err
     assert kinds.count("disconnected") == 2, err
     assert json.loads(out)["ports"][0]["connections"] == 2, out
+
+
+# The offload feature bits (vl_virtio.h): CSUM, GUEST_CSUM, GUEST_TSO4/6, GUEST_ECN, GUEST_UFO,
+# HOST_TSO4/6, HOST_ECN, HOST_UFO, GUEST_USO4/6, HOST_USO.
+F_CSUM, F_GUEST_CSUM = 1 << 0, 1 << 1
+F_GUEST_TSO4, F_GUEST_TSO6, F_GUEST_ECN, F_GUEST_UFO = 1 << 7, 1 << 8, 1 << 9, 1 << 10
+F_HOST_TSO4, F_HOST_TSO6, F_HOST_ECN, F_HOST_UFO = 1 << 11, 1 << 12, 1 << 13, 1 << 14
+F_GUEST_USO4, F_GUEST_USO6, F_HOST_USO = 1 << 54, 1 << 55, 1 << 56
+OFFLOADS = (F_CSUM | F_GUEST_CSUM | F_GUEST_TSO4 | F_GUEST_TSO6 | F_GUEST_ECN | F_HOST_TSO4
+            | F_HOST_TSO6 | F_HOST_ECN | F_GUEST_USO4 | F_GUEST_USO6 | F_HOST_USO)
+
+
+def offered_features(prog, tmp: Path, *args) -> int:
+    """What serve answers to GET_FEATURES (vhost-user request 1, version flag 1)."""
+    sock = tmp / "f.sock"
+    proc = start(prog, "--socket", str(sock), "--quiet", *args)
+    try:
+        wait_path(sock, proc)
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(5)
+        c.connect(str(sock))
+        c.sendall(struct.pack("<III", 1, 1, 0))
+        reply = b""
+        while len(reply) < 20:
+            chunk = c.recv(20 - len(reply))
+            assert chunk, f"serve closed the connection after {reply!r}"
+            reply += chunk
+        c.close()
+        request, flags, size = struct.unpack("<III", reply[:12])
+        assert (request, size) == (1, 8) and flags & 4, reply  # a reply, 8 bytes
+        return struct.unpack("<Q", reply[12:])[0]
+    finally:
+        os.kill(serve_pid(proc), signal.SIGINT)
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize("args, offered", [
+    ([], OFFLOADS),
+    (["--offloads", "on"], OFFLOADS),
+    (["--offloads", "off"], 0),
+    # TSO and USO need the checksum offload of their direction: gone with it
+    (["--no-csum"], 0),
+    (["--features", hex(F_CSUM | F_HOST_TSO4 | F_HOST_ECN | F_GUEST_CSUM | F_GUEST_TSO6)[2:]],
+     F_CSUM | F_HOST_TSO4 | F_HOST_ECN | F_GUEST_CSUM | F_GUEST_TSO6),
+    (["--features", hex(F_CSUM | F_HOST_TSO4 | F_HOST_ECN)[2:], "--no-csum"], 0),
+    (["--features", hex(F_CSUM | F_HOST_TSO4 | F_GUEST_CSUM)[2:], "--offloads", "off"], 0),
+], ids=["default", "on", "off", "no-csum", "features", "features-no-csum", "features-off"])
+def test_offload_features_offered(vhostlab_fast, tmp, args, offered):
+    """--offloads on offers checksum offload, TSO (with ECN) and USO both ways and never UFO;
+    off, or no checksum offload, offers none of them."""
+    f = offered_features(vhostlab_fast, tmp, *args)
+    assert f & (OFFLOADS | F_GUEST_UFO | F_HOST_UFO) == offered, (hex(f), hex(offered))

@@ -26,11 +26,16 @@ TCP both ways with busybox nc (checksummed with md5sum on the guest side), print
 result line on the serial console and powers off:
 
   VHL-RESULT ping_sent=3 ping_received=3 tx_bytes=67108864 tx_rc=0 tx_md5=... tx_secs=0.93
-             rx_bytes=67108864 rx_partial=0 rx_rc=0 rx_md5=... rx_secs=1.67 status=ok
+             rx_bytes=67108864 rx_partial=0 rx_rc=0 rx_md5=... rx_secs=1.67
+             features=1100... eth_tx_packets=N eth_tx_bytes=N eth_rx_packets=N
+             eth_rx_bytes=N tcp_retrans=N tcp_csum_errors=N status=ok
 
 (one line; "tx" is what the guest sent, "rx" what it received; *_rc the exit status of
-the transfer, 124 when it timed out; status=ok when the script got that far, else what
-stopped it, e.g. status=no_eth0). Command line parameters, all optional:
+the transfer, 124 when it timed out; features the virtio feature bits the driver
+negotiated, /sys/class/net/eth0/device/features: character i + 1 is bit i; eth_* eth0's
+counters, where a TSO frame of 64 KiB is one packet; tcp_* TCP's segments retransmitted
+and received with a bad checksum (/proc/net/snmp); status=ok when the script got that
+far, else what stopped it, e.g. status=no_eth0). Command line parameters, all optional:
 
   vhl_ip=10.99.0.2       the guest's address (/24)
   vhl_peer=10.99.0.1     the host side: a sink on TCP port 5001, a source on 5002
@@ -38,6 +43,18 @@ stopped it, e.g. status=no_eth0). Command line parameters, all optional:
   vhl_rx=1               receive from the source (0 skips)
   vhl_timeout=SECONDS    per transfer (busybox timeout)
   vhl_pings=N            echo requests (0.2 s apart)
+  vhl_md5=1              0: for throughput measurements, no md5sum under TCG (slower than
+                         the network) and no process per MiB: the guest sends zeros from
+                         one dd (tx_md5=-: the digest of zeros) and counts what it
+                         receives without checksumming it (rx_md5=-)
+  vhl_role=client        client: the above; peer: instead of pinging and connecting, be
+                         the other end of a guest-to-guest stream (serve --mode pair),
+                         as host_peer.py is for the host: accept one connection on TCP
+                         5001 (a sink, checksummed) and one on 5002 (sending vhl_tx
+                         bytes), print "VHL: listening" first and then
+                         VHL-RESULT role=peer sink_bytes=N sink_partial=0 sink_rc=0
+                         sink_md5=... source_bytes=N source_rc=0 source_md5=...
+                         features=... eth_...=N status=ok
 
 What the guest sends: a 1 MiB block from /dev/urandom, vhl_tx / 1 MiB times (generating
 all of it from /dev/urandom under TCG costs more than moving it); its md5 is taken from the
@@ -103,9 +120,11 @@ finish() {
     sleep 10
 }
 
-IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3
+IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1
 for w in $(cat /proc/cmdline); do
     case "$w" in
+    vhl_role=*) ROLE=${w#*=} ;;
+    vhl_md5=*) MD5=${w#*=} ;;
     vhl_ip=*) IP=${w#*=} ;;
     vhl_peer=*) PEER=${w#*=} ;;
     vhl_tx=*) TX=${w#*=} ;;
@@ -130,6 +149,66 @@ ip link set eth0 up
 ip addr add "$IP/24" dev eth0
 say "eth0 $IP up, mtu $(cat /sys/class/net/eth0/mtu)," \
     "features $(cat /sys/class/net/eth0/device/features 2>/dev/null)"
+S=/sys/class/net/eth0/statistics
+# What the driver negotiated (bit i of the feature word is character i + 1) and what eth0
+# moved as the guest's stack counts it: with TSO a 64 KiB frame is one packet.
+# TCP's own view: segments retransmitted, and received with a bad checksum.
+tcp_stat() {
+    awk -v k="$1" '$1 == "Tcp:" { if (!n) { for (i = 2; i <= NF; i++) c[$i] = i; n = 1 }
+        else print $c[k] }' /proc/net/snmp
+}
+counters() {
+    echo "features=$(cat /sys/class/net/eth0/device/features 2>/dev/null)" \
+        "eth_tx_packets=$(cat $S/tx_packets) eth_tx_bytes=$(cat $S/tx_bytes)" \
+        "eth_rx_packets=$(cat $S/rx_packets) eth_rx_bytes=$(cat $S/rx_bytes)" \
+        "tcp_retrans=$(tcp_stat RetransSegs) tcp_csum_errors=$(tcp_stat InCsumErrors)"
+}
+# The block the guest sends (vhl_tx / 1 MiB times) and the receiver's script. busybox nc
+# copies 1 KiB at a time and tee does no better: under TCG that costs more than the
+# network. So nc only connects or accepts (-e), and the programs it runs move the data
+# through the socket themselves (cat writes whole blocks, dd reads up to 64 KiB).
+make_send() {
+    dd if=/dev/urandom of=/tmp/block bs=65536 count=16 2>/dev/null
+    printf '#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do cat /tmp/block; i=$((i + 1)); done\n' \
+        $((TX / 1048576)) > /tmp/send
+    chmod +x /tmp/send
+    # The stream is the same file n times: its checksum is taken before it is sent.
+    /tmp/send | md5sum | cut -d' ' -f1
+}
+printf '#!/bin/sh\ndd bs=65536 iflag=fullblock 2>/tmp/rx.dd | md5sum > /tmp/rx.md5\n' \
+    > /tmp/recv
+# A throughput measurement (scripts/bench_tso.py) leaves out the digest, which under TCG
+# costs the guest more than the network does.
+[ "$MD5" = 0 ] && printf '#!/bin/sh\ndd bs=65536 iflag=fullblock of=/dev/null 2>/tmp/rx.dd\n' \
+    > /tmp/recv
+chmod +x /tmp/recv
+# busybox dd prints no byte count, only "FULL+PARTIAL records in": with iflag=fullblock
+# every record but the last is a full 64 KiB, so the count is exact when PARTIAL is 0 (the
+# sender sends a multiple of 64 KiB); otherwise *_partial=1 says a piece is missing.
+received() {
+    rec=$(sed -n 's/^\([0-9]*\)+\([0-9]*\) records in.*/\1 \2/p' /tmp/rx.dd 2>/dev/null)
+    [ -n "$rec" ] || rec="0 0"
+    [ -s /tmp/rx.md5 ] || echo - > /tmp/rx.md5
+    echo "$(( ${rec% *} * 65536 )) ${rec#* } $(cut -d' ' -f1 /tmp/rx.md5)"
+}
+
+if [ "$ROLE" = peer ]; then
+    # The other end of a guest-to-guest stream (serve --mode pair), as host_peer.py is for
+    # the host: a sink on TCP 5001, a source of vhl_tx bytes on 5002, one connection each.
+    SRCS=$(make_send)
+    timeout "$TMO" nc -l -p 5001 -e /tmp/recv &
+    P1=$!
+    timeout "$TMO" nc -l -p 5002 -e /tmp/send &
+    P2=$!
+    say "listening"
+    wait $P1
+    R1=$?
+    wait $P2
+    R2=$?
+    set -- $(received)
+    finish "role=peer sink_bytes=$1 sink_partial=$2 sink_rc=$R1 sink_md5=$3" \
+        "source_bytes=$TX source_rc=$R2 source_md5=$SRCS $(counters) status=ok"
+fi
 
 PS=0 PR=0
 if [ "$PINGS" -gt 0 ]; then
@@ -139,17 +218,17 @@ if [ "$PINGS" -gt 0 ]; then
     say "ping: ${PR:-0}/${PS:-0}"
 fi
 
-# busybox nc copies 1 KiB at a time and tee does no better: under TCG that costs more than
-# the network. So nc only connects (-e), and the programs it runs move the data through the
-# socket themselves (cat writes whole blocks, dd reads up to 64 KiB).
 TXB=0 TXS=- TXT=0 TXR=0
 if [ "$TX" -gt 0 ]; then
-    dd if=/dev/urandom of=/tmp/block bs=65536 count=16 2>/dev/null
-    printf '#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do cat /tmp/block; i=$((i + 1)); done\n' \
-        $((TX / 1048576)) > /tmp/send
-    chmod +x /tmp/send
-    # The stream is the same file n times: its checksum is taken before it is sent.
-    TXS=$(/tmp/send | md5sum | cut -d' ' -f1)
+    if [ "$MD5" = 0 ]; then
+        # Zeros from one dd: no process per MiB, no checksum to take first (the receiver
+        # knows the digest of zeros).
+        printf '#!/bin/sh\ndd if=/dev/zero bs=65536 count=%d 2>/dev/null\n' \
+            $((TX / 65536)) > /tmp/send
+        chmod +x /tmp/send
+    else
+        TXS=$(make_send)
+    fi
     t0=$(now_cs)
     timeout "$TMO" nc "$PEER" 5001 -e /tmp/send
     TXR=$?
@@ -161,30 +240,21 @@ if [ "$TX" -gt 0 ]; then
     say "sent $TXB bytes in $TXT s"
 fi
 
-# busybox dd prints no byte count, only "FULL+PARTIAL records in": with iflag=fullblock
-# every record but the last is a full 64 KiB, so the count is exact when PARTIAL is 0 (the
-# host sends a multiple of 64 KiB); otherwise rx_partial=1 says a piece is missing.
 RXB=0 RXS=- RXT=0 RXP=0 RXR=0
 if [ "$RX" -gt 0 ]; then
-    printf '#!/bin/sh\ndd bs=65536 iflag=fullblock 2>/tmp/rx.dd | md5sum > /tmp/rx.md5\n' \
-        > /tmp/recv
-    chmod +x /tmp/recv
     t0=$(now_cs)
     timeout "$TMO" nc "$PEER" 5002 -e /tmp/recv < /dev/null
     RXR=$?
     t1=$(now_cs)
-    rec=$(sed -n 's/^\([0-9]*\)+\([0-9]*\) records in.*/\1 \2/p' /tmp/rx.dd 2>/dev/null)
-    [ -n "$rec" ] || rec="0 0"
-    RXB=$(( ${rec% *} * 65536 )) RXP=${rec#* }
-    [ -s /tmp/rx.md5 ] || echo - > /tmp/rx.md5
-    RXS=$(cut -d' ' -f1 /tmp/rx.md5)
+    set -- $(received)
+    RXB=$1 RXP=$2 RXS=$3
     RXT=$(secs $t0 $t1)
     say "received $RXB bytes in $RXT s"
 fi
 
 finish "ping_sent=${PS:-0} ping_received=${PR:-0}" \
     "tx_bytes=$TXB tx_rc=$TXR tx_md5=$TXS tx_secs=$TXT" \
-    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT status=ok"
+    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT $(counters) status=ok"
 """
 
 

@@ -209,6 +209,14 @@ enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint3
 	uint32_t base = s->layout == VL_LAYOUT_PACKED ?
 				(uint32_t)cfg.last_avail_idx | (uint32_t)cfg.last_used_idx << 16 :
 				cfg.last_avail_idx;
+
+	return lab_fe_queue_resume(s, qidx, base);
+}
+
+enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base)
+{
+	struct lab_fe_queue *q = &s->q[qidx];
+	uint32_t size = q->ring.size;
 	enum lab_fe_rc rc = send_state(s, LAB_FE_SET_VRING_NUM, qidx, size);
 
 	if (rc == LAB_FE_OK)

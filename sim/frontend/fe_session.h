@@ -84,6 +84,9 @@ enum lab_fe_rc lab_fe_set_mem_table(struct lab_fe_session *s);
  * SET_VRING_NUM, BASE, ADDR, KICK, CALL, and ENABLE when bit 30 was negotiated. */
 enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint32_t size,
 				  uint16_t start);
+/* Set queue qidx up again on the ring it already has (after GET_VRING_BASE stopped it):
+ * SET_VRING_NUM, SET_VRING_BASE with `base`, ADDR, KICK, CALL (the same eventfds), ENABLE. */
+enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base);
 /* All of the above for both queues: what every traffic case starts from. */
 enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t size,
 			       uint16_t start);

@@ -33,12 +33,11 @@ static uint64_t put(struct lab_fe_session *s, const uint8_t *src, uint32_t n)
 	return gpa;
 }
 
-/* Post elems as one chain on qidx, remembering the guest RAM it holds. */
-static int post(struct lab_fe_session *s, uint32_t qidx, const struct lab_pdesc *elems,
+int lab_fe_post_chain(struct lab_fe_session *s, uint32_t qidx, const struct lab_pdesc *elems,
 		uint32_t n, const struct lab_fe_alloc *allocs, uint32_t nallocs)
 {
 	struct lab_fe_queue *q = &s->q[qidx];
-	int id = lab_ring_post(&q->ring, elems, n);
+	int id = nallocs <= LAB_FE_CHAIN_ALLOCS ? lab_ring_post(&q->ring, elems, n) : -1;
 
 	if (id < 0) {
 		for (uint32_t i = 0; i < nallocs; i++)
@@ -118,7 +117,7 @@ int lab_fe_post_tx(struct lab_fe_session *s, const uint8_t *frame, uint32_t len,
 			return -1;
 		}
 	}
-	return post(s, LAB_FE_TX, e, n, a, na);
+	return lab_fe_post_chain(s, LAB_FE_TX, e, n, a, na);
 }
 
 int lab_fe_post_rx(struct lab_fe_session *s, uint32_t cap)
@@ -131,7 +130,7 @@ int lab_fe_post_rx(struct lab_fe_session *s, uint32_t cap)
 	}
 	struct lab_pdesc e = {a.gpa, cap, VL_DESC_F_WRITE};
 
-	return post(s, LAB_FE_RX, &e, 1, &a, 1);
+	return lab_fe_post_chain(s, LAB_FE_RX, &e, 1, &a, 1);
 }
 
 uint8_t *lab_fe_buffer(struct lab_fe_session *s, uint32_t qidx, uint32_t id, uint32_t *cap)

@@ -27,6 +27,11 @@ enum lab_fe_shape {
  * when the ring or guest RAM is full (then `what` says so). */
 int lab_fe_post_tx(struct lab_fe_session *s, const uint8_t *frame, uint32_t len,
 		   enum lab_fe_shape shape);
+/* Post elems as one chain on qidx and publish it, the chain holding allocs (guest RAM freed
+ * when it comes back, or at once when the ring has no room). For chains the shapes above do
+ * not make: a case lays out its own descriptors. Returns the id or -1 (`what` says why). */
+int lab_fe_post_chain(struct lab_fe_session *s, uint32_t qidx, const struct lab_pdesc *elems,
+		      uint32_t n, const struct lab_fe_alloc *allocs, uint32_t nallocs);
 /* Post one writable RX buffer of cap bytes filled with LAB_FE_POISON, and publish it. */
 int lab_fe_post_rx(struct lab_fe_session *s, uint32_t cap);
 /* Guest view of the first buffer of chain id on queue qidx (its data, header first). */

@@ -25,6 +25,29 @@ enum probe_verdict probe_packed_wrap(struct probe_ctx *x);
 enum probe_verdict probe_packed_id_slot(struct probe_ctx *x);
 enum probe_verdict probe_spurious_kicks(struct probe_ctx *x);
 
+/* probe_net.c: chain layouts and virtio-net header rules. */
+enum probe_verdict probe_no_device_writes(struct probe_ctx *x);
+enum probe_verdict probe_chain_shapes(struct probe_ctx *x);
+enum probe_verdict probe_indirect_flags(struct probe_ctx *x);
+enum probe_verdict probe_tx_hdr_ignored(struct probe_ctx *x);
+enum probe_verdict probe_no_partial(struct probe_ctx *x);
+
+/* probe_ring_state.c: notification suppression and what the device may write. */
+enum probe_verdict probe_no_calls(struct probe_ctx *x);
+enum probe_verdict probe_used_flags(struct probe_ctx *x);
+enum probe_verdict probe_used_slot_stable(struct probe_ctx *x);
+enum probe_verdict probe_stale_slot(struct probe_ctx *x);
+
+/* probe_lifecycle.c: vhost-user requests during traffic. */
+enum probe_verdict probe_unknown_request(struct probe_ctx *x);
+enum probe_verdict probe_mem_table_live(struct probe_ctx *x);
+enum probe_verdict probe_vring_base_resume(struct probe_ctx *x);
+
+/* probe_hostile_msg.c / probe_hostile_ring.c: the hostile suite (arg: which message, which
+ * lab_hostile class). */
+enum probe_verdict probe_hostile_msg(struct probe_ctx *x);
+enum probe_verdict probe_hostile_ring(struct probe_ctx *x);
+
 enum probe_verdict probe_echo_indirect(struct probe_ctx *x);
 enum probe_verdict probe_echo_frames(struct probe_ctx *x);
 
@@ -32,6 +55,11 @@ enum probe_verdict probe_echo_frames(struct probe_ctx *x);
  * a 12-byte header with num_buffers 1, the used length 12 + len (probe_traffic.c). */
 enum probe_verdict probe_echo_one(struct probe_ctx *x, uint32_t len, uint32_t seq,
 				  enum lab_fe_shape shape);
+
+/* Check one received packet spread over nbuf RX buffers (ids, used lengths) against the
+ * frame: header flags and gso_type 0, num_buffers = nbuf, the bytes in order. */
+enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uint32_t flen,
+				  const uint32_t *ids, const uint32_t *lens, uint32_t nbuf);
 
 /* An echoing back end sends each frame back and may hold TX while RX has no room (serve's
  * loopback does): before posting n TX frames, post n RX buffers of 2048 bytes (and kick);

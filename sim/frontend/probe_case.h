@@ -27,12 +27,18 @@ struct probe_ctx {
 	struct lab_fe_session s;
 	enum probe_expect expect;
 	uint64_t mask;      /* --features: the bits the probe may negotiate */
+	int arg;            /* the case's parameter (probe_case.arg) */
+	/* Does the back end still serve? Closes this case's connection, opens a fresh one and
+	 * asks GET_FEATURES on it (the hostile suite's verdict: a back end that survived). */
+	enum lab_fe_rc (*fresh)(struct probe_ctx *x);
+	const void *run_opts; /* for fresh: the probe_opts and listening socket of the run */
+	int listen_fd;
 	char detail[512];
 };
 
 struct probe_case {
 	const char *id;
-	const char *suite;   /* "conformance" or "traffic" */
+	const char *suite;   /* "conformance", "traffic" or "hostile" */
 	const char *rule;    /* the spec section or vhost-user message it checks */
 	const char *desc;
 	unsigned layouts;    /* PROBE_SPLIT / PROBE_PACKED */
@@ -42,6 +48,7 @@ struct probe_case {
 	bool bring_up;       /* start from a negotiated session with both queues running */
 	uint32_t queue_size; /* of both queues when bring_up; 0: PROBE_QUEUE_SIZE */
 	enum probe_verdict (*run)(struct probe_ctx *x);
+	int arg;             /* what `run` is given as probe_ctx.arg: one body, several rules */
 };
 
 extern const struct probe_case probe_cases[];

@@ -96,6 +96,41 @@ static bool not_applicable(const struct probe_opts *o, const struct probe_report
 	return false;
 }
 
+/* probe_ctx.fresh: a new connection in place of the case's, asked GET_FEATURES. */
+static enum lab_fe_rc fresh(struct probe_ctx *x)
+{
+	char err[256];
+
+	if (x->s.c.sock >= 0)
+		close(x->s.c.sock);
+	x->s.c.sock = reach(x->run_opts, x->listen_fd, err, sizeof(err));
+	if (x->s.c.sock < 0) {
+		snprintf(x->s.c.what, sizeof(x->s.c.what), "back end unreachable: %s", err);
+		return LAB_FE_CLOSED;
+	}
+	/* A back end may still be tearing the last connection down (DPDK destroys the device
+	 * first): three timeouts before the silence counts as a wedge. */
+	uint64_t f;
+	int t = x->s.c.timeout_ms;
+
+	x->s.c.timeout_ms = 3 * t;
+	enum lab_fe_rc rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+
+	x->s.c.timeout_ms = t;
+	return rc;
+}
+
+/* Is id one of the comma-separated ids of `only` (NULL: every id)? */
+static bool selected(const char *only, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *p = only; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, id, n) && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return !only;
+}
+
 static void run_case(const struct probe_opts *o, int listen_fd, const struct probe_case *c,
 		     enum vl_layout layout, struct probe_result *r)
 {
@@ -117,6 +152,10 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 	}
 	x.expect = o->expect;
 	x.mask = o->mask & ~c->drops;
+	x.arg = c->arg;
+	x.fresh = fresh;
+	x.run_opts = o;
+	x.listen_fd = listen_fd;
 	enum probe_verdict v = PROBE_PASS;
 
 	if (c->bring_up) {
@@ -185,14 +224,16 @@ int probe_run(const struct probe_opts *o, struct probe_report *rep)
 		for (unsigned i = 0; i < probe_ncases; i++) {
 			const struct probe_case *c = &probe_cases[i];
 			unsigned lbit = l == 0 ? PROBE_SPLIT : PROBE_PACKED;
-			unsigned sbit = !strcmp(c->suite, "traffic") ? PROBE_SUITE_TRAFFIC :
-								      PROBE_SUITE_CONFORMANCE;
+			unsigned sbit = !strcmp(c->suite, "traffic")   ? PROBE_SUITE_TRAFFIC :
+					!strcmp(c->suite, "hostile") ? PROBE_SUITE_HOSTILE :
+								       PROBE_SUITE_CONFORMANCE;
 			struct probe_result *r = &rep->results[rep->n];
 
 			unsigned first = o->layouts & PROBE_SPLIT ? PROBE_SPLIT : PROBE_PACKED;
 			bool here = c->layouts & PROBE_ANY ? lbit == first : (c->layouts & lbit);
 
-			if (!here || !(o->layouts & lbit) || !(o->suites & sbit))
+			if (!here || !(o->layouts & lbit) || !(o->suites & sbit) ||
+			    !selected(o->only, c->id))
 				continue;
 			rep->n++;
 			r->c = c;

@@ -9,6 +9,7 @@
 
 #define PROBE_SUITE_CONFORMANCE 1u
 #define PROBE_SUITE_TRAFFIC 2u
+#define PROBE_SUITE_HOSTILE 4u
 
 struct probe_opts {
 	const char *socket;
@@ -16,6 +17,7 @@ struct probe_opts {
 	uint64_t mask;          /* --features: the probe negotiates only these bits */
 	unsigned layouts;       /* PROBE_SPLIT / PROBE_PACKED */
 	unsigned suites;        /* PROBE_SUITE_* */
+	const char *only;       /* --case: comma-separated ids to run, or NULL for all */
 	enum probe_expect expect;
 	int timeout_ms;
 };

@@ -45,8 +45,7 @@ enum lab_fe_rc probe_rx_drain(struct probe_ctx *x, uint32_t n)
 	return LAB_FE_OK;
 }
 
-/* Check one received packet spread over nbuf RX buffers against frame. */
-static enum probe_verdict check_rx(struct probe_ctx *x, const uint8_t *frame, uint32_t flen,
+enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uint32_t flen,
 				   const uint32_t *ids, const uint32_t *lens, uint32_t nbuf)
 {
 	uint32_t cap, at = 0;
@@ -101,7 +100,7 @@ enum probe_verdict probe_echo_one(struct probe_ctx *x, uint32_t len, uint32_t se
 	if (rc != LAB_FE_OK)
 		return probe_from_rc(x, rc);
 	lab_fe_release(&x->s, LAB_FE_TX, id);
-	enum probe_verdict v = check_rx(x, frame, len, &rid, &rlen, 1);
+	enum probe_verdict v = probe_check_rx(x, frame, len, &rid, &rlen, 1);
 
 	if (v == PROBE_PASS && rlen != LAB_FE_NET_HDR + len)
 		v = probe_fail(x, "RX used length %u for a %u-byte frame (expected %u)", rlen, len,
@@ -159,7 +158,7 @@ enum probe_verdict probe_mergeable(struct probe_ctx *x)
 		return probe_fail(x, "used lengths %u, %u, %u for a %u-byte frame in %u-byte "
 				  "buffers (expected %u, %u, %u)", lens[0], lens[1], lens[2], LEN,
 				  BUF, BUF, BUF, LAB_FE_NET_HDR + LEN - 2 * BUF);
-	enum probe_verdict v = check_rx(x, frame, LEN, ids, lens, NBUF);
+	enum probe_verdict v = probe_check_rx(x, frame, LEN, ids, lens, NBUF);
 
 	return v == PROBE_PASS ? probe_pass(x, "4000-byte frame over 3 buffers, num_buffers 3, "
 					    "used lengths 1536, 1536, 940") : v;

@@ -71,9 +71,21 @@ extern "C" {
 
 /* Every feature a device may offer: the virtio-net features the core implements (header
  * offload fields, mergeable buffers, both layouts, in-order, indirect, event idx), MTU and
- * multi-queue (the front end handles the control queue), plus the two vhost bits. */
+ * multi-queue (the front end handles the control queue), plus the two vhost bits. The
+ * offloads: checksum both ways, TCP segmentation (TSO4/6, with ECN) and UDP segmentation
+ * (USO, virtio 1.2) both ways -- dequeue checks each GSO header against the HOST_* bits
+ * negotiated, enqueue writes a packet's offloads into the header for a driver that took
+ * the GUEST_* bits (vl_net.h), and vl_sw_offload.h segments or checksums in software for
+ * one that did not. Not UFO (HOST_UFO, GUEST_UFO): it is IPv4 fragmentation, which the
+ * software fallback cannot do (vl_sw_segment refuses GSO_UDP), so nothing could take a
+ * UFO frame to a place without it. */
 #define VL_VU_FEATURES_SUPPORTED                                                              \
 	(VL_FEATURE(VL_F_NET_CSUM) | VL_FEATURE(VL_F_NET_GUEST_CSUM) |                         \
+	 VL_FEATURE(VL_F_NET_HOST_TSO4) | VL_FEATURE(VL_F_NET_HOST_TSO6) |                     \
+	 VL_FEATURE(VL_F_NET_HOST_ECN) | VL_FEATURE(VL_F_NET_HOST_USO) |                       \
+	 VL_FEATURE(VL_F_NET_GUEST_TSO4) | VL_FEATURE(VL_F_NET_GUEST_TSO6) |                   \
+	 VL_FEATURE(VL_F_NET_GUEST_ECN) | VL_FEATURE(VL_F_NET_GUEST_USO4) |                    \
+	 VL_FEATURE(VL_F_NET_GUEST_USO6) |                                                     \
 	 VL_FEATURE(VL_F_NET_MTU) | VL_FEATURE(VL_F_NET_MRG_RXBUF) |                           \
 	 VL_FEATURE(VL_F_NET_CTRL_VQ) | VL_FEATURE(VL_F_NET_MQ) |                              \
 	 VL_FEATURE(VL_F_RING_INDIRECT_DESC) | VL_FEATURE(VL_F_RING_EVENT_IDX) |               \
@@ -125,7 +137,10 @@ struct vl_vu_config {
 };
 
 /* Defaults: every supported feature except MQ/CTRL_VQ (one queue pair), every supported
- * protocol feature, VL_BATCH_THRESHOLD_DEFAULT, no callbacks. */
+ * protocol feature, VL_BATCH_THRESHOLD_DEFAULT, no callbacks. The offloads are among them:
+ * an embedder whose packets go where partial checksums or 64 KiB GSO frames cannot (a
+ * wire, a guest without them) either runs them through vl_sw_fit (vl_sw_offload.h) or
+ * clears those bits from features before creating the device. */
 void vl_vu_config_init(struct vl_vu_config *cfg);
 
 /* Create a device (no connection yet). NULL and a vl_err code in *err (if not NULL) on a
