@@ -109,6 +109,25 @@ def dump(logs: dict[str, Path]) -> str:
                    if p.exists())
 
 
+def stop_serve(serve: subprocess.Popen, logs: dict[str, Path]) -> dict:
+    """SIGINT to serve (the child of `ip netns exec`), then its final statistics (JSON on
+    stdout) with its exit status under "exit"; a serve that does not stop, or prints no
+    JSON, fails the test."""
+    pid = child_pid(serve)
+    if pid is not None and serve.poll() is None:
+        os.kill(pid, signal.SIGINT)
+    try:
+        out, _ = serve.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        kill_group(serve)
+        pytest.fail("serve did not stop on SIGINT" + dump(logs), pytrace=False)
+    try:
+        return {"exit": serve.returncode, **json.loads(out)}
+    except json.JSONDecodeError:
+        pytest.fail(f"serve's final statistics are not JSON (exit {serve.returncode}):\n"
+                    f"{out[-3000:]}" + dump(logs), pytrace=False)
+
+
 def json_lines(path: Path) -> list[dict]:
     out = []
     for line in tail(path, 10**9).splitlines():
@@ -272,20 +291,7 @@ class Cell:
         return time.monotonic() - t0
 
     def stop_serve(self) -> dict:
-        pid = child_pid(self.serve)
-        if pid is not None and self.serve.poll() is None:
-            os.kill(pid, signal.SIGINT)
-        try:
-            out, _ = self.serve.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            kill_group(self.serve)
-            pytest.fail("serve did not stop on SIGINT" + dump(self.logs), pytrace=False)
-        try:
-            return {"exit": self.serve.returncode, **json.loads(out)}
-        except json.JSONDecodeError:
-            pytest.fail(f"serve's final statistics are not JSON (exit "
-                        f"{self.serve.returncode}):\n{out[-3000:]}" + dump(self.logs),
-                        pytrace=False)
+        return stop_serve(self.serve, self.logs)
 
     def peer_results(self) -> dict:
         try:

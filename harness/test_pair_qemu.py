@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -39,7 +38,6 @@ from test_interop_qemu import (  # noqa: F401  (fixtures are found by name)
     QEMU_TIMEOUT,
     START_TIMEOUT,
     TSO_BITS,
-    child_pid,
     dump,
     guest,
     guest_bits,
@@ -47,6 +45,7 @@ from test_interop_qemu import (  # noqa: F401  (fixtures are found by name)
     json_lines,
     kill_group,
     qemu,
+    stop_serve,
     tail,
     wait_for,
 )
@@ -125,19 +124,7 @@ class Pair:
             stderr=self._open(f"qemu {who} stderr"))
 
     def stop_serve(self) -> dict:
-        pid = child_pid(self.serve)
-        if pid is not None and self.serve.poll() is None:
-            os.kill(pid, signal.SIGINT)
-        try:
-            out, _ = self.serve.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            kill_group(self.serve)
-            pytest.fail("serve did not stop on SIGINT" + dump(self.logs), pytrace=False)
-        try:
-            return {"exit": self.serve.returncode, **json.loads(out)}
-        except json.JSONDecodeError:
-            pytest.fail(f"serve's final statistics are not JSON:\n{out[-3000:]}"
-                        + dump(self.logs), pytrace=False)
+        return stop_serve(self.serve, self.logs)
 
     def close(self) -> None:
         for p in self.qemus.values():

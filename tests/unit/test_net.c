@@ -1032,7 +1032,7 @@ static void assert_l4_sum_ok(const uint8_t *fr, uint32_t len, const struct lab_f
 
 /* A 64 KiB TCPv4 GSO frame (partial checksum) goes to a driver with the row's features
  * through vl_sw_fit and vl_net_enqueue over 4 KiB mergeable buffers: with GUEST_TSO4 as it
- * is (one packet over 17 buffers, its header's GSO fields intact); without, as frames of at
+ * is (one packet over 16 buffers, its header's GSO fields intact); without, as frames of at
  * most gso_size payload, each in a buffer of its own, each checksum right, and their
  * payloads in order the original's. A frame with only NEEDS_CSUM to a driver without
  * GUEST_CSUM arrives completed, flags 0. Nothing is refused by the enqueue. */
