@@ -24,7 +24,6 @@ Both check the digests each way and that nothing was dropped.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
