@@ -102,8 +102,11 @@ extern "C" {
  * ring 2n + 1 its transmit queue (vl_net_dequeue). */
 #define VL_VU_MAX_QUEUE_PAIRS 128u
 /* Regions in one table: SET_MEM_TABLE carries at most 8; with CONFIGURE_MEM_SLOTS the
- * front end adds them one by one up to this (the answer to GET_MAX_MEM_SLOTS). */
-#define VL_VU_MAX_MEM_SLOTS 32u
+ * front end adds them one by one up to this (the answer to GET_MAX_MEM_SLOTS). QEMU's
+ * libvhost-user answers 509 as well: about as many memory slots as KVM gives a guest, so
+ * the back end is not what limits DIMM hot-plug. Each slot costs one mapping and 64 bytes
+ * of table; translation stays a binary search over the merged ranges. */
+#define VL_VU_MAX_MEM_SLOTS 509u
 /* How long a message cut short, or a reply the peer does not take, may stall the device
  * before the connection is declared unusable (VL_ERR_VU_IO). */
 #define VL_VU_IO_TIMEOUT_MS 1000
