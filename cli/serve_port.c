@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `vhostlab serve`: one vhost-user device -- its socket (listening, or connecting with
  * back-off), its messages, and what the protocol layer tells it through the callbacks. */
+#include <inttypes.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,11 +134,25 @@ static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
 {
 	struct serve_port *p = opaque;
 
-	(void)dev;
 	/* The old mappings go right after this: zero-copy packets still waiting for room
 	 * point into them. */
 	serve_fwd_unshare(p->s, p, 0, true);
 	serve_rec_mem_changed(p);
+
+	/* Every table change is announced (SET_MEM_TABLE, each ADD_MEM_REG / REM_MEM_REG of a
+	 * hot-plug): what an operator checks after plugging a DIMM. */
+	const struct vl_mem *mem = vl_vu_dev_mem(dev);
+	const uint32_t n = mem ? vl_mem_table_size(mem) : 0;
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_mem_region r;
+
+		if (vl_mem_table_region(mem, i, &r) == VL_OK)
+			bytes += r.size;
+	}
+	serve_event(p->s, "memory", p, "memory table: %" PRIu32 " region%s, %" PRIu64 " MiB",
+		    n, n == 1 ? "" : "s", bytes >> 20);
 }
 
 int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const char *path)
