@@ -16,6 +16,10 @@
 /* Client mode: first retry after this, doubling up to the cap. Short enough that a test
  * restarting its front end does not wait, long enough not to spin on a missing socket. */
 #define SERVE_BACKOFF_MIN 0.02
+/* Connections in a row that end before any ring ran, each told in full; after that one
+ * summary a second (struct serve_port, early_closes). */
+#define SERVE_EARLY_TOLD 3u
+#define SERVE_EARLY_SUMMARY_SECS 1.0
 #define SERVE_BACKOFF_MAX 0.5
 
 /* Buffers a device's pool needs: per pair, a burst being received plus a burst waiting for
@@ -114,6 +118,15 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	if (p->rings_ready++ == 0 && !p->running_told) {
 		uint64_t f = vl_vu_dev_features(dev);
 		char offloads[160];
+
+		/* Its connected event was held back among early closes: tell it now. */
+		if (p->early_closes >= SERVE_EARLY_TOLD)
+			serve_event(s, "connected", p, "front end connected (connection %llu, "
+				    "after %llu in a row that closed before any ring ran)",
+				    (unsigned long long)p->connections,
+				    (unsigned long long)p->early_closes);
+		p->early_closes = 0;
+		p->early_untold = 0;
 
 		p->running_told = true;
 		p->features = f;
@@ -243,8 +256,9 @@ static void connected(struct serve_port *p, int fd)
 	p->running_told = false;
 	p->connections++;
 	p->waiting_told = false;
-	serve_event(p->s, "connected", p, "front end connected (connection %llu)",
-		    (unsigned long long)p->connections);
+	if (p->early_closes < SERVE_EARLY_TOLD)
+		serve_event(p->s, "connected", p, "front end connected (connection %llu)",
+			    (unsigned long long)p->connections);
 }
 
 /* The connection is gone (the device already forgot it). */
@@ -263,8 +277,30 @@ static void disconnected(struct serve_port *p, int rc)
 	/* The device's per-ring counts start again with the next connection. */
 	for (uint32_t q = 0; q < p->s->o.queues; q++)
 		memset(p->pairs[q].resyncs_told, 0, sizeof(p->pairs[q].resyncs_told));
-	serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
-		    vl_vu_request_name(last));
+	/* Before any ring ran: the front end gave up during negotiation, usually because it
+	 * refuses something serve offers (and QEMU then says what on its side). */
+	const bool early = !p->running_told;
+	const double now = serve_now();
+
+	if (!early) {
+		p->early_closes = 0;
+		p->early_untold = 0;
+		serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
+			    vl_vu_request_name(last));
+	} else if (++p->early_closes <= SERVE_EARLY_TOLD) {
+		serve_event(p->s, "disconnected", p, "%s before any ring ran (last request %s)",
+			    vl_strerror(rc), vl_vu_request_name(last));
+		p->early_told_at = now;
+	} else if (++p->early_untold, now - p->early_told_at >= SERVE_EARLY_SUMMARY_SECS) {
+		serve_event(p->s, "disconnected", p,
+			    "the front end keeps closing its connection before any ring runs: "
+			    "%llu more times (%llu in a row; last request %s, %s); told once a "
+			    "second", (unsigned long long)p->early_untold,
+			    (unsigned long long)p->early_closes, vl_vu_request_name(last),
+			    vl_strerror(rc));
+		p->early_untold = 0;
+		p->early_told_at = now;
+	}
 	/* A client retries soon: a front end that restarts comes back within moments. */
 	p->backoff = SERVE_BACKOFF_MIN;
 	p->next_connect = serve_now() + p->backoff;
@@ -309,7 +345,19 @@ void serve_port_accept(struct serve_port *p)
 		/* One front end per device: a second one is told so by the closed socket
 		 * rather than left waiting in the backlog. */
 		close(fd);
-		serve_event(p->s, "refused", p, "a second front end connected: closed it");
+		const double now = serve_now();
+
+		if (++p->refusals <= SERVE_EARLY_TOLD) {
+			serve_event(p->s, "refused", p, "a second front end connected: closed it");
+			p->refused_told_at = now;
+		} else if (++p->refused_untold, now - p->refused_told_at >= SERVE_EARLY_SUMMARY_SECS) {
+			serve_event(p->s, "refused", p, "%llu more front ends connected while one "
+				    "was connected: closed them (%llu in all); told once a second",
+				    (unsigned long long)p->refused_untold,
+				    (unsigned long long)p->refusals);
+			p->refused_untold = 0;
+			p->refused_told_at = now;
+		}
 		return;
 	}
 	connected(p, fd);

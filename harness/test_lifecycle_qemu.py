@@ -14,21 +14,29 @@ ADD_MEM_REG and one REM_MEM_REG; serve announces every table change as a `memory
 Checked: the table grew by exactly one region of 128 MiB and shrank back to what it was,
 the streams arrived whole (digests), every ping was answered, and serve rejected no message,
 dropped nothing and leaked nothing.
+
+Refusals, as QEMU's own vhost-user tests have them (no guest needed: QEMU stops while it
+sets up its netdev): `connect_fail`, a socket path where nothing listens, seen from QEMU
+and from serve as a client; `flags_mismatch`, QEMU asking for two queue pairs from a serve
+that offers one. Each side says what went wrong, and serve keeps serving.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from qmp import QMP
 from test_interop_qemu import (  # noqa: F401  (fixtures are found by name)
-    START_TIMEOUT, guest, netns_ok, qemu, run_checked_cell, tail)
+    START_TIMEOUT, guest, json_lines, netns_ok, qemu, run_checked_cell, tail)
 
 DIMM_MIB = 128
-HOTPLUG_BYTES = 192 << 20  # each way: long enough that the streams run across both changes
+HOTPLUG_BYTES = 192 << 20
+KILLED = (137, -9)  # each way: long enough that the streams run across both changes
 
 
 def memory_tables(events: list[dict]) -> list[tuple[int, int]]:
@@ -89,3 +97,117 @@ def test_qemu_memory_hotplug_under_traffic(vhostlab_fast, qemu, guest, netns_ok,
     assert most == (base[0] + 1, base[1] + DIMM_MIB), (
         f"the hot-plug should add one region of {DIMM_MIB} MiB: {tables}")
     assert tables[-1] == base, f"the unplug should restore the table before it: {tables}"
+
+
+def qemu_netdev_only(qemu: str, chardev: str, netdev_extra: str = "",
+                     device_extra: str = "", secs: int = 30) -> subprocess.CompletedProcess:
+    """QEMU with a vhost-user NIC and no guest, for at most secs seconds: it either fails
+    while setting up the netdev or keeps trying, or starts the machine (no kernel: it idles)
+    until timeout(1) kills it (KILLED: timeout -s KILL takes itself down too, so the
+    status is 137 or death by SIGKILL)."""
+    return subprocess.run(
+        ["timeout", "-s", "KILL", str(secs), qemu, "-accel", "tcg", "-m", "128",
+         "-object", "memory-backend-memfd,id=mem,size=128M,share=on",
+         "-numa", "node,memdev=mem", "-chardev", chardev,
+         "-netdev", f"type=vhost-user,id=n0,chardev=c0{netdev_extra}",
+         "-device", f"virtio-net-pci,netdev=n0{device_extra}",
+         "-display", "none", "-nodefaults", "-no-reboot", "-serial", "none"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True)
+
+
+def start_serve(prog, sock: Path, err: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["timeout", "-s", "KILL", "60", str(prog.path), "serve", "--socket", str(sock),
+         "--mode", "null", "--json", *extra],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=open(err, "w"), text=True)
+
+
+def wait_event(err: Path, event: str, proc: subprocess.Popen, n: int = 1) -> list[dict]:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        got = [e for e in json_lines(err) if e.get("event") == event]
+        if len(got) >= n:
+            return got
+        assert proc.poll() is None, f"serve exited {proc.returncode}:\n{tail(err)}"
+        assert time.monotonic() < deadline, f"no {event} event from serve:\n{tail(err)}"
+        time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen) -> dict:
+    """SIGINT to serve (timeout(1) passes it on), then its final JSON document."""
+    proc.send_signal(2)
+    out, _ = proc.communicate(timeout=15)
+    import json
+    return {"exit": proc.returncode, **json.loads(out)}
+
+
+def test_qemu_connect_fail(vhostlab_fast, qemu, tmp_path):
+    """A socket path where nothing listens. QEMU, as the client, stops at once and names
+    the path and the reason. serve, as the client (--client), says it cannot connect yet,
+    with the path and the reason, once (not at every retry), and keeps retrying until it
+    is stopped, cleanly."""
+    nowhere = tmp_path / "nobody-listens.sock"
+    res = qemu_netdev_only(qemu, f"socket,id=c0,path={nowhere}")
+    assert res.returncode == 1, res
+    assert f"Failed to connect to '{nowhere}': No such file or directory" in res.stderr, (
+        res.stderr)
+
+    err = tmp_path / "serve.err"
+    serve = start_serve(vhostlab_fast, nowhere, err, "--client")
+    try:
+        first = wait_event(err, "waiting", serve)[0]
+        assert first["socket"] == str(nowhere), first
+        assert "No such file or directory" in first["message"], first
+        time.sleep(1.5)  # several retries
+        assert len([e for e in json_lines(err) if e.get("event") == "waiting"]) == 1, (
+            tail(err))
+        assert serve.poll() is None, tail(err)
+        doc = stop(serve)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+    assert doc["exit"] == 0 and doc["leaked_packets"] == 0, doc
+    assert doc["ports"][0]["connections"] == 0, doc
+
+
+def test_qemu_flags_mismatch(vhostlab_fast, qemu, tmp_path):
+    """QEMU asks for two queue pairs (-netdev vhost-user,queues=2, mq=on) of a serve that
+    offers one (GET_QUEUE_NUM answers 1). QEMU 7.2 says so ("you are asking more queues than
+    supported: 1") and, instead of stopping, reconnects in a tight loop, thousands of times
+    a second, each new connection opened before the last is closed. serve tells the first
+    few connections in full -- closed before any ring ran, and the last request -- and then
+    one summary a second for each kind (closed early; a second front end refused), so its
+    log stays readable; it rejects nothing, and still serves: a QEMU asking for one queue
+    pair afterwards gets its rings running."""
+    sock = tmp_path / "vu.sock"
+    err = tmp_path / "serve.err"
+    serve = start_serve(vhostlab_fast, sock, err, "--queues", "1")
+    try:
+        wait_event(err, "listening", serve)
+        res = qemu_netdev_only(qemu, f"socket,id=c0,path={sock}", ",queues=2",
+                               ",mq=on,vectors=6", secs=5)
+        assert res.returncode in KILLED, res.returncode  # still retrying when killed
+        assert "you are asking more queues than supported: 1" in res.stderr, res.stderr[-2000:]
+        retries = res.stderr.count("asking more queues")
+        events = json_lines(err)
+        closed = [e for e in events if e.get("event") == "disconnected"]
+        assert closed, tail(err)
+        assert re.search(r"before any ring ran \(last request [A-Z_]+\)",
+                         closed[0]["message"]), closed[0]
+        # The storm is summarised: a handful of lines a second, not one per retry.
+        assert retries > 50, f"QEMU retried only {retries} times: no storm to summarise"
+        assert len(events) < 40, f"{len(events)} event lines for {retries} retries"
+        assert any("keeps closing its connection" in e["message"] for e in closed), (
+            tail(err))
+        assert serve.poll() is None, tail(err)
+        # A front end within what serve offers is served.
+        ok = qemu_netdev_only(qemu, f"socket,id=c0,path={sock}", secs=4)
+        assert ok.returncode in KILLED, ok  # it started the machine; the timeout ended it
+        assert "vhost" not in ok.stderr.lower(), ok.stderr
+        wait_event(err, "running", serve)
+        doc = stop(serve)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+    assert doc["exit"] == 0 and doc["leaked_packets"] == 0, doc
+    assert doc["ports"][0]["rejected"] == 0, doc
