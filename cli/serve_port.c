@@ -143,6 +143,23 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	}
 }
 
+/* The virtio status byte the front end wrote (SET_STATUS): the driver's progress, and a
+ * reset when it goes to 0 (a guest unloading its driver). */
+static void on_status_changed(struct vl_vu_dev *dev, void *opaque, uint8_t status)
+{
+	struct serve_port *p = opaque;
+
+	(void)dev;
+	if (status == 0) {
+		serve_event(p->s, "status", p, "status 0x00: the driver reset the device");
+		return;
+	}
+	serve_event(p->s, "status", p, "status 0x%02x:%s%s%s%s%s%s", status,
+		    (status & 0x01) ? " acknowledge" : "", (status & 0x02) ? " driver" : "",
+		    (status & 0x08) ? " features_ok" : "", (status & 0x04) ? " driver_ok" : "",
+		    (status & 0x40) ? " needs_reset" : "", (status & 0x80) ? " failed" : "");
+}
+
 static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
 {
 	struct serve_port *p = opaque;
@@ -182,6 +199,7 @@ int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const
 	cfg.batch_threshold = o->batch_threshold;
 	cfg.cb.queue_ready = on_queue_ready;
 	cfg.cb.mem_changed = on_mem_changed;
+	cfg.cb.status_changed = on_status_changed;
 	cfg.opaque = p;
 
 	p->pairs = calloc(o->queues, sizeof(*p->pairs));
