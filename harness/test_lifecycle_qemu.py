@@ -15,6 +15,12 @@ Checked: the table grew by exactly one region of 128 MiB and shrank back to what
 the streams arrived whole (digests), every ping was answered, and serve rejected no message,
 dropped nothing and leaked nothing.
 
+Reset: the guest unloads virtio_net between its two streams and loads it again (the driver
+resets the device: QEMU writes status 0 and serve stops the rings; the new driver negotiates
+and sets them up anew, DRIVER_OK starts them). Both streams arrive whole, pings after the
+reload are answered, and serve's open descriptors are the same after the second start as
+after the first: nothing leaks across the reset.
+
 Refusals, as QEMU's own vhost-user tests have them (no guest needed: QEMU stops while it
 sets up its netdev): `connect_fail`, a socket path where nothing listens, seen from QEMU
 and from serve as a client; `flags_mismatch`, QEMU asking for two queue pairs from a serve
@@ -32,7 +38,8 @@ import pytest
 
 from qmp import QMP
 from test_interop_qemu import (  # noqa: F401  (fixtures are found by name)
-    START_TIMEOUT, guest, json_lines, netns_ok, qemu, run_checked_cell, tail)
+    PINGS, START_TIMEOUT, child_pid, guest, json_lines, netns_ok, qemu, run_checked_cell,
+    tail)
 
 DIMM_MIB = 128
 HOTPLUG_BYTES = 192 << 20
@@ -211,3 +218,53 @@ def test_qemu_flags_mismatch(vhostlab_fast, qemu, tmp_path):
             serve.kill()
     assert doc["exit"] == 0 and doc["leaked_packets"] == 0, doc
     assert doc["ports"][0]["rejected"] == 0, doc
+
+
+def open_fds(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+def test_qemu_reset_reload_virtio_net(vhostlab_fast, qemu, guest, netns_ok, capsys):
+    cell = {"ring": "split", "mrg": True}
+    seen: dict = {}
+
+    def count_fds_around_the_reload(c) -> None:
+        err = c.logs["serve stderr"]
+        deadline = time.monotonic() + START_TIMEOUT * 4
+
+        def driver_ok() -> int:
+            return len([e for e in json_lines(err) if e.get("event") == "status"
+                        and "driver_ok" in e["message"]])
+
+        while driver_ok() < 1:
+            assert time.monotonic() < deadline and c.qemu.poll() is None, tail(err)
+            time.sleep(0.05)
+        pid = child_pid(c.serve)
+        seen["fds_first"] = open_fds(pid)
+        while driver_ok() < 2:
+            assert time.monotonic() < deadline and c.qemu.poll() is None, (
+                "no second DRIVER_OK after the reload:\n" + tail(err))
+            time.sleep(0.05)
+        seen["fds_second"] = open_fds(pid)
+
+    def setup(c) -> None:
+        c.append_extra = " vhl_reload=1"
+        c.during = count_fds_around_the_reload
+
+    out: dict = {}
+    run_checked_cell(vhostlab_fast, qemu, guest, cell, capsys, cell_id="reset-split-mrg-on",
+                     out=out, setup=setup)
+    g, events = out["guest"], out["events"]
+    statuses = [e["message"] for e in events if e.get("event") == "status"]
+    with capsys.disabled():
+        print(f"\n  qemu reset: reload ping {g['reload_ping']}/{PINGS}; serve fds "
+              f"{seen.get('fds_first')} -> {seen.get('fds_second')}; statuses {statuses}",
+              end="")
+    assert int(g["reload_ping"]) == PINGS, g
+    # QEMU stopped the device (status 0) once between two starts (DRIVER_OK each time).
+    resets = [m for m in statuses if m.startswith("status 0x00")]
+    ok = [m for m in statuses if "driver_ok" in m]
+    assert len(resets) >= 1 and len(ok) >= 2, statuses
+    assert len([e for e in events if e.get("event") == "connected"]) == 1, (
+        "the reload must not cost the connection")
+    assert seen["fds_second"] == seen["fds_first"], seen

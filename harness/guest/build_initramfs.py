@@ -43,6 +43,10 @@ far, else what stopped it, e.g. status=no_eth0). Command line parameters, all op
   vhl_rx=1               receive from the source (0 skips)
   vhl_timeout=SECONDS    per transfer (busybox timeout)
   vhl_pings=N            echo requests (0.2 s apart)
+  vhl_reload=1           between sending and receiving, unload virtio_net and load it
+                         again (the driver resets the device, which is then set up
+                         anew), configure eth0 again and ping the peer vhl_pings times;
+                         the result line gets reload_ping=ANSWERED (test_lifecycle_qemu.py)
   vhl_md5=1              0: for throughput measurements, no md5sum under TCG (slower than
                          the network) and no process per MiB: the guest sends zeros from
                          one dd (tx_md5=-: the digest of zeros) and counts what it
@@ -120,7 +124,7 @@ finish() {
     sleep 10
 }
 
-IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1
+IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1 RELOAD=0
 for w in $(cat /proc/cmdline); do
     case "$w" in
     vhl_role=*) ROLE=${w#*=} ;;
@@ -131,6 +135,7 @@ for w in $(cat /proc/cmdline); do
     vhl_rx=*) RX=${w#*=} ;;
     vhl_timeout=*) TMO=${w#*=} ;;
     vhl_pings=*) PINGS=${w#*=} ;;
+    vhl_reload=*) RELOAD=${w#*=} ;;
     esac
 done
 
@@ -240,6 +245,26 @@ if [ "$TX" -gt 0 ]; then
     say "sent $TXB bytes in $TXT s"
 fi
 
+RLP=-
+if [ "$RELOAD" = 1 ]; then
+    # The driver leaves and comes back: removing it resets the device (the back end sees
+    # the status go to 0 and its rings stop); loading it negotiates and sets up anew.
+    ip link set eth0 down
+    rmmod virtio_net || finish "status=rmmod_failed"
+    insmod "$M/drivers/net/virtio_net.ko" || finish "status=reload_failed"
+    i=0
+    while [ ! -e /sys/class/net/eth0 ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && finish "status=no_eth0_after_reload"
+        sleep 0.1
+    done
+    ip link set eth0 up
+    ip addr add "$IP/24" dev eth0
+    out=$(ping -c "$PINGS" -i 0.2 -W 2 "$PEER" 2>&1)
+    RLP=$(echo "$out" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
+    say "virtio_net reloaded: ping ${RLP:-0}/$PINGS"
+fi
+
 RXB=0 RXS=- RXT=0 RXP=0 RXR=0
 if [ "$RX" -gt 0 ]; then
     t0=$(now_cs)
@@ -254,7 +279,8 @@ fi
 
 finish "ping_sent=${PS:-0} ping_received=${PR:-0}" \
     "tx_bytes=$TXB tx_rc=$TXR tx_md5=$TXS tx_secs=$TXT" \
-    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT $(counters) status=ok"
+    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT reload_ping=${RLP:-0}" \
+    "$(counters) status=ok"
 """
 
 
