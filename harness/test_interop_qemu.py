@@ -195,6 +195,7 @@ class Cell:
         # line, and what to do while QEMU runs (called with this Cell once it started).
         self.qemu_extra: list[str] = []
         self.mem_opts = "128"  # QEMU's -m (hot-plug: "128,slots=4,maxmem=1G")
+        self.chardev_extra = ""  # ",server=on,wait=off" / ",reconnect=1" (reconnect cells)
         self.append_extra = ""
         self.during = None
         self.ns_made = False
@@ -281,7 +282,7 @@ class Cell:
             qemu, "-accel", "tcg", "-m", self.mem_opts,
             "-object", "memory-backend-memfd,id=mem,size=128M,share=on",
             "-numa", "node,memdev=mem",
-            "-chardev", f"socket,id=c0,path={self.sock}",
+            "-chardev", f"socket,id=c0,path={self.sock}{self.chardev_extra}",
             "-netdev", "type=vhost-user,id=n0,chardev=c0",
             "-device", dev,
             "-kernel", str(g / "vmlinux"), "-initrd", str(g / "initramfs.cpio"),

@@ -43,6 +43,11 @@ far, else what stopped it, e.g. status=no_eth0). Command line parameters, all op
   vhl_rx=1               receive from the source (0 skips)
   vhl_timeout=SECONDS    per transfer (busybox timeout)
   vhl_pings=N            echo requests (0.2 s apart)
+  vhl_pingloop=SECS      instead of pinging and moving data: ping the peer every 0.25 s
+                         for SECS seconds, one line per echo request, "VHL-PING N ok" or
+                         "VHL-PING N FAIL", then the result line with pingloop_ok=N
+                         pingloop_fail=N (the reconnect cells of test_lifecycle_qemu.py
+                         restart the back end meanwhile)
   vhl_reload=1           between sending and receiving, unload virtio_net and load it
                          again (the driver resets the device, which is then set up
                          anew), configure eth0 again and ping the peer vhl_pings times;
@@ -124,7 +129,7 @@ finish() {
     sleep 10
 }
 
-IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1 RELOAD=0
+IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1 RELOAD=0 LOOP=0
 for w in $(cat /proc/cmdline); do
     case "$w" in
     vhl_role=*) ROLE=${w#*=} ;;
@@ -136,6 +141,7 @@ for w in $(cat /proc/cmdline); do
     vhl_timeout=*) TMO=${w#*=} ;;
     vhl_pings=*) PINGS=${w#*=} ;;
     vhl_reload=*) RELOAD=${w#*=} ;;
+    vhl_pingloop=*) LOOP=${w#*=} ;;
     esac
 done
 
@@ -213,6 +219,22 @@ if [ "$ROLE" = peer ]; then
     set -- $(received)
     finish "role=peer sink_bytes=$1 sink_partial=$2 sink_rc=$R1 sink_md5=$3" \
         "source_bytes=$TX source_rc=$R2 source_md5=$SRCS $(counters) status=ok"
+fi
+
+if [ "$LOOP" -gt 0 ]; then
+    # A steady trickle the host can watch while it restarts the back end: each line says
+    # whether one echo request was answered within a second.
+    end=$(( $(now_cs) + LOOP * 100 )) n=0 ok=0 bad=0
+    while [ "$(now_cs)" -lt "$end" ]; do
+        n=$((n + 1))
+        if ping -c 1 -W 1 "$PEER" > /dev/null 2>&1; then
+            ok=$((ok + 1)); echo "VHL-PING $n ok"
+        else
+            bad=$((bad + 1)); echo "VHL-PING $n FAIL"
+        fi
+        sleep 0.25
+    done
+    finish "pingloop_ok=$ok pingloop_fail=$bad $(counters) status=ok"
 fi
 
 PS=0 PR=0
