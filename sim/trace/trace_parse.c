@@ -24,12 +24,14 @@ static bool st_header(struct tl *p)
 
 	if (p->header_seen)
 		return tl_error(p, &p->tok[0], "the header is given twice");
-	if (!tl_stmt(p, 1, "vhostlab-trace", "vhostlab-trace 1", keys, 1, 1, false) ||
+	if (!tl_stmt(p, 1, "vhostlab-trace", "vhostlab-trace 1|2", keys, 1, 1, false) ||
 	    !tl_u64(p, tl_pos(p, 0), &v))
 		return false;
-	if (v != LAB_TRACE_VERSION)
-		return tl_error(p, tl_pos(p, 0), "unsupported version (this reader reads version %u)",
-				LAB_TRACE_VERSION);
+	if (v < LAB_TRACE_MIN_VERSION || v > LAB_TRACE_VERSION)
+		return tl_error(p, tl_pos(p, 0), "unsupported version (this reader reads versions "
+				"%u to %u)", LAB_TRACE_MIN_VERSION, LAB_TRACE_VERSION);
+	/* Kept as written: the writer writes it back, and v1 keeps v1's stricter rules. */
+	p->t->version = (uint32_t)v;
 	p->header_seen = true;
 	return true;
 }

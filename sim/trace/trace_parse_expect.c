@@ -98,6 +98,7 @@ static bool ex_used(struct tl *p, struct lab_trace_op *op)
 	    !tl_range(p, p->arg[1], 0, UINT32_MAX, &op->len))
 		return false;
 	op->id = (uint16_t)id;
+	op->given |= LAB_TA_ID | LAB_TA_LEN;
 	return true;
 }
 

@@ -597,7 +597,8 @@ static void test_expectations(void **state)
 	assert_true(op->index == 4095 && op->value == LAB_TRACE_TOO_MANY_PIECES);
 	assert_true(T.ops[8].value == LAB_TRACE_TOO_BIG);
 	op = &T.ops[9];
-	assert_true(op->kind == LAB_T_EXPECT_USED && op->id == 3 && op->len == 0 && op->given == 0);
+	assert_true(op->kind == LAB_T_EXPECT_USED && op->id == 3 && op->len == 0 &&
+		    op->given == (LAB_TA_ID | LAB_TA_LEN));
 	op = &T.ops[10];
 	assert_true(op->queue == 1 && op->given == LAB_TA_NONE);
 	op = &T.ops[11];
@@ -1052,8 +1053,8 @@ static void test_errors_header(void **state)
 	(void)state;
 	parse_err("", 1, 1, "empty trace");
 	parse_err("# only a comment\n\n", 1, 1, "empty trace");
-	parse_err("features version_1\n", 1, 1, "starts with the header 'vhostlab-trace 1'");
-	parse_err("  vhostlab-trace 2\n", 1, 18, "unsupported version");
+	parse_err("features version_1\n", 1, 1, "starts with the header 'vhostlab-trace 2'");
+	parse_err("  vhostlab-trace 3\n", 1, 18, "unsupported version");
 	parse_err("vhostlab-trace\n", 1, 1, "missing argument");
 	parse_err("vhostlab-trace 1 1\n", 1, 18, "unexpected argument");
 	parse_err("vhostlab-trace v1\n", 1, 16, "not a number");
