@@ -334,6 +334,12 @@ static bool statement(struct tl *p)
 				LAB_TRACE_VERSION);
 	if (tl_is(kw, "vhostlab-trace"))
 		return st_header(p);
+	if (tl_is_block(p)) {
+		/* A block is where the statements start: setup cannot follow it. */
+		if (!p->first_action_line)
+			p->first_action_line = p->line;
+		return tl_block(p);
+	}
 	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
 		if (tl_is(kw, setup[i].word)) {
 			if (p->first_action_line)
@@ -375,6 +381,8 @@ bool lab_trace_parse(struct lab_trace *t, const char *text, size_t len, const ch
 		if (ok && nl)
 			p.line++;
 	}
+	if (ok && p.header_seen)
+		ok = tl_blocks_closed(&p);
 	if (ok && !p.header_seen) {
 		p.line = 1;
 		ok = tl_error_at(&p, 1, "empty trace: a trace starts with the header "

@@ -873,7 +873,7 @@ static void test_round_trip_tool_built(void **state)
 
 	text = lab_trace_format(&t, &n);
 	assert_non_null(text);
-	assert_string_equal(text, "vhostlab-trace 1\n"
+	assert_string_equal(text, "vhostlab-trace 2\n"
 				  "features 0x10100000000\n"
 				  "region 0x0 0x10000\n"
 				  "queue tx tx size=64 at=0x2000\n"
