@@ -309,6 +309,10 @@ static void test_replay_repeat(void **state)
 	assert_int_equal(replay(SETUP "repeat 5 {\n  " POST "  kick tx\n  dequeue tx 4\n"
 				"  expect used tx id=0 len=0\n}\n", &res), LAB_REPLAY_PASS);
 	assert_int_equal(res.packets_dequeued, 5);
+	/* Statements run: the fill, `repeat` once, and five passes of the four-statement body
+	 * and its `}`; one expectation a pass. */
+	assert_int_equal(res.ops_run, 1 + 1 + 5 * 5);
+	assert_int_equal(res.expectations, 5);
 	/* One more packet than the repeat makes is a divergence after the block. */
 	replay_diverge(SETUP "repeat 4 {\n  " POST "  kick tx\n  dequeue tx 4\n"
 		       "  expect used tx id=0 len=0\n}\nexpect stat tx packets 5\n", 12,
