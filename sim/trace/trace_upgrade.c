@@ -125,10 +125,11 @@ bool lab_trace_upgrade(struct lab_trace *t, struct lab_trace_upgrade_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	st->ops_before = st->ops_after = n;
-	if (t->version >= 2) {
-		t->version = LAB_TRACE_VERSION;
-		return true;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		if (t->ops[i].kind == LAB_T_REPEAT || t->ops[i].kind == LAB_T_EITHER) {
+			t->version = LAB_TRACE_VERSION;
+			return true;
+		}
 	f.text = calloc(n ? n : 1, sizeof(*f.text));
 	f.len = calloc(n ? n : 1, sizeof(*f.len));
 	f.hash = calloc(n ? n : 1, sizeof(*f.hash));

@@ -18,8 +18,9 @@ struct lab_trace_upgrade_stats {
 	uint32_t repeats;                /* repeat blocks made */
 };
 
-/* Upgrade t in place. A version 2 trace keeps its statements (it may hold blocks already);
- * only version 1 traces are folded. False when memory runs out (t is then unchanged). */
+/* Upgrade t in place: version 2, folded. A trace that has blocks already keeps its
+ * statements (its author chose them); one without, of either version -- a flat version 2
+ * recording, say -- is folded. False when memory runs out (t is then unchanged). */
 bool lab_trace_upgrade(struct lab_trace *t, struct lab_trace_upgrade_stats *st);
 
 #endif

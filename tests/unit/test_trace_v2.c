@@ -488,12 +488,18 @@ static void test_upgrade_folds(void **state)
 	assert_int_equal(st.ops_after, T.nops);
 	assert_int_equal(T.nops, 11);
 	free(out);
-	/* A version 2 trace keeps its statements. */
+	/* A flat version 2 trace (a recording) folds too; one with a block keeps its
+	 * statements. */
 	lab_trace_free(&T);
 	parse_ok(SETUP "kick tx\nkick tx\nkick tx\nkick tx\n");
 	assert_true(lab_trace_upgrade(&T, &st));
+	assert_int_equal(st.repeats, 1);
+	assert_int_equal(T.nops, 4);
+	lab_trace_free(&T);
+	parse_ok(SETUP "repeat 1 {\n}\nkick tx\nkick tx\nkick tx\nkick tx\n");
+	assert_true(lab_trace_upgrade(&T, &st));
 	assert_int_equal(st.repeats, 0);
-	assert_int_equal(T.nops, 5);
+	assert_int_equal(T.nops, 7);
 }
 
 int main(void)
