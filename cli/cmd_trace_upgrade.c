@@ -135,10 +135,12 @@ static int upgrade_one(const char *path, bool no_fold, char **text, size_t *len)
 		return CLI_EXIT_USAGE;
 	}
 	from = t->version;
-	if (no_fold)
-		t->version = LAB_TRACE_VERSION;   /* v1 text is v2 text, blocks aside */
 	lab_replay_isolated(t, &o, UPGRADE_TIMEOUT_S, &before);
-	if (!lab_trace_upgrade(t, &st)) {
+	if (no_fold) {
+		/* Version 1's statements are version 2's: only the header changes. */
+		t->version = LAB_TRACE_VERSION;
+		st = (struct lab_trace_upgrade_stats){t->nops, t->nops, 0};
+	} else if (!lab_trace_upgrade(t, &st)) {
 		fprintf(stderr, "vhostlab trace upgrade: %s: out of memory\n", path);
 		lab_trace_free(t);
 		return CLI_EXIT_FAIL;
