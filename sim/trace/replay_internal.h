@@ -27,9 +27,13 @@ struct rp_queue {
 	uint8_t *desc, *drv, *dev;      /* guest view of the ring areas */
 	/* Split driver: avail index to publish, used index read up to, post's descriptors. */
 	uint16_t avail_idx, last_used;
+	bool last_pop_outstanding;       /* the last element pop_split read was outstanding */
 	bool *desc_busy;                 /* [size] held by a posted chain */
 	uint16_t *chain_next;            /* [size] next descriptor of a posted chain */
 	uint16_t *chain_len;             /* [size] by head: descriptors (0: not posted by post) */
+	uint32_t *head_out;              /* [size] by head: times made available (avail, post)
+					  * and not yet seen used: what "outstanding" means for
+					  * `expect used` without id= */
 	/* Packed driver. */
 	uint16_t next_avail, next_used, scan_pos;
 	bool avail_wrap, used_wrap, scan_wrap;
@@ -99,7 +103,25 @@ bool rp_guest_op(struct rp *r, const struct lab_trace_op *op);
  * in flight is a divergence (returns -1). */
 int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
 
+/* Is id one the guest has outstanding (made available and not yet used)? Packed: every id
+ * rp_pop_used returns is (it checks); split: heads put in the avail ring. Call after the
+ * pop that returned it (the pop already counted it back): see head_out. */
+bool rp_id_was_outstanding(const struct rp_queue *q, uint32_t id);
+
+/* The driver's used-reading state of one queue (what rp_pop_used changes), saved so an
+ * `either` branch that failed can be undone. */
+struct rp_used_snap;
+struct rp_used_snap *rp_used_save(const struct rp_queue *q);   /* NULL: out of memory */
+void rp_used_restore(struct rp_queue *q, const struct rp_used_snap *s);
+void rp_used_snap_free(struct rp_used_snap *s);
+
 /* replay_expect.c */
 bool rp_expect_op(struct rp *r, const struct lab_trace_op *op);
+
+/* trace_replay.c: one statement (not a block statement). */
+bool rp_run_op(struct rp *r, const struct lab_trace_op *op);
+/* replay_block.c: every statement of the trace in order, running repeat blocks their
+ * number of times and either blocks branch by branch. */
+bool rp_run_ops(struct rp *r);
 
 #endif

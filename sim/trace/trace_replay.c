@@ -405,15 +405,19 @@ static bool queueless(enum lab_trace_kind k)
 	       k == LAB_T_EXPECT_MEM || k == LAB_T_EXPECT_DIRTY;
 }
 
-static bool run_op(struct rp *r, const struct lab_trace_op *op)
+bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
 {
 	/* The parser resolves queue names; a trace built by a tool is checked here, once. */
 	if (op->kind >= LAB_T__KIND_COUNT)
 		return rp_error(r, "error:internal", "statement kind %u", (unsigned)op->kind);
+	if (op->kind == LAB_T_REPEAT || op->kind == LAB_T_EITHER || op->kind == LAB_T_OR ||
+	    op->kind == LAB_T_END)
+		return rp_error(r, "error:internal", "a block statement outside the block loop");
 	if (!queueless(op->kind) && op->queue >= r->t->nqueues)
 		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
-	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {
-		r->res->expectations++;
+	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it is an expectation */
+		if (r->res->expectations < UINT32_MAX)   /* repeats can run more; no wrap */
+			r->res->expectations++;
 		return rp_expect_op(r, op);
 	}
 	if (op->kind >= LAB_T_DEQUEUE)
@@ -487,18 +491,7 @@ enum lab_replay_status lab_replay_run(const struct lab_trace *t,
 	bool ok;
 
 	memset(res, 0, sizeof(*res));
-	ok = setup(&r);
-	for (uint32_t i = 0; ok && i < t->nops; i++) {
-		char text[256];
-
-		r.op = &t->ops[i];
-		if (r.o->narrate) {
-			lab_trace_format_op(t, r.op, text, sizeof(text));
-			rp_narrate(&r, "%4u: %s\n", r.op->line, text);
-		}
-		ok = run_op(&r, r.op);
-		res->ops_run++;
-	}
+	ok = setup(&r) && rp_run_ops(&r);
 	if (ok)
 		ok = end_checks(&r);
 	teardown(&r);
