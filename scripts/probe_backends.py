@@ -60,6 +60,14 @@ def _package_version(pkg: str) -> str:
     return out.stdout.strip() if out.returncode == 0 else "not installed"
 
 
+def git_commit() -> str:
+    """The checkout's commit (git describe: a hash, -dirty with uncommitted changes)."""
+    out = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "describe",
+                          "--always", "--dirty", "--abbrev=12"], capture_output=True, text=True,
+                         check=False)
+    return out.stdout.strip() or "unknown"
+
+
 def _stop_group(proc: subprocess.Popen | None) -> None:
     """SIGTERM the process group proc leads, SIGKILL it if it is still there after 10 s."""
     if proc is None or proc.poll() is not None:
@@ -124,6 +132,10 @@ class Backend:
     def warm_up(self, vhostlab: Path) -> None:
         """Whatever the back end needs before its first probe run (nothing, mostly)."""
 
+    def setup(self) -> str:
+        """How it runs, in a sentence or three for the report."""
+        raise NotImplementedError
+
     def start(self) -> None:
         raise NotImplementedError
 
@@ -169,7 +181,16 @@ class ServeBackend(Backend):
     def version(self) -> str:
         out = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True,
                              check=False)
-        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else str(self.binary)
+        ver = out.stdout.strip().splitlines()[0] if out.stdout.strip() else str(self.binary)
+        return f"{ver}, commit {git_commit()}"
+
+    def setup(self) -> str:
+        role = ("as a client (`--client`; the probe listens with `--server`)" if self.client
+                else "as a server")
+        what = ("echoes every frame" if SERVE_MODES[self.mode] == "echo"
+                else "drops every frame (`--expect sink`: cases that need the echo are n/a)")
+        return (f"`{self.binary.name} serve --mode {self.mode}` {role}, the production "
+                f"program; it {what}.")
 
     def start(self) -> None:
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
@@ -203,6 +224,11 @@ class TestpmdBackend(Backend):
     @property
     def log(self) -> Path:
         return self.scratch / "testpmd.log"
+
+    def setup(self) -> str:
+        return ("`dpdk-testpmd --no-pci --no-huge -m 256 --vdev net_vhost0,iface=SOCKET,"
+                "queues=1 -- --forward-mode=io`: one port in io mode is paired with itself, "
+                "so it echoes; default devargs (tso=0).")
 
     def version(self) -> str:
         return (f"DPDK {_package_version('dpdk-dev')} (dpdk-testpmd net_vhost, librte-vhost23 "
@@ -259,6 +285,16 @@ class OvsBackend(Backend):
 
     def probe_args(self) -> list[str]:
         return super().probe_args() + ["--expect", "echo", "--server"]
+
+    def setup(self) -> str:
+        return ("ovsdb-server and ovs-vswitchd-dpdk (no hugepages: `--no-huge -m 512 "
+                "--legacy-mem`) in a network namespace; bridge br0 (`datapath_type=netdev`) "
+                "with one `dpdkvhostuserclient` port vhu0 that connects to the probe "
+                "(`--server`), and one OpenFlow flow `in_port=vhu0,actions=in_port` instead "
+                "of NORMAL, so it echoes. Default configuration otherwise: "
+                "`userspace-tso-enable` off, MTU 1500. Before the run one echo case is "
+                "repeated until it passes: OVS builds the port's mempool on the first "
+                "connection and does not poll the port until then.")
 
     def version(self) -> str:
         out = subprocess.run([str(OVS_VSWITCHD), "--version"], capture_output=True, text=True,
