@@ -185,3 +185,13 @@ def test_usage_errors_name_the_value():
     res = subprocess.run([sys.executable, str(SCRIPT), "--bin", "/nonexistent/vhostlab"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "/nonexistent/vhostlab" in res.stderr, res.stderr
+
+
+def test_a_back_end_that_cannot_start_names_why_and_leaves_nothing():
+    be = backends.ServeBackend(REPO_ROOT / "nonexistent" / "vhostlab-fast")
+    try:
+        with be:
+            raise AssertionError("started without a binary")
+    except backends.BackendError as e:
+        assert "nonexistent/vhostlab-fast is not built" in str(e)
+    assert not be.scratch.exists()

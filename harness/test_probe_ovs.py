@@ -71,3 +71,27 @@ def test_probe_every_suite_against_ovs_dpdk(vhostlab):
     assert all(c["verdict"] == "pass" for c in cases if c["suite"] == "hostile"), describe
     # About 70 s here (a 3 s timeout on each of 8 wedges, OVS reconnecting once a second).
     assert took < 200, f"the probe took {took:.0f} s against OVS"
+
+
+def test_ovs_is_cleaned_up_when_its_start_fails(monkeypatch):
+    # Fail the last step of the start, after ovsdb-server and ovs-vswitchd are running and
+    # the namespace exists: leaving the context must still stop both and remove it.
+    real_run = backends.OvsBackend._run
+
+    def failing_run(self, *argv):
+        if argv[0] == "ovs-ofctl":
+            raise backends.BackendError("made to fail here")
+        return real_run(self, *argv)
+
+    monkeypatch.setattr(backends.OvsBackend, "_run", failing_run)
+    ovs = backends.OvsBackend()
+    try:
+        with ovs:
+            raise AssertionError("the start did not fail")
+    except backends.BackendError as e:
+        assert "made to fail here" in str(e)
+    assert ovs.procs, "the daemons never started: nothing was checked"
+    assert all(p.poll() is not None for p in ovs.procs)
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert ovs.netns not in names, names
+    assert not ovs.scratch.exists()
