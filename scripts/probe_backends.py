@@ -266,8 +266,10 @@ class OvsBackend(Backend):
 
     socket_name = "vhu0.sock"
 
-    def __init__(self) -> None:
+    def __init__(self, other_config: tuple[str, ...] = ()) -> None:
         super().__init__()
+        # Extra Open_vSwitch other_config settings, "key=value" (the report uses none).
+        self.other_config = other_config
         tag = f"{os.getpid()}x{id(self) % 100000}"
         self.netns = f"vhl-ovs-{tag}"
         self.prefix = f"vhlovs{tag}"
@@ -348,7 +350,8 @@ class OvsBackend(Backend):
         self._vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
                     f"other_config:dpdk-extra=--no-huge -m 512 --legacy-mem --no-pci "
                     f"--file-prefix={self.prefix}",
-                    "other_config:dpdk-lcore-mask=0x2", "other_config:pmd-cpu-mask=0x2")
+                    "other_config:dpdk-lcore-mask=0x2", "other_config:pmd-cpu-mask=0x2",
+                    *(f"other_config:{kv}" for kv in self.other_config))
         vswitchd = self._spawn("ovs-vswitchd", str(OVS_VSWITCHD), f"unix:{self.db}",
                                f"--unixctl={d / 'vswitchd.ctl'}",
                                f"--log-file={d / 'ovs-vswitchd.log'}")
