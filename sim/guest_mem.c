@@ -655,9 +655,41 @@ uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g)
 
 /* ---- snapshot and diff ----------------------------------------------------------------- */
 
+/* Guest memory nobody has touched is a hole in the memfd: it reads as zeros and costs no
+ * page until something reads or writes it (reading a hole through a shared mapping fills
+ * it in). A hole never comes back once filled (nothing punches the memfd), and the snapshot
+ * copy of a hole stays zero (calloc, and only filled pages are ever copied), so both the
+ * snapshot and the diff need only the memfd's filled extents: a page that is a hole at the
+ * diff was one at the snapshot too, zero both times. Most of a lab run's RAM is never
+ * touched; copying and comparing it all (and faulting it in to do so) was most of
+ * fuzz_scenario's time. The extents come from lseek SEEK_DATA/SEEK_HOLE, exact on tmpfs
+ * (swapped-out pages count as data); where it fails the whole range counts as filled. */
+static uint64_t next_filled(const struct lab_gmem *g, uint64_t from, uint64_t to,
+			    uint64_t *filled_end)
+{
+	off_t d = lseek(g->fd, (off_t)from, SEEK_DATA);
+
+	if (d < 0) {
+		if (errno == ENXIO) /* nothing filled at or after `from` */
+			return to;
+		*filled_end = to;
+		return from;
+	}
+	if ((uint64_t)d >= to)
+		return to;
+	off_t h = lseek(g->fd, d, SEEK_HOLE);
+
+	*filled_end = h < 0 || (uint64_t)h > to ? to : (uint64_t)h;
+	return (uint64_t)d;
+}
+
 void lab_gmem_snapshot(struct lab_gmem *g)
 {
-	memcpy(g->snap, g->guest, g->total);
+	uint64_t end = 0;
+
+	for (uint64_t at = next_filled(g, 0, g->total, &end); at < g->total;
+	     at = next_filled(g, end, g->total, &end))
+		memcpy(g->snap + at, g->guest + at, end - at);
 }
 
 /* A run of differing bytes being collected while scanning one area. */
@@ -696,20 +728,27 @@ static void scan_block(struct diff_scan *d, const uint8_t *cur, const uint8_t *o
 }
 
 /* Diff one area (ring or RAM) separately: the hole between them means no run may join
- * the last ring byte to the first RAM byte. */
+ * the last ring byte to the first RAM byte. Only its filled extents are compared (see
+ * next_filled): a memfd hole equals the snapshot, so it ends any open run. */
 static size_t diff_area(const struct lab_gmem *g, uint64_t off, uint64_t size, uint64_t gpa,
 			void (*cb)(void *ctx, uint64_t gpa, uint64_t len), void *ctx)
 {
 	const uint8_t *cur = g->guest + off, *old = g->snap + off;
 	struct diff_scan d = { .gpa = gpa, .cb = cb, .ctx = ctx };
+	uint64_t fend = 0;
 
-	for (uint64_t b = 0; b < size; b += GMEM_DIFF_BLOCK) {
-		uint64_t end = size - b < GMEM_DIFF_BLOCK ? size : b + GMEM_DIFF_BLOCK;
+	for (uint64_t f = next_filled(g, off, off + size, &fend); f < off + size;
+	     f = next_filled(g, fend, off + size, &fend)) {
+		for (uint64_t b = f - off; b < fend - off; b += GMEM_DIFF_BLOCK) {
+			uint64_t end = fend - off - b < GMEM_DIFF_BLOCK ? fend - off
+									 : b + GMEM_DIFF_BLOCK;
 
-		if (memcmp(cur + b, old + b, end - b) == 0)
-			close_run(&d, b);
-		else
-			scan_block(&d, cur, old, b, end);
+			if (memcmp(cur + b, old + b, end - b) == 0)
+				close_run(&d, b);
+			else
+				scan_block(&d, cur, old, b, end);
+		}
+		close_run(&d, fend - off); /* a hole (equal) or the area's end follows */
 	}
 	close_run(&d, size);
 	return d.runs;

@@ -91,7 +91,9 @@ uint32_t lab_gmem_pieces(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
 uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g);
 
 /* Containment checks: snapshot every guest byte (ring area and RAM), later report each
- * maximal run of bytes that differ from the snapshot via cb. Returns the number of runs. */
+ * maximal run of bytes that differ from the snapshot via cb. Returns the number of runs.
+ * Pages nothing has touched yet (holes of the memfd, zero) are neither copied nor compared:
+ * the cost follows the memory in use, not the memory's size. */
 void lab_gmem_snapshot(struct lab_gmem *g);
 size_t lab_gmem_diff(const struct lab_gmem *g,
 		     void (*cb)(void *ctx, uint64_t gpa, uint64_t len), void *ctx);

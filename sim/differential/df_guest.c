@@ -10,20 +10,36 @@
 
 /* ---- guest RAM allocator (deterministic, per variant) -------------------------------- */
 
+/* First fit over the granule map. Every granule below granule_lo is taken (the search
+ * starts there) and memchr jumps over taken runs: the same first fit as a scan from 0, which
+ * the addresses of every input depend on, at a fraction of the cost (this search was a fifth
+ * of fuzz_differential's time). */
 static uint64_t df_alloc(struct df_var *v, uint32_t len)
 {
-	uint32_t need = (len + DF_GRANULE - 1) / DF_GRANULE, run = 0;
+	const uint32_t total = DF_RAM / DF_GRANULE;
+	uint32_t need = (len + DF_GRANULE - 1) / DF_GRANULE;
+	uint32_t i = v->granule_lo;
 
 	if (need == 0)
 		need = 1;
-	for (uint32_t i = 0; i < DF_RAM / DF_GRANULE; i++) {
-		run = v->granule[i] ? 0 : run + 1;
-		if (run == need) {
-			uint32_t first = i + 1 - need;
+	while (i < total && need <= total - i) {
+		const uint8_t *z = memchr(v->granule + i, 0, total - i);
 
-			memset(v->granule + first, 1, need);
-			return v->ram_gpa + (uint64_t)first * DF_GRANULE;
+		if (!z)
+			return 0;
+		i = (uint32_t)(z - v->granule);
+		uint32_t run = 0;
+
+		while (run < need && i + run < total && !v->granule[i + run])
+			run++;
+		if (run == need) {
+			memset(v->granule + i, 1, need);
+			if (i == v->granule_lo)
+				while (v->granule_lo < total && v->granule[v->granule_lo])
+					v->granule_lo++;
+			return v->ram_gpa + (uint64_t)i * DF_GRANULE;
 		}
+		i += run + 1; /* granule i + run is taken (or the end) */
 	}
 	return 0;
 }
@@ -34,6 +50,8 @@ static void df_free(struct df_var *v, uint64_t gpa, uint32_t len)
 	uint32_t need = (len + DF_GRANULE - 1) / DF_GRANULE;
 
 	memset(v->granule + first, 0, need ? need : 1);
+	if (first < v->granule_lo)
+		v->granule_lo = first;
 }
 
 static uint8_t *gptr(struct df_var *v, uint64_t gpa)

@@ -141,6 +141,7 @@ struct df_var {
 	uint8_t *ram, *ring;
 	uint64_t ram_gpa, ring_gpa, rx_ring_off;
 	uint8_t granule[DF_RAM / DF_GRANULE];
+	uint32_t granule_lo;               /* every granule below it is taken (df_alloc) */
 	struct df_chain txc[256], rxc[256];
 	struct df_expect exp[256];
 	uint32_t exp_head, exp_count;

@@ -840,6 +840,63 @@ static void test_snapshot_diff(void **state)
 	lab_gmem_destroy(g);
 }
 
+/* Pages nobody touched stay holes of the memfd, which the snapshot and the diff skip: the
+ * diff must still see writes into them (through either view), end a run where a touched
+ * page meets an untouched one, join a run across pages touched only after the snapshot,
+ * and see a write of zeros into an untouched page as no change. */
+static void test_snapshot_diff_untouched_pages(void **state)
+{
+	(void)state;
+	struct lab_gmem *g = make(16 * PAGE, PAGE, PAGE, 16);
+	uint32_t n = 0;
+	const struct vl_mem_region *reg = lab_gmem_regions(g, &n);
+	struct vl_mem *mem = vl_mem_create(reg, n, NULL);
+	uint64_t ram = lab_gmem_ram_gpa(g);
+	struct runs got = { 0 };
+
+	assert_non_null(mem);
+	/* Touch RAM pages 2 and 5 only; the rest stays untouched. */
+	flip_guest(g, ram + 3 * PAGE - 3, 3);
+	flip_guest(g, ram + 5 * PAGE + 7, 1);
+	lab_gmem_snapshot(g);
+	assert_int_equal(lab_gmem_diff(g, NULL, NULL), 0);
+
+	const struct { uint64_t gpa, len; bool host; } want[] = {
+		{ ram + 3 * PAGE - 2, 2, false },     /* to the end of page 2; page 3 untouched */
+		{ ram + 5 * PAGE - 1, 9, true },      /* from untouched page 4 into page 5 */
+		{ ram + 7 * PAGE + 100, 10, true },   /* inside untouched page 7 */
+		{ ram + 10 * PAGE - 6, 12, false },   /* across untouched pages 9 and 10 */
+		{ ram + 16 * PAGE - 1, 1, true },     /* the last byte of RAM, untouched */
+	};
+	const size_t nwant = sizeof(want) / sizeof(want[0]);
+
+	for (size_t i = 0; i < nwant; i++) {
+		if (want[i].host)
+			flip_host(mem, want[i].gpa, want[i].len);
+		else
+			flip_guest(g, want[i].gpa, want[i].len);
+	}
+	/* Zeros written over zeros in untouched page 12: no change. */
+	memset(lab_gmem_guest_ptr(g, ram + 12 * PAGE, 64), 0, 64);
+	assert_int_equal(lab_gmem_diff(g, record_run, &got), nwant);
+	assert_int_equal(got.n, nwant);
+	for (size_t i = 0; i < nwant; i++) {
+		assert_int_equal(got.gpa[i], want[i].gpa);
+		assert_int_equal(got.len[i], want[i].len);
+	}
+
+	/* A new snapshot takes the newly touched pages in; changing them back is a change. */
+	lab_gmem_snapshot(g);
+	assert_int_equal(lab_gmem_diff(g, NULL, NULL), 0);
+	flip_guest(g, ram + 7 * PAGE + 100, 10);
+	got.n = 0;
+	assert_int_equal(lab_gmem_diff(g, record_run, &got), 1);
+	assert_int_equal(got.gpa[0], ram + 7 * PAGE + 100);
+	assert_int_equal(got.len[0], 10);
+	vl_mem_destroy(mem);
+	lab_gmem_destroy(g);
+}
+
 static void test_diff_before_snapshot(void **state)
 {
 	(void)state;
@@ -915,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_randomized),
 		cmocka_unit_test(test_bad_free_aborts),
 		cmocka_unit_test(test_snapshot_diff),
+		cmocka_unit_test(test_snapshot_diff_untouched_pages),
 		cmocka_unit_test(test_diff_before_snapshot),
 		cmocka_unit_test(test_bad_configs),
 	};
