@@ -166,21 +166,6 @@ void lab_fe_describe_ring(const struct lab_fe_session *s, uint32_t qidx, char *b
 			 lab_ring_in_flight(r));
 }
 
-/* Has the back end closed the socket? (A reply is never due while the probe waits for the
- * rings, so readable means closed or a message nobody asked for.) */
-static bool peer_gone(const struct lab_fe_session *s)
-{
-	struct pollfd p = {.fd = s->c.sock, .events = POLLIN};
-
-	if (poll(&p, 1, 0) <= 0)
-		return false;
-	if (p.revents & (POLLHUP | POLLERR))
-		return true;
-	uint8_t b;
-
-	return recv(s->c.sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 int lab_fe_used_within(struct lab_fe_session *s, uint32_t qidx, int wait_ms, uint32_t *id,
 		       uint32_t *len)
 {
@@ -214,7 +199,7 @@ enum lab_fe_rc lab_fe_wait_used(struct lab_fe_session *s, uint32_t qidx, uint32_
 				 "flight (%s)", *id, ring);
 			return LAB_FE_BAD_REPLY;
 		}
-		if (peer_gone(s)) {
+		if (lab_fe_peer_gone(s)) {
 			snprintf(s->c.what, sizeof(s->c.what), "the back end closed the connection "
 				 "while %s", ring);
 			return LAB_FE_CLOSED;

@@ -78,12 +78,9 @@ static bool expect_packet(struct rp *r, const struct lab_trace_op *op, struct rp
 	return ok;
 }
 
-static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
-			const char *expected)
+bool rp_check_used(struct rp *r, const struct lab_trace_op *op, int rc, uint32_t id,
+		   uint32_t len, const char *expected)
 {
-	uint32_t id, len;
-	int rc = rp_pop_used(r, q, &id, &len);
-
 	if (rc < 0)
 		return false;
 	if (op->given & LAB_TA_NONE)
@@ -96,6 +93,15 @@ static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_q
 	if (len != op->len)
 		return rp_diverge(r, "expect used:len", expected, "id %u len %u", id, len);
 	return true;
+}
+
+static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
+			const char *expected)
+{
+	uint32_t id = 0, len = 0;
+	int rc = rp_pop_used(r, q, &id, &len);
+
+	return rp_check_used(r, op, rc, id, len, expected);
 }
 
 static bool expect_count(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,

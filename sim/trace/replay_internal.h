@@ -88,6 +88,13 @@ bool rp_diverge(struct rp *r, const char *sig, const char *expected, const char 
 	__attribute__((format(printf, 4, 5)));
 void rp_narrate(struct rp *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Run every statement of r->t in file order through `run` (narrating each), stopping at the
+ * first that returns false. Shared by in-process and socket replay. */
+bool rp_run_ops(struct rp *r, bool (*run)(struct rp *r, const struct lab_trace_op *op));
+
+/* Is the statement's kind known and its queue one of the trace's? (A trace error if not.) */
+bool rp_check_op(struct rp *r, const struct lab_trace_op *op);
+
 /* Guest view of [gpa, gpa+len) or a trace error naming `what`. */
 uint8_t *rp_guest(struct rp *r, uint64_t gpa, uint64_t len, const char *what);
 
@@ -101,5 +108,9 @@ int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
 
 /* replay_expect.c */
 bool rp_expect_op(struct rp *r, const struct lab_trace_op *op);
+/* `expect used` against what rp_pop_used returned (rc, id, len); `expected` is the
+ * statement's text. rc < 0 (already a divergence) returns false. */
+bool rp_check_used(struct rp *r, const struct lab_trace_op *op, int rc, uint32_t id,
+		   uint32_t len, const char *expected);
 
 #endif
