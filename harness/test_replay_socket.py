@@ -177,7 +177,9 @@ def test_back_end_that_hangs_up_is_a_crash(vhostlab, tmp):
     srv.close()
     t = over["split-discard.trace"]
     assert t["status"] == "diverged" and t["signature"] == "crash", t
-    assert t["statement"] == "(setup)" and res.returncode == 1
+    # Where it is seen depends on when the kernel reports the closed socket: a send during
+    # the setup, or the wait for the first used element.
+    assert "closed the connection" in t["observed"] and res.returncode == 1, t
 
 
 # DPDK 22.11 testpmd (io mode, one port paired with itself), every trace of the corpus:

@@ -78,30 +78,81 @@ static bool expect_packet(struct rp *r, const struct lab_trace_op *op, struct rp
 	return ok;
 }
 
-bool rp_check_used(struct rp *r, const struct lab_trace_op *op, int rc, uint32_t id,
-		   uint32_t len, const char *expected)
+/* The next used element: over a socket (r->pop) the wait for it, in process at once. */
+static int pop(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
 {
-	if (rc < 0)
-		return false;
-	if (op->given & LAB_TA_NONE)
-		return rc == 0 || rp_diverge(r, "expect used:extra", expected,
-					     "a used element: id %u len %u", id, len);
-	if (rc == 0)
-		return rp_diverge(r, "expect used:missing", expected, "no used element");
-	if (id != op->id)
-		return rp_diverge(r, "expect used:id", expected, "id %u len %u", id, len);
-	if (len != op->len)
-		return rp_diverge(r, "expect used:len", expected, "id %u len %u", id, len);
-	return true;
+	return r->pop ? r->pop(r, q, id, len) : rp_pop_used(r, q, id, len);
 }
 
 static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
 			const char *expected)
 {
 	uint32_t id = 0, len = 0;
-	int rc = rp_pop_used(r, q, &id, &len);
+	int rc = pop(r, q, &id, &len);
 
-	return rp_check_used(r, op, rc, id, len, expected);
+	if (rc < 0)
+		return false;
+	if (op->given & LAB_TA_NONE)
+		return rc == 0 || rp_diverge(r, "expect used:extra", expected,
+					     "a used element: id %u len %u", id, len);
+	if (rc == 0)
+		return rp_diverge(r, "expect used:missing", expected, "no used element%s",
+				  r->pop ? " within the timeout" : "");
+	if ((op->given & LAB_TA_ID) ? id != op->id : !rp_id_was_outstanding(q, id))
+		return rp_diverge(r, "expect used:id", expected, "id %u len %u%s", id, len,
+				  (op->given & LAB_TA_ID) ? "" : " (not an id the guest has "
+				  "outstanding)");
+	if ((op->given & LAB_TA_LEN) && len != op->len)
+		return rp_diverge(r, "expect used:len", expected, "id %u len %u", id, len);
+	return true;
+}
+
+/* used-set: the next nitems used elements match the items as a multiset. An element takes
+ * an unmatched item with its id and exactly its length first, else one with its id and no
+ * len=: items without len= accept any length, so keeping them for last never loses a
+ * matching that exists. */
+static bool expect_used_set(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
+			    const char *expected)
+{
+	bool *taken = calloc(op->nitems ? op->nitems : 1, sizeof(bool));
+	char seen[400];
+	size_t at = 0;
+	bool ok = true;
+
+	if (!taken)
+		return rp_error(r, "error:memory", "out of memory");
+	seen[0] = '\0';
+	for (uint32_t k = 0; ok && k < op->nitems; k++) {
+		uint32_t id, len, pick = op->nitems;
+		int rc = pop(r, q, &id, &len);
+
+		if (rc < 0) {
+			ok = false;
+			break;
+		}
+		if (rc == 0) {
+			ok = rp_diverge(r, "expect used-set:missing", expected, "%u of %u used "
+					"elements%s%s", k, op->nitems, k ? ": " : "", seen);
+			break;
+		}
+		if (at < sizeof(seen))
+			at += (size_t)snprintf(seen + at, sizeof(seen) - at, "%sid %u len %u",
+					       k ? ", " : "", id, len);
+		for (uint32_t i = 0; i < op->nitems && pick == op->nitems; i++)
+			if (!taken[i] && op->used[i].id == id && op->used[i].has_len &&
+			    op->used[i].len == len)
+				pick = i;
+		for (uint32_t i = 0; i < op->nitems && pick == op->nitems; i++)
+			if (!taken[i] && op->used[i].id == id && !op->used[i].has_len)
+				pick = i;
+		if (pick == op->nitems)
+			ok = rp_diverge(r, "expect used-set:unexpected", expected, "element %u of "
+					"the set is not in it: %s", k + 1, seen);
+		else
+			taken[pick] = true;
+	}
+	free(taken);
+	return ok;
 }
 
 static bool expect_count(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
@@ -139,6 +190,8 @@ bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
 								q->status[op->index]));
 	case LAB_T_EXPECT_USED:
 		return expect_used(r, op, q, expected);
+	case LAB_T_EXPECT_USED_SET:
+		return expect_used_set(r, op, q, expected);
 	case LAB_T_EXPECT_MEM: {
 		const uint8_t *g = rp_guest(r, op->addr, op->len, "the expected bytes");
 
@@ -162,6 +215,8 @@ bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
 
 		if (op->given & LAB_TA_NONE)
 			return !broken || rp_diverge(r, "expect broken", expected, "broken: %s", why);
+		if (op->given & LAB_TA_ANY)
+			return broken || rp_diverge(r, "expect broken", expected, "not broken");
 		return (broken && !strcmp(why, op->name)) ||
 		       rp_diverge(r, "expect broken", expected, "broken: %s", why);
 	}

@@ -46,13 +46,14 @@ bool rp_queue_driver_init(struct rp *r, struct rp_queue *q)
 	q->desc_busy = calloc(n, sizeof(bool));
 	q->chain_next = calloc(n, sizeof(uint16_t));
 	q->chain_len = calloc(n, sizeof(uint16_t));
+	q->head_out = calloc(n, sizeof(uint32_t));
 	q->fresh = calloc(n, sizeof(bool));
 	q->pos_id = calloc(n, sizeof(uint16_t));
 	q->pos_next = calloc(n, sizeof(bool));
 	q->id_busy = calloc(n, sizeof(bool));
 	q->id_ndescs = calloc(n, sizeof(uint16_t));
 	q->order = calloc(n, sizeof(uint16_t));
-	if (!q->desc_busy || !q->chain_next || !q->chain_len || !q->fresh || !q->pos_id ||
+	if (!q->desc_busy || !q->chain_next || !q->chain_len || !q->head_out || !q->fresh || !q->pos_id ||
 	    !q->pos_next || !q->id_busy || !q->id_ndescs || !q->order)
 		return rp_error(r, "error:memory", "out of memory for queue %s", tq->name);
 	q->free_descs = n;
@@ -83,6 +84,7 @@ void rp_queue_driver_fini(struct rp_queue *q)
 	free(q->desc_busy);
 	free(q->chain_next);
 	free(q->chain_len);
+	free(q->head_out);
 	free(q->fresh);
 	free(q->pos_id);
 	free(q->pos_next);
@@ -202,6 +204,8 @@ static bool op_avail(struct rp *r, const struct lab_trace_op *op)
 	if (q->packed)
 		return rp_error(r, "error:layout", "avail on packed queue %s", q->tq->name);
 	lab_rw_split_avail(avail_ring(q), q->size, q->avail_idx++, head);
+	if (head < q->size && q->head_out[head] < UINT32_MAX)
+		q->head_out[head]++;
 	return true;
 }
 
@@ -240,6 +244,8 @@ static bool post_split(struct rp *r, struct rp_queue *q, const struct lab_pdesc 
 	}
 	q->chain_len[idx[0]] = (uint16_t)ndescs;
 	lab_rw_split_avail(avail_ring(q), q->size, q->avail_idx++, idx[0]);
+	if (q->head_out[idx[0]] < UINT32_MAX)
+		q->head_out[idx[0]]++;
 	rp_narrate(r, "  posted head %u (%u descriptors)\n", idx[0], ndescs);
 	return true;
 }
@@ -465,6 +471,10 @@ static int pop_split(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *l
 	memcpy(id, e, 4);
 	memcpy(len, e + 4, 4);
 	q->last_used++;
+	/* Remember whether it was outstanding, then count it back (rp_id_was_outstanding). */
+	q->last_pop_outstanding = *id < q->size && q->head_out[*id] > 0;
+	if (q->last_pop_outstanding)
+		q->head_out[*id]--;
 	if (*id < q->size && q->chain_len[*id]) {
 		/* A chain `post` made: its descriptors are free again. */
 		uint16_t d = (uint16_t)*id;
@@ -535,4 +545,80 @@ static int pop_packed(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *
 int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
 {
 	return q->packed ? pop_packed(r, q, id, len) : pop_split(r, q, id, len);
+}
+
+bool rp_id_was_outstanding(const struct rp_queue *q, uint32_t id)
+{
+	/* pop_packed refuses ids not in flight, so a packed pop is always outstanding. */
+	return q->packed ? id < q->size : q->last_pop_outstanding;
+}
+
+/* ---- undoing reads of used elements (either) ----------------------------------------- */
+
+struct rp_used_snap {
+	uint16_t last_used, next_used;
+	bool used_wrap;
+	uint32_t order_head, order_count, free_descs;
+	bool *desc_busy, *id_busy;       /* [size] each */
+	uint16_t *chain_len, *order;
+	uint32_t *head_out;
+};
+
+void rp_used_snap_free(struct rp_used_snap *s)
+{
+	if (!s)
+		return;
+	free(s->desc_busy);
+	free(s->id_busy);
+	free(s->chain_len);
+	free(s->order);
+	free(s->head_out);
+	free(s);
+}
+
+struct rp_used_snap *rp_used_save(const struct rp_queue *q)
+{
+	struct rp_used_snap *s = calloc(1, sizeof(*s));
+	size_t n = q->size;
+
+	if (!s)
+		return NULL;
+	s->desc_busy = malloc(n * sizeof(bool));
+	s->id_busy = malloc(n * sizeof(bool));
+	s->chain_len = malloc(n * sizeof(uint16_t));
+	s->order = malloc(n * sizeof(uint16_t));
+	s->head_out = malloc(n * sizeof(uint32_t));
+	if (!s->desc_busy || !s->id_busy || !s->chain_len || !s->order || !s->head_out) {
+		rp_used_snap_free(s);
+		return NULL;
+	}
+	s->last_used = q->last_used;
+	s->next_used = q->next_used;
+	s->used_wrap = q->used_wrap;
+	s->order_head = q->order_head;
+	s->order_count = q->order_count;
+	s->free_descs = q->free_descs;
+	memcpy(s->desc_busy, q->desc_busy, n * sizeof(bool));
+	memcpy(s->id_busy, q->id_busy, n * sizeof(bool));
+	memcpy(s->chain_len, q->chain_len, n * sizeof(uint16_t));
+	memcpy(s->order, q->order, n * sizeof(uint16_t));
+	memcpy(s->head_out, q->head_out, n * sizeof(uint32_t));
+	return s;
+}
+
+void rp_used_restore(struct rp_queue *q, const struct rp_used_snap *s)
+{
+	size_t n = q->size;
+
+	q->last_used = s->last_used;
+	q->next_used = s->next_used;
+	q->used_wrap = s->used_wrap;
+	q->order_head = s->order_head;
+	q->order_count = s->order_count;
+	q->free_descs = s->free_descs;
+	memcpy(q->desc_busy, s->desc_busy, n * sizeof(bool));
+	memcpy(q->id_busy, s->id_busy, n * sizeof(bool));
+	memcpy(q->chain_len, s->chain_len, n * sizeof(uint16_t));
+	memcpy(q->order, s->order, n * sizeof(uint16_t));
+	memcpy(q->head_out, s->head_out, n * sizeof(uint32_t));
 }

@@ -27,9 +27,13 @@ struct rp_queue {
 	uint8_t *desc, *drv, *dev;      /* guest view of the ring areas */
 	/* Split driver: avail index to publish, used index read up to, post's descriptors. */
 	uint16_t avail_idx, last_used;
+	bool last_pop_outstanding;       /* the last element pop_split read was outstanding */
 	bool *desc_busy;                 /* [size] held by a posted chain */
 	uint16_t *chain_next;            /* [size] next descriptor of a posted chain */
 	uint16_t *chain_len;             /* [size] by head: descriptors (0: not posted by post) */
+	uint32_t *head_out;              /* [size] by head: times made available (avail, post)
+					  * and not yet seen used: what "outstanding" means for
+					  * `expect used` without id= */
 	/* Packed driver. */
 	uint16_t next_avail, next_used, scan_pos;
 	bool avail_wrap, used_wrap, scan_wrap;
@@ -77,6 +81,9 @@ struct rp {
 	uint64_t fail_calls;
 	uint32_t fail_next;
 	bool df_on;
+	/* Over a socket: the wait for the next used element the expectations read through
+	 * (replay_socket.c); NULL in process, where rp_pop_used answers at once. */
+	int (*pop)(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
 };
 
 /* Stop the replay: a trace error (ERROR) or a divergence (DIVERGED). The message says what
@@ -87,13 +94,6 @@ bool rp_error(struct rp *r, const char *sig, const char *fmt, ...)
 bool rp_diverge(struct rp *r, const char *sig, const char *expected, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void rp_narrate(struct rp *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Run every statement of r->t in file order through `run` (narrating each), stopping at the
- * first that returns false. Shared by in-process and socket replay. */
-bool rp_run_ops(struct rp *r, bool (*run)(struct rp *r, const struct lab_trace_op *op));
-
-/* Is the statement's kind known and its queue one of the trace's? (A trace error if not.) */
-bool rp_check_op(struct rp *r, const struct lab_trace_op *op);
 
 /* Guest view of [gpa, gpa+len) or a trace error naming `what`. */
 uint8_t *rp_guest(struct rp *r, uint64_t gpa, uint64_t len, const char *what);
@@ -106,11 +106,30 @@ bool rp_guest_op(struct rp *r, const struct lab_trace_op *op);
  * in flight is a divergence (returns -1). */
 int rp_pop_used(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
 
+/* Is id one the guest has outstanding (made available and not yet used)? Packed: every id
+ * rp_pop_used returns is (it checks); split: heads put in the avail ring. Call after the
+ * pop that returned it (the pop already counted it back): see head_out. */
+bool rp_id_was_outstanding(const struct rp_queue *q, uint32_t id);
+
+/* The driver's used-reading state of one queue (what rp_pop_used changes), saved so an
+ * `either` branch that failed can be undone. */
+struct rp_used_snap;
+struct rp_used_snap *rp_used_save(const struct rp_queue *q);   /* NULL: out of memory */
+void rp_used_restore(struct rp_queue *q, const struct rp_used_snap *s);
+void rp_used_snap_free(struct rp_used_snap *s);
+
 /* replay_expect.c */
 bool rp_expect_op(struct rp *r, const struct lab_trace_op *op);
-/* `expect used` against what rp_pop_used returned (rc, id, len); `expected` is the
- * statement's text. rc < 0 (already a divergence) returns false. */
-bool rp_check_used(struct rp *r, const struct lab_trace_op *op, int rc, uint32_t id,
-		   uint32_t len, const char *expected);
+
+/* trace_replay.c: one statement (not a block statement) against the in-process core. */
+bool rp_run_op(struct rp *r, const struct lab_trace_op *op);
+/* Is the statement's kind known, not a block statement, and its queue one of the trace's?
+ * (A trace error if not.) */
+bool rp_check_op(struct rp *r, const struct lab_trace_op *op);
+/* replay_block.c: every statement of the trace in order through `run` (rp_run_op in
+ * process, the socket's runner over one), running repeat blocks their number of times and
+ * either blocks branch by branch. */
+typedef bool (*rp_run_fn)(struct rp *r, const struct lab_trace_op *op);
+bool rp_run_ops(struct rp *r, rp_run_fn run);
 
 #endif

@@ -2,7 +2,8 @@
 /* Replay over a socket (replay_socket.h): the session setup from the trace's setup block,
  * what each statement means when the device is another process, and the waits. The guest
  * statements and the reading of used elements are the in-process replay's own
- * (replay_guest.c), the statement loop is rp_run_ops. */
+ * (replay_guest.c), the statement loop with version 2's blocks is rp_run_ops, the
+ * expectations on used elements are replay_expect.c's, reading through socket_pop. */
 #include "replay_socket.h"
 
 #include <errno.h>
@@ -302,58 +303,70 @@ static bool skip(struct rs *x, const char *why)
 	return true;
 }
 
-/* Wait up to wait_ms for the next used element of trace queue qi (1, 0 none, -1 a used id
- * not in flight: already a divergence); a closed socket is a crash (-2). */
-static int wait_used(struct rs *x, uint32_t qi, int wait_ms, uint32_t *id, uint32_t *len)
+/* Wait up to wait_ms for the next used element of driver queue q: 1 with id/len, 0 none,
+ * -1 a used id not in flight (already a divergence), -2 the back end closed the socket. */
+static int wait_used(struct rs *x, struct rp_queue *q, int wait_ms, uint32_t *id,
+		     uint32_t *len)
 {
-	struct rs_vring *w = &x->v[x->vring_of[qi]];
+	int call = -1;
 	int64_t deadline = now_ms() + wait_ms;
 
+	for (uint32_t v = 0; v < x->nvrings; v++)
+		if (x->v[v].q == q)
+			call = x->v[v].call;
 	for (;;) {
-		int got = rp_pop_used(&x->r, w->q, id, len);
+		int got = rp_pop_used(&x->r, q, id, len);
 		uint64_t calls;
 
 		if (got != 0 || now_ms() >= deadline)
 			return got;
 		if (lab_fe_peer_gone(&x->s))
 			return -2;
-		struct pollfd p = {.fd = w->call, .events = POLLIN};
+		struct pollfd p = {.fd = call, .events = POLLIN};
 
-		if (poll(&p, 1, 1) > 0 && read(w->call, &calls, sizeof(calls)) < 0)
+		if (poll(&p, 1, 1) > 0 && read(call, &calls, sizeof(calls)) < 0)
 			continue;
 	}
 }
 
-static bool expect_used(struct rs *x, const struct lab_trace_op *op)
+/* rp.pop: what the expectations read used elements through. `expect used ... none` waits
+ * the settle time (nothing may come), the others up to the timeout (something must). */
+static int socket_pop(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
 {
-	bool none = op->given & LAB_TA_NONE;
+	struct rs *x = rs_of(r);
+	bool none = r->op && r->op->kind == LAB_T_EXPECT_USED && (r->op->given & LAB_TA_NONE);
+	int rc = wait_used(x, q, none ? x->so->settle_ms : x->so->timeout_ms, id, len);
 	char expected[256];
-	uint32_t id = 0, len = 0;
-	int rc = wait_used(x, op->queue, none ? x->so->settle_ms : x->so->timeout_ms, &id, &len);
 
-	lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
-	if (rc == -2)
-		return rp_diverge(&x->r, "crash", expected, "the back end closed the connection "
-				  "while the replay waited for a used element on queue %s",
-				  x->r.t->queues[op->queue].name);
-	if (rc == 0 && !none)
-		return rp_diverge(&x->r, "expect used:missing", expected, "no used element within "
-				  "%d ms", x->so->timeout_ms);
-	return rp_check_used(&x->r, op, rc, id, len, expected);
+	if (rc != -2)
+		return rc;
+	lab_trace_format_op(r->t, r->op, expected, sizeof(expected));
+	rp_diverge(r, "crash", expected, "the back end closed the connection while the replay "
+		   "waited for a used element on queue %s", q->tq->name);
+	return -1;
 }
 
-/* `expect broken Q no`: over a socket, the back end still holds the connection. A named
- * reason is the core's own word for it: in-process only. */
+/* `expect broken Q no`: over a socket, the back end still holds the connection. `expect
+ * broken Q any`: the queue makes no progress within the settle time, or the back end
+ * closes the connection. A named reason is the core's own word for it: in-process only. */
 static bool expect_broken(struct rs *x, const struct lab_trace_op *op)
 {
 	char expected[256];
+	uint32_t id = 0, len = 0;
 
-	if (!(op->given & LAB_TA_NONE))
+	if (!(op->given & (LAB_TA_NONE | LAB_TA_ANY)))
 		return skip(x, "a broken queue's reason is the in-process core's");
 	x->r.res->expectations++;
 	lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
-	return !lab_fe_peer_gone(&x->s) ||
-	       rp_diverge(&x->r, "crash", expected, "the back end closed the connection");
+	if (op->given & LAB_TA_NONE)
+		return !lab_fe_peer_gone(&x->s) ||
+		       rp_diverge(&x->r, "crash", expected, "the back end closed the connection");
+	int rc = wait_used(x, &x->r.q[op->queue], x->so->settle_ms, &id, &len);
+
+	if (rc == -1)
+		return false;
+	return rc != 1 || rp_diverge(&x->r, "expect broken", expected, "the queue made progress "
+				     "within %d ms: used id %u len %u", x->so->settle_ms, id, len);
 }
 
 static bool kick(struct rs *x, const struct lab_trace_op *op)
@@ -444,10 +457,11 @@ static bool run_op(struct rp *r, const struct lab_trace_op *op)
 	case LAB_T_REMAP:
 		return send_table(x);
 	case LAB_T_EXPECT_USED:
+	case LAB_T_EXPECT_USED_SET:
 		if (dep)
 			return skip(x, "depends on an in-process only statement above");
 		r->res->expectations++;
-		return expect_used(x, op);
+		return rp_expect_op(r, op);   /* reading used elements through socket_pop */
 	case LAB_T_EXPECT_MEM:
 		/* Guest memory after an enqueue holds packets only the in-process host sent. */
 		for (uint32_t i = 0; i < r->t->nqueues; i++)
@@ -481,6 +495,7 @@ enum lab_replay_status lab_replay_socket_run(const struct lab_trace *t,
 	x->r.res = res;
 	x->ro.narrate = opts->narrate;
 	x->r.o = &x->ro;
+	x->r.pop = socket_pop;
 	x->so = opts;
 	x->listen_fd = -1;
 	for (uint32_t v = 0; v < RS_MAX_VRINGS; v++)

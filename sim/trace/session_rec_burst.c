@@ -355,7 +355,7 @@ static bool put_enqueue(struct burst *b, struct vl_pkt *const *pkts, uint16_t m)
 static bool put_used(struct burst *b, uint32_t id, uint32_t len)
 {
 	struct lab_trace_op op = {.kind = LAB_T_EXPECT_USED, .queue = b->q->tq, .id = (uint16_t)id,
-				  .len = len};
+				  .len = len, .given = LAB_TA_ID | LAB_TA_LEN};
 
 	return put(b, &op);
 }

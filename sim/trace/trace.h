@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* A trace in memory: the parsed form of the text format of docs/trace-format.md (version 1).
+/* A trace in memory: the parsed form of the text format of docs/trace-format.md (versions 1
+ * and 2).
  *
  * One struct lab_trace holds the setup (features, regions, queues, pool, dirty log, seed) and
- * the statements after it (struct lab_trace_op), in file order. The parser
+ * the statements after it (struct lab_trace_op), in file order. Version 2's blocks
+ * (`repeat N {`, `either {`, `} or {`, `}`) stay in that flat array as their own statements
+ * (LAB_T_REPEAT, LAB_T_EITHER, LAB_T_OR, LAB_T_END), not unrolled: the writer round-trips
+ * them and the engines run them with a stack of open blocks. The parser guarantees they are
+ * balanced and nest as docs/trace-format.md says. The parser
  * (trace_parse.c) fills it from text, the writer (trace_write.c) prints it in canonical
  * form, tools (recorders, converters, the minimiser) build it with the lab_trace_add_*
  * calls, and the replay engine (trace_replay.c) runs it. Every array is owned by the trace
@@ -14,7 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LAB_TRACE_VERSION 1u
+#define LAB_TRACE_VERSION 2u                /* what tools write; the parser reads 1 and 2 */
+#define LAB_TRACE_MIN_VERSION 1u
+#define LAB_TRACE_MAX_DEPTH 8u             /* open blocks (repeat / either) at once */
+#define LAB_TRACE_MAX_REPEAT 1000000u      /* repeat N: 1..this */
 #define LAB_TRACE_MAX_REGIONS 64u
 #define LAB_TRACE_MAX_QUEUES 16u
 #define LAB_TRACE_MAX_MEM (1ull << 30)     /* total bytes of all regions */
@@ -129,13 +137,21 @@ enum lab_trace_kind {
 	LAB_T_EXPECT_PACKET,    /* queue, index (K), len, pat (opt, may be FNV1A), ol */
 	LAB_T_EXPECT_ENQUEUED,  /* queue, count */
 	LAB_T_EXPECT_STATUS,    /* queue, index (I), value (enum lab_trace_status) */
-	LAB_T_EXPECT_USED,      /* queue, id, len; or LAB_TA_NONE */
+	LAB_T_EXPECT_USED,      /* queue; id if LAB_TA_ID, len if LAB_TA_LEN (v1: both always);
+				 * or LAB_TA_NONE */
 	LAB_T_EXPECT_MEM,       /* addr, len, pat (may be FNV1A) */
 	LAB_T_EXPECT_STAT,      /* queue, name, count */
-	LAB_T_EXPECT_BROKEN,    /* queue, name (reason) or LAB_TA_NONE for "no" */
+	LAB_T_EXPECT_BROKEN,    /* queue, name (reason); LAB_TA_NONE for "no"; LAB_TA_ANY for
+				 * "any" (broken, whatever the reason; v2) */
 	LAB_T_EXPECT_CALL,      /* queue, value (1 yes, 0 no) */
 	LAB_T_EXPECT_HELD,      /* queue, count */
 	LAB_T_EXPECT_DIRTY,     /* addr, value (1 yes, 0 no) */
+	/* version 2 */
+	LAB_T_REPEAT,           /* count (1..LAB_TRACE_MAX_REPEAT): `repeat N {` opens a block */
+	LAB_T_END,              /* (none): `}` closes the innermost repeat or either block */
+	LAB_T_EITHER,           /* (none): `either {` opens the first branch */
+	LAB_T_OR,               /* (none): `} or {` ends one branch and opens the next */
+	LAB_T_EXPECT_USED_SET,  /* queue, used (nitems): the next nitems used elements in any order */
 	LAB_T__KIND_COUNT
 };
 
@@ -163,6 +179,9 @@ enum {
 	LAB_TA_ZC = 1u << 12,
 	LAB_TA_TOUCH = 1u << 13,
 	LAB_TA_LINE_WAIT = 1u << 14,
+	LAB_TA_ID = 1u << 15,       /* expect used: id= given */
+	LAB_TA_LEN = 1u << 16,      /* expect used: len= given */
+	LAB_TA_ANY = 1u << 17,      /* expect broken QUEUE any */
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */
@@ -175,6 +194,12 @@ struct lab_trace_pkt {      /* an enqueue packet: len=,data=,offloads */
 	uint32_t len;
 	struct lab_trace_pat data;
 	struct lab_trace_ol ol;
+};
+
+struct lab_trace_used {     /* an item of expect used-set: id=ID[,len=N] */
+	uint16_t id;
+	uint32_t len;
+	bool has_len;
 };
 
 struct lab_trace_op {
@@ -196,6 +221,7 @@ struct lab_trace_op {
 	struct lab_trace_buf *bufs;   /* POST */
 	struct lab_trace_pkt *pkts;   /* ENQUEUE */
 	uint64_t *nums;               /* FREE; FAULT fail-at (ascending call numbers) */
+	struct lab_trace_used *used;  /* EXPECT_USED_SET */
 };
 
 struct lab_trace {
@@ -254,6 +280,13 @@ bool lab_trace_save(const struct lab_trace *t, const char *path, char *err, size
 
 /* Same trace (setup and every statement, line numbers ignored)? */
 bool lab_trace_equal(const struct lab_trace *a, const struct lab_trace *b);
+
+/* Does the statement mean the same against any back end, e.g. one replayed over a vhost-user
+ * socket (docs/trace-format.md, "Portability")? False for what only the in-process engine can
+ * do or observe: mutate, double-fetch, fault, free, complete, enqueue, kicks, set, and the
+ * expectations of the core's internals (dequeued, packet, enqueued, status, stat, call,
+ * held, dirty, broken with a named reason). */
+bool lab_trace_op_portable(const struct lab_trace_op *op);
 
 /* Names of the format. */
 const char *lab_trace_kind_name(enum lab_trace_kind k);   /* "write", "expect packet", ... */

@@ -36,6 +36,7 @@ void lab_trace_op_free(struct lab_trace_op *op)
 			free(op->pkts[i].data.bytes);
 	free(op->pkts);
 	free(op->nums);
+	free(op->used);
 }
 
 void lab_trace_free(struct lab_trace *t)
@@ -158,7 +159,7 @@ enum {
 	F_LEN = 1u << 4, F_COUNT = 1u << 5, F_VALUE = 1u << 6, F_SEED = 1u << 7,
 	F_FLAGS = 1u << 8, F_NEXT = 1u << 9, F_ID = 1u << 10, F_NAME = 1u << 11,
 	F_PAT = 1u << 12, F_OL = 1u << 13, F_BUFS = 1u << 14, F_PKTS = 1u << 15,
-	F_NUMS = 1u << 16,
+	F_NUMS = 1u << 16, F_USED = 1u << 17,
 };
 
 static uint32_t op_fields(const struct lab_trace_op *op)
@@ -216,13 +217,17 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 	case LAB_T_EXPECT_STATUS:
 		return F_QUEUE | F_INDEX | F_VALUE;
 	case LAB_T_EXPECT_USED:
-		return F_QUEUE | (g & LAB_TA_NONE ? 0 : F_ID | F_LEN);
+		return F_QUEUE | (g & LAB_TA_ID ? F_ID : 0) | (g & LAB_TA_LEN ? F_LEN : 0);
+	case LAB_T_EXPECT_USED_SET:
+		return F_QUEUE | F_USED;
+	case LAB_T_REPEAT:
+		return F_COUNT;
 	case LAB_T_EXPECT_MEM:
 		return F_ADDR | F_LEN | F_PAT;
 	case LAB_T_EXPECT_STAT:
 		return F_QUEUE | F_NAME | F_COUNT;
 	case LAB_T_EXPECT_BROKEN:
-		return F_QUEUE | (g & LAB_TA_NONE ? 0 : F_NAME);
+		return F_QUEUE | (g & (LAB_TA_NONE | LAB_TA_ANY) ? 0 : F_NAME);
 	case LAB_T_EXPECT_CALL:
 		return F_QUEUE | F_VALUE;
 	case LAB_T_EXPECT_DIRTY:
@@ -234,7 +239,7 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 
 static bool items_equal(const struct lab_trace_op *a, const struct lab_trace_op *b, uint32_t f)
 {
-	if (!(f & (F_BUFS | F_PKTS | F_NUMS)))
+	if (!(f & (F_BUFS | F_PKTS | F_NUMS | F_USED)))
 		return true;
 	if (a->nitems != b->nitems)
 		return false;
@@ -249,6 +254,12 @@ static bool items_equal(const struct lab_trace_op *a, const struct lab_trace_op 
 
 			if (x->len != y->len || !pat_equal(&x->data, &y->data) ||
 			    !ol_equal(&x->ol, &y->ol))
+				return false;
+		} else if (f & F_USED) {
+			const struct lab_trace_used *x = &a->used[i], *y = &b->used[i];
+
+			if (x->id != y->id || x->has_len != y->has_len ||
+			    (x->has_len && x->len != y->len))
 				return false;
 		} else if (a->nums[i] != b->nums[i]) {
 			return false;

@@ -51,6 +51,14 @@ struct tl {
 	uint32_t first_action_line;
 	uint32_t features_line, pool_line, dirty_line, seed_line;
 	uint32_t queue_line[LAB_TRACE_MAX_QUEUES];
+	/* Version 2 blocks open at this line (trace_parse_block.c), innermost last. */
+	uint32_t depth;
+	struct tl_block {
+		bool either;             /* an either block (else repeat) */
+		uint32_t line;           /* where it was opened, for "never closed" */
+		uint32_t branches;       /* either: branches opened so far */
+		uint32_t items;          /* statements in the current branch / the body */
+	} blk[LAB_TRACE_MAX_DEPTH];
 };
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -135,5 +143,16 @@ bool tl_offload(struct tl *p, const struct tl_tok *tk, unsigned k, struct lab_tr
  * into op. trace_parse_expect.c: the expectations (tokens from index 2). */
 bool tl_action(struct tl *p);
 bool tl_expect(struct tl *p, struct lab_trace_op *op);
+
+/* trace_parse_block.c: version 2's blocks. tl_is_block: does the line open or close one
+ * (`repeat`, `either`, `}`)? tl_block reads it; tl_in_block checks that a statement
+ * (its keyword at tok[0]) may stand where it is and counts it in the open block;
+ * tl_blocks_closed is the end-of-text check naming the line of a block left open. */
+bool tl_is_block(const struct tl *p);
+bool tl_block(struct tl *p);
+bool tl_in_block(struct tl *p);
+bool tl_blocks_closed(struct tl *p);
+/* A version 2 statement or form in a version 1 trace: the error naming it. */
+bool tl_needs_v2(struct tl *p, const struct tl_tok *tk);
 
 #endif

@@ -6,10 +6,15 @@
  * Arrays it rewrites (a post's buffers, an enqueue's packets, a free's numbers) are new
  * allocations tracked in an arena and freed at the end; the input trace is never changed.
  * Passes, repeated until none makes progress:
- *  1. cut everything after the failing statement;
+ *  1. cut everything after the failing statement (after the outermost block holding it);
  *  2. delta debugging: remove chunks of statements (halves, quarters, ... single ones);
- *  3. per statement: drop list items (buffers, packets, freed numbers) and halve lengths. */
+ *  3. whole blocks: remove each repeat or either block with its body, as a unit;
+ *  4. per statement: drop list items (buffers, packets, freed numbers), halve lengths and
+ *     repeat counts.
+ * A candidate whose blocks do not balance (a chunk that takes a `repeat {` without its
+ * `}`) is never replayed: only traces that could be written as text are tried. */
 #include "trace_minimize.h"
+#include "trace_blocks.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -118,9 +123,13 @@ static bool same_failure(struct mz *m, const struct lab_trace_op *ops, uint32_t 
 {
 	struct lab_trace cand = m->view;
 	struct lab_replay_result r;
+	const char *why;
+	uint32_t bad;
 
 	cand.ops = (struct lab_trace_op *)ops;
 	cand.nops = cand.cap_ops = n;
+	if (!lab_trace_blocks_check(&cand, &bad, &why))
+		return false;
 	lab_replay_isolated(&cand, m->o, MIN_TIMEOUT_S, &r);
 	m->replays++;
 	/* The same failure: same kind, at the same statement, observing the same thing. The
@@ -251,6 +260,44 @@ static bool shrink_lengths(struct mz *m, uint32_t i)
 	return progress;
 }
 
+/* Each block with its body, as a unit (delta debugging's chunks rarely line up with one). */
+static bool pass_blocks(struct mz *m)
+{
+	bool progress = false;
+
+	for (uint32_t i = 0; i < m->view.nops;) {
+		enum lab_trace_kind k = m->view.ops[i].kind;
+		uint32_t end;
+
+		if (k != LAB_T_REPEAT && k != LAB_T_EITHER) {
+			i++;
+			continue;
+		}
+		end = lab_trace_block_end(&m->view, i);
+		if (end < m->view.nops && try_remove(m, i, end - i + 1))
+			progress = true;
+		else
+			i++;
+	}
+	return progress;
+}
+
+/* Halve a repeat's count while the failure stays. */
+static bool shrink_repeat(struct mz *m, uint32_t i)
+{
+	bool progress = false;
+
+	while (m->view.ops[i].kind == LAB_T_REPEAT && m->view.ops[i].count > 1) {
+		struct lab_trace_op c = m->view.ops[i];
+
+		c.count /= 2;
+		if (!try_replace(m, i, &c))
+			break;
+		progress = true;
+	}
+	return progress;
+}
+
 static bool pass_statements(struct mz *m)
 {
 	bool progress = false;
@@ -261,8 +308,30 @@ static bool pass_statements(struct mz *m)
 		if (k == LAB_T_POST || k == LAB_T_ENQUEUE || k == LAB_T_FREE)
 			progress |= shrink_items(m, i);
 		progress |= shrink_lengths(m, i);
+		progress |= shrink_repeat(m, i);
 	}
 	return progress;
+}
+
+/* How many statements to keep so that the one at `pin` runs and every block is closed:
+ * through the end of the outermost block that holds it (or that it opens). */
+static uint32_t cut_after(const struct lab_trace *t, uint32_t pin)
+{
+	uint32_t depth = 0, outer = pin;
+
+	for (uint32_t i = 0; i < pin; i++) {
+		enum lab_trace_kind k = t->ops[i].kind;
+
+		if (k == LAB_T_REPEAT || k == LAB_T_EITHER) {
+			if (depth++ == 0)
+				outer = i;
+		} else if (k == LAB_T_END && depth) {
+			depth--;
+		}
+	}
+	if (depth == 0 && t->ops[pin].kind != LAB_T_REPEAT && t->ops[pin].kind != LAB_T_EITHER)
+		return pin + 1;
+	return lab_trace_block_end(t, depth ? outer : pin) + 1;
 }
 
 static void report(struct mz *m, struct lab_minimize_report *rep)
@@ -310,16 +379,18 @@ bool lab_trace_minimize(const struct lab_trace *t, const struct lab_replay_opts 
 	/* Crashes and end-of-run failures have no failing statement to pin: the end is. */
 	if (m.want.op < t->nops && strncmp(m.want.signature, "crash:", 6) &&
 	    strcmp(m.want.signature, "hang")) {
+		uint32_t cut = cut_after(t, m.want.op);
+
 		m.pin = m.want.op;
-		if (m.want.op + 1 < m.view.nops &&
-		    same_failure(&m, m.view.ops, m.want.op + 1))
-			m.view.nops = m.want.op + 1;
+		if (cut < m.view.nops && same_failure(&m, m.view.ops, cut))
+			m.view.nops = cut;
 	} else {
 		m.pin = UINT32_MAX;
 	}
 	for (int round = 0; round < 4; round++) {
 		bool moved = pass_ddmin(&m);
 
+		moved |= pass_blocks(&m);
 		moved |= pass_statements(&m);
 		report(&m, rep);
 		if (progress)

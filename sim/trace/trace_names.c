@@ -87,6 +87,11 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_EXPECT_CALL] = "expect call",
 	[LAB_T_EXPECT_HELD] = "expect held",
 	[LAB_T_EXPECT_DIRTY] = "expect dirty",
+	[LAB_T_REPEAT] = "repeat",
+	[LAB_T_END] = "}",
+	[LAB_T_EITHER] = "either",
+	[LAB_T_OR] = "or",
+	[LAB_T_EXPECT_USED_SET] = "expect used-set",
 };
 
 const char *lab_trace_kind_name(enum lab_trace_kind k)

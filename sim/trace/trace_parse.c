@@ -24,12 +24,14 @@ static bool st_header(struct tl *p)
 
 	if (p->header_seen)
 		return tl_error(p, &p->tok[0], "the header is given twice");
-	if (!tl_stmt(p, 1, "vhostlab-trace", "vhostlab-trace 1", keys, 1, 1, false) ||
+	if (!tl_stmt(p, 1, "vhostlab-trace", "vhostlab-trace 1|2", keys, 1, 1, false) ||
 	    !tl_u64(p, tl_pos(p, 0), &v))
 		return false;
-	if (v != LAB_TRACE_VERSION)
-		return tl_error(p, tl_pos(p, 0), "unsupported version (this reader reads version %u)",
-				LAB_TRACE_VERSION);
+	if (v < LAB_TRACE_MIN_VERSION || v > LAB_TRACE_VERSION)
+		return tl_error(p, tl_pos(p, 0), "unsupported version (this reader reads versions "
+				"%u to %u)", LAB_TRACE_MIN_VERSION, LAB_TRACE_VERSION);
+	/* Kept as written: the writer writes it back, and v1 keeps v1's stricter rules. */
+	p->t->version = (uint32_t)v;
 	p->header_seen = true;
 	return true;
 }
@@ -332,6 +334,12 @@ static bool statement(struct tl *p)
 				LAB_TRACE_VERSION);
 	if (tl_is(kw, "vhostlab-trace"))
 		return st_header(p);
+	if (tl_is_block(p)) {
+		/* A block is where the statements start: setup cannot follow it. */
+		if (!p->first_action_line)
+			p->first_action_line = p->line;
+		return tl_block(p);
+	}
 	for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
 		if (tl_is(kw, setup[i].word)) {
 			if (p->first_action_line)
@@ -373,6 +381,8 @@ bool lab_trace_parse(struct lab_trace *t, const char *text, size_t len, const ch
 		if (ok && nl)
 			p.line++;
 	}
+	if (ok && p.header_seen)
+		ok = tl_blocks_closed(&p);
 	if (ok && !p.header_seen) {
 		p.line = 1;
 		ok = tl_error_at(&p, 1, "empty trace: a trace starts with the header "

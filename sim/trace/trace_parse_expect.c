@@ -4,6 +4,7 @@
  * bytes, that a dirty expectation has a dirty log to look at -- so that replay only ever
  * reports what the core did. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace_lex.h"
@@ -79,11 +80,13 @@ static bool ex_used(struct tl *p, struct lab_trace_op *op)
 {
 	static const char *const keys[] = {"id", "len", NULL};
 	static const char *const none[] = {"none"};
+	bool v2 = p->t->version >= 2;
 	unsigned k;
 	uint64_t id;
 
-	if (!tl_stmt(p, 2, "expect used", "expect used QUEUE id=ID len=N, or expect used QUEUE "
-		     "none", keys, 1, 2, false) ||
+	if (!tl_stmt(p, 2, "expect used", v2 ? "expect used QUEUE [id=ID] [len=N], or expect "
+		     "used QUEUE none" : "expect used QUEUE id=ID len=N, or expect used QUEUE none",
+		     keys, 1, 2, false) ||
 	    !tl_queue(p, tl_pos(p, 0), &op->queue))
 		return false;
 	if (p->npos == 2) {
@@ -94,10 +97,89 @@ static bool ex_used(struct tl *p, struct lab_trace_op *op)
 		op->given |= LAB_TA_NONE;
 		return true;
 	}
-	if (!tl_need(p, 0) || !tl_need(p, 1) || !tl_range(p, p->arg[0], 0, 0xffff, &id) ||
-	    !tl_range(p, p->arg[1], 0, UINT32_MAX, &op->len))
+	/* Version 1 names the element exactly; version 2 may leave either out (any id the
+	 * guest has outstanding, any length). */
+	for (unsigned i = 0; i < 2 && !v2; i++)
+		if (!p->arg[i])
+			return tl_error_stmt(p, "missing %s= (optional only in version 2); expected: "
+					     "%s", keys[i], p->usage);
+	if (p->arg[0]) {
+		if (!tl_range(p, p->arg[0], 0, 0xffff, &id))
+			return false;
+		op->id = (uint16_t)id;
+		op->given |= LAB_TA_ID;
+	}
+	if (p->arg[1]) {
+		if (!tl_range(p, p->arg[1], 0, UINT32_MAX, &op->len))
+			return false;
+		op->given |= LAB_TA_LEN;
+	}
+	return true;
+}
+
+/* One item of used-set: id=ID[,len=N], the fields in either order. */
+static bool used_item(struct tl *p, const struct tl_tok *tk, struct lab_trace_used *u)
+{
+	static const char *const names[2] = {"id", "len"};
+	const char *s = tk->s, *end = tk->s + tk->len;
+	unsigned seen = 0;
+	uint64_t v;
+
+	for (;;) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *fend = comma ? comma : end;
+		const char *eq = memchr(s, '=', (size_t)(fend - s));
+		struct tl_tok f = {s, (uint32_t)(fend - s), tk->col + (uint32_t)(s - tk->s),
+				   eq ? eq + 1 : s, eq ? (uint32_t)(fend - eq - 1) : 0};
+		size_t klen = eq ? (size_t)(eq - s) : 0;
+		unsigned k = 0;
+
+		while (eq && k < 2 && !(klen == strlen(names[k]) && memcmp(s, names[k], klen) == 0))
+			k++;
+		if (!eq || k == 2)
+			return tl_error(p, &f, "not a used-set field; expected id=ID[,len=N]");
+		if (seen & (1u << k))
+			return tl_error(p, &f, "%s= given twice", names[k]);
+		seen |= 1u << k;
+		if (k == 0) {
+			if (!tl_range(p, &f, 0, 0xffff, &v))
+				return false;
+			u->id = (uint16_t)v;
+		} else {
+			if (!tl_range(p, &f, 0, UINT32_MAX, &v))
+				return false;
+			u->len = (uint32_t)v;
+			u->has_len = true;
+		}
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	if (!(seen & 1u))
+		return tl_error(p, tk, "an item needs id=ID (len= is optional)");
+	return true;
+}
+
+static bool ex_used_set(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+
+	if (p->t->version < 2)
+		return tl_needs_v2(p, &p->tok[1]);
+	if (!tl_stmt(p, 2, "expect used-set", "expect used-set QUEUE ITEM... (ITEM: "
+		     "id=ID[,len=N]; 1 to 4096 items)", keys, 2, TL_MAX_TOKENS, true) ||
+	    !tl_queue(p, tl_pos(p, 0), &op->queue))
 		return false;
-	op->id = (uint16_t)id;
+	if (p->npos - 1 > LAB_TRACE_MAX_ITEMS)
+		return tl_error(p, tl_pos(p, 1 + LAB_TRACE_MAX_ITEMS), "more than %u items",
+				LAB_TRACE_MAX_ITEMS);
+	op->nitems = p->npos - 1;
+	op->used = calloc(op->nitems, sizeof(*op->used));
+	if (!op->used)
+		return tl_error_stmt(p, "out of memory");
+	for (uint32_t i = 0; i < op->nitems; i++)
+		if (!used_item(p, tl_pos(p, 1 + i), &op->used[i]))
+			return false;
 	return true;
 }
 
@@ -171,12 +253,20 @@ static bool ex_broken(struct tl *p, struct lab_trace_op *op)
 	static const char *const keys[] = {NULL};
 	const struct tl_tok *tk;
 
-	if (!tl_stmt(p, 2, "expect broken", "expect broken QUEUE REASON|no", keys, 2, 2, false) ||
+	if (!tl_stmt(p, 2, "expect broken", p->t->version >= 2 ? "expect broken QUEUE "
+		     "REASON|any|no" : "expect broken QUEUE REASON|no", keys, 2, 2, false) ||
 	    !tl_queue(p, tl_pos(p, 0), &op->queue))
 		return false;
 	tk = tl_pos(p, 1);
 	if (tl_is(tk, "no")) {
 		op->given |= LAB_TA_NONE;
+		return true;
+	}
+	if (tl_is(tk, "any")) {
+		/* Broken for whatever reason: what any back end can be seen to do. */
+		if (p->t->version < 2)
+			return tl_needs_v2(p, tk);
+		op->given |= LAB_TA_ANY;
 		return true;
 	}
 	if (!drop_reason(tk->s, tk->len))
@@ -238,6 +328,7 @@ static const struct {
 	{"enqueued", LAB_T_EXPECT_ENQUEUED, ex_enqueued},
 	{"status", LAB_T_EXPECT_STATUS, ex_status},
 	{"used", LAB_T_EXPECT_USED, ex_used},
+	{"used-set", LAB_T_EXPECT_USED_SET, ex_used_set},
 	{"mem", LAB_T_EXPECT_MEM, ex_mem},
 	{"stat", LAB_T_EXPECT_STAT, ex_stat},
 	{"broken", LAB_T_EXPECT_BROKEN, ex_broken},
@@ -251,7 +342,7 @@ bool tl_expect(struct tl *p, struct lab_trace_op *op)
 	p->what = "expect";
 	if (p->ntok < 2)
 		return tl_error_stmt(p, "expect what? dequeued, packet, enqueued, status, used, "
-				     "mem, stat, broken, call, held or dirty");
+				     "used-set, mem, stat, broken, call, held or dirty");
 	for (size_t i = 0; i < sizeof(expects) / sizeof(expects[0]); i++)
 		if (tl_is(&p->tok[1], expects[i].word)) {
 			op->kind = expects[i].kind;
@@ -259,5 +350,5 @@ bool tl_expect(struct tl *p, struct lab_trace_op *op)
 			return expects[i].read(p, op);
 		}
 	return tl_error(p, &p->tok[1], "unknown expectation; expected dequeued, packet, "
-			"enqueued, status, used, mem, stat, broken, call, held or dirty");
+			"enqueued, status, used, used-set, mem, stat, broken, call, held or dirty");
 }

@@ -532,6 +532,8 @@ bool tl_action(struct tl *p)
 	op.line = p->line;
 	if (p->t->nops == LAB_TRACE_MAX_OPS)
 		return tl_error(p, kw, "more than %u statements", LAB_TRACE_MAX_OPS);
+	if (!tl_in_block(p))
+		return false;
 	if (tl_is(kw, "expect")) {
 		ok = tl_expect(p, &op);
 	} else {
@@ -542,7 +544,8 @@ bool tl_action(struct tl *p)
 			return tl_error(p, kw, "unknown statement; expected write, fill, desc, pdesc, "
 					"idesc, avail, kick, post, mutate, double-fetch, fault, "
 					"dequeue, discard, free, complete, enqueue, kicks, "
-					"set, remap or expect");
+					"set, remap or expect%s", p->t->version >= 2 ?
+					" (or repeat, either, })" : "");
 		op.kind = actions[i].kind;
 		p->what = actions[i].word;
 		ok = actions[i].read(p, &op);

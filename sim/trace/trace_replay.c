@@ -410,16 +410,19 @@ bool rp_check_op(struct rp *r, const struct lab_trace_op *op)
 {
 	if (op->kind >= LAB_T__KIND_COUNT)
 		return rp_error(r, "error:internal", "statement kind %u", (unsigned)op->kind);
+	if (op->kind == LAB_T_REPEAT || op->kind == LAB_T_EITHER || op->kind == LAB_T_OR ||
+	    op->kind == LAB_T_END)
+		return rp_error(r, "error:internal", "a block statement outside the block loop");
 	if (!queueless(op->kind) && op->queue >= r->t->nqueues)
 		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
 	return true;
 }
 
-static bool run_op(struct rp *r, const struct lab_trace_op *op)
+bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
 {
 	if (!rp_check_op(r, op))
 		return false;
-	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {
+	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it is an expectation */
 		r->res->expectations++;
 		return rp_expect_op(r, op);
 	}
@@ -485,24 +488,6 @@ static void teardown(struct rp *r)
 	free(r->muts);
 }
 
-bool rp_run_ops(struct rp *r, bool (*run)(struct rp *r, const struct lab_trace_op *op))
-{
-	bool ok = true;
-
-	for (uint32_t i = 0; ok && i < r->t->nops; i++) {
-		char text[256];
-
-		r->op = &r->t->ops[i];
-		if (r->o->narrate) {
-			lab_trace_format_op(r->t, r->op, text, sizeof(text));
-			rp_narrate(r, "%4u: %s\n", r->op->line, text);
-		}
-		ok = run(r, r->op);
-		r->res->ops_run++;
-	}
-	return ok;
-}
-
 enum lab_replay_status lab_replay_run(const struct lab_trace *t,
 				      const struct lab_replay_opts *opts,
 				      struct lab_replay_result *res)
@@ -512,7 +497,7 @@ enum lab_replay_status lab_replay_run(const struct lab_trace *t,
 	bool ok;
 
 	memset(res, 0, sizeof(*res));
-	ok = setup(&r) && rp_run_ops(&r, run_op);
+	ok = setup(&r) && rp_run_ops(&r, rp_run_op);
 	if (ok)
 		ok = end_checks(&r);
 	teardown(&r);

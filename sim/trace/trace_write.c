@@ -341,8 +341,17 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 	case LAB_T_EXPECT_USED:
 		if (op->given & LAB_TA_NONE)
 			puts_(o, " none");
-		else
-			putf(o, " id=%u len=%" PRIu64, op->id, op->len);
+		if (op->given & LAB_TA_ID)
+			putf(o, " id=%u", op->id);
+		if (op->given & LAB_TA_LEN)
+			putf(o, " len=%" PRIu64, op->len);
+		break;
+	case LAB_T_EXPECT_USED_SET:
+		for (uint32_t i = 0; i < op->nitems; i++) {
+			putf(o, " id=%u", op->used[i].id);
+			if (op->used[i].has_len)
+				putf(o, ",len=%" PRIu32, op->used[i].len);
+		}
 		break;
 	case LAB_T_EXPECT_STAT:
 		puts_(o, " ");
@@ -353,6 +362,8 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 		puts_(o, " ");
 		if (op->given & LAB_TA_NONE)
 			puts_(o, "no");
+		else if (op->given & LAB_TA_ANY)
+			puts_(o, "any");
 		else
 			put(o, op->name, strnlen(op->name, sizeof(op->name)));
 		break;
@@ -367,8 +378,24 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 
 static void put_op(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
 {
+	switch (op->kind) {   /* version 2's blocks */
+	case LAB_T_REPEAT:
+		putf(o, "repeat %" PRIu64 " {", op->count);
+		return;
+	case LAB_T_EITHER:
+		puts_(o, "either {");
+		return;
+	case LAB_T_OR:
+		puts_(o, "} or {");
+		return;
+	case LAB_T_END:
+		puts_(o, "}");
+		return;
+	default:
+		break;
+	}
 	puts_(o, lab_trace_kind_name(op->kind));
-	if (op->kind >= LAB_T_EXPECT_DEQUEUED)
+	if (op->kind >= LAB_T_EXPECT_DEQUEUED)   /* the expectations, used-set last */
 		put_expect(o, t, op);
 	else if (op->kind >= LAB_T_DEQUEUE)
 		put_host_op(o, t, op);
@@ -447,9 +474,19 @@ char *lab_trace_format(const struct lab_trace *t, size_t *len)
 	struct out o = {NULL, 0, 0, true, false};
 
 	put_setup(&o, t);
-	for (uint32_t i = 0; i < t->nops; i++) {
+	for (uint32_t i = 0, depth = 0; i < t->nops; i++) {
+		enum lab_trace_kind k = t->ops[i].kind;
+
+		/* Block bodies are indented two spaces a level; `} or {` and `}` stand at the
+		 * level of the line that opened the block. */
+		if ((k == LAB_T_END || k == LAB_T_OR) && depth)
+			depth--;
+		for (uint32_t d = 0; d < depth; d++)
+			puts_(&o, "  ");
 		put_op(&o, t, &t->ops[i]);
 		puts_(&o, "\n");
+		if (k == LAB_T_REPEAT || k == LAB_T_EITHER || k == LAB_T_OR)
+			depth++;
 	}
 	if (o.oom) {
 		free(o.buf);
