@@ -242,3 +242,54 @@ def test_corpus_against_dpdk_testpmd(vhostlab, tmp):
     for name in DPDK_OUTCOMES:
         if DPDK_OUTCOMES[name][0] == "n/a":
             assert "does not offer host_tso4" in over[name]["reason"], over[name]
+
+
+V2_TRACE = """vhostlab-trace 2
+features version_1
+region 0x0 0x10000
+region 0x10000 0x10000
+queue tx tx size=8 at=0x0
+fill 0x10000 12 zero
+fill 0x1000c 100 seq:1
+repeat 3 {
+post tx 0x10000+112
+kick tx
+dequeue tx 8
+expect used tx len=0
+}
+post tx 0x10000+112
+post tx 0x10000+112
+kick tx
+dequeue tx 8
+expect used-set tx id=1 id=0,len=0
+either {
+expect used tx id=7
+} or {
+expect used tx none
+}
+"""
+
+
+def test_v2_blocks_and_used_sets_over_socket(vhostlab, tmp):
+    """repeat, expect used without id (an outstanding one), used-set in any order, and an
+    either whose first branch does not hold: the same verdict over the socket as in
+    process; a used-set naming an id never posted fails at its line in both."""
+    good, bad = tmp / "v2.trace", tmp / "v2-bad.trace"
+    good.write_text(V2_TRACE)
+    bad.write_text(V2_TRACE.replace("id=1 id=0,len=0", "id=1 id=2"))
+    line = V2_TRACE.splitlines().index("expect used-set tx id=1 id=0,len=0") + 1
+    _, inproc, _ = replay_json(vhostlab, str(good), str(bad))
+    sock = tmp / "s.sock"
+    serve = start_serve(vhostlab, sock)
+    try:
+        _, over, _ = replay_json(vhostlab, "--socket", str(sock), "--timeout-ms", "500",
+                                 str(good), str(bad))
+    finally:
+        stop(serve)
+    for got in (inproc, over):
+        assert got["v2.trace"]["status"] == "pass", got
+        assert got["v2.trace"]["expectations"] == 6, got   # 3 + 1 + the either's two
+        b = got["v2-bad.trace"]
+        assert b["status"] == "diverged" and b["line"] == line, b
+        assert b["signature"] == "expect used-set:unexpected", b
+    assert over["v2.trace"]["skipped"] == 0
