@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One vhost-user session of the lab's front end (fe_session.h). */
 #include "fe_session.h"
+#include "fe_record.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -275,6 +276,8 @@ enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t
 		rc = lab_fe_set_mem_table(s);
 	for (uint32_t i = 0; i < LAB_FE_QUEUES && rc == LAB_FE_OK; i++)
 		rc = lab_fe_queue_start(s, i, size, start);
+	if (rc == LAB_FE_OK && s->rec)
+		lab_fe_rec_up(s);
 	return rc;
 }
 
@@ -309,6 +312,8 @@ void lab_fe_kick(struct lab_fe_session *s, uint32_t qidx)
 {
 	uint64_t one = 1;
 
+	if (s->rec)
+		lab_fe_rec_kick(s, qidx);
 	/* A full counter (2^64 - 2 kicks unread) is the back end's problem, not a lost kick. */
 	if (write(s->q[qidx].kick, &one, sizeof(one)) != sizeof(one))
 		return;

@@ -17,6 +17,8 @@
 #include "guest_mem.h"
 #include "vring.h"
 
+struct lab_fe_rec;
+
 #define LAB_FE_RX 0u /* the guest's receive queue: the back end writes into it */
 #define LAB_FE_TX 1u /* the guest's transmit queue: the back end reads it */
 #define LAB_FE_QUEUES 2u
@@ -60,6 +62,7 @@ struct lab_fe_session {
 	bool reply_ack;
 	struct lab_gmem *g;
 	struct lab_fe_queue q[LAB_FE_QUEUES];
+	struct lab_fe_rec *rec;              /* probe --record: set by the caller, or NULL */
 };
 
 /* A session over a connected socket (the session owns it from here on) with fresh guest

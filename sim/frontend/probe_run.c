@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 
 const char *probe_verdict_name(enum probe_verdict v)
@@ -129,6 +130,8 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 		snprintf(r->detail, sizeof(r->detail), "probe: %s", err);
 		return;
 	}
+	if (o->record_dir && !(x.s.rec = lab_fe_rec_create()))
+		snprintf(r->trace_note, sizeof(r->trace_note), "out of memory for the recorder");
 	x.expect = o->expect;
 	x.mask = o->mask & ~c->drops;
 	x.arg = c->arg;
@@ -151,6 +154,17 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 		v = c->run(&x);
 	r->verdict = v;
 	memcpy(r->detail, x.detail, sizeof(r->detail));
+	if (x.s.rec) {
+		bool failed = v == PROBE_FAIL || v == PROBE_WEDGE || v == PROBE_CRASH;
+
+		snprintf(r->trace, sizeof(r->trace), "%s/%s-%s.trace", o->record_dir, c->id,
+			 layout == VL_LAYOUT_PACKED ? "packed" : "split");
+		if (!lab_fe_rec_finish(&x.s, failed, r->trace, r->trace_note,
+				       sizeof(r->trace_note)))
+			r->trace[0] = '\0';
+		lab_fe_rec_destroy(x.s.rec);
+		x.s.rec = NULL;
+	}
 	lab_fe_session_fini(&x.s);
 }
 
