@@ -293,3 +293,95 @@ def test_v2_blocks_and_used_sets_over_socket(vhostlab, tmp):
         assert b["status"] == "diverged" and b["line"] == line, b
         assert b["signature"] == "expect used-set:unexpected", b
     assert over["v2.trace"]["skipped"] == 0
+
+
+# ---- probe --record -----------------------------------------------------------------------
+
+
+def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp):
+    """The truncate mutant (harness/test_probe_mutants.py) uses an RX buffer for a frame that
+    does not fit it: no-spread fails. --record writes the case as a trace, which fails the
+    same way (at its last line, `expect used rx none`) over the socket against the mutant,
+    and passes against the unmutated back end and against vhostlab serve."""
+    from test_probe_mutants import EchoBackend
+
+    rec = tmp / "rec"
+    rec.mkdir()
+    msock = tmp / "m.sock"
+    be = EchoBackend(msock, "truncate")
+    try:
+        res = vhostlab("probe", "--json", "--socket", str(msock), "--ring", "split",
+                       "--timeout-ms", "500", "--case", "no-spread", "--record", str(rec))
+        doc = res.json()
+        case = doc["cases"][0]
+        assert case["verdict"] == "fail" and "an RX buffer was used" in case["detail"], case
+        trace = rec / "no-spread-split.trace"
+        assert case["trace"] == str(trace) and case["trace_note"] == "", case
+        assert trace.exists() and trace.read_text().startswith("vhostlab-trace 2\n")
+        last = trace.read_text().splitlines()[-1]
+        nlines = len(trace.read_text().splitlines())
+        assert last == "expect used rx none", last
+        _, on_mutant, _ = replay_json(vhostlab, "--socket", str(msock), "--timeout-ms", "500",
+                                      str(trace))
+    finally:
+        be.close()
+    t = on_mutant[trace.name]
+    assert t["status"] == "diverged" and t["line"] == nlines, t
+    assert t["signature"] == "expect used:extra" and "len 1000" in t["observed"], t
+    # The back end without the mutation, and serve (loopback, as the probe runs it).
+    msock.unlink(missing_ok=True)
+    be = EchoBackend(msock, None)
+    try:
+        _, on_good, _ = replay_json(vhostlab, "--socket", str(msock), "--timeout-ms", "500",
+                                    str(trace))
+    finally:
+        be.close()
+    assert on_good[trace.name]["status"] == "pass", on_good
+    sock = tmp / "s.sock"
+    serve = subprocess.Popen(
+        ["timeout", "-s", "KILL", "60", str(vhostlab.path), "serve", "--socket", str(sock),
+         "--mode", "loopback", "--quiet"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists():
+            assert time.monotonic() < deadline and serve.poll() is None
+            time.sleep(0.02)
+        _, on_serve, _ = replay_json(vhostlab, "--socket", str(sock), str(trace))
+    finally:
+        stop(serve)
+    assert on_serve[trace.name]["status"] == "pass", on_serve
+    assert on_serve[trace.name]["expectations"] == 1 and on_serve[trace.name]["skipped"] == 0
+
+
+def test_probe_record_says_why_a_failure_has_no_trace(vhostlab, tmp):
+    """A failure in the message exchange (crash-on-num0: SET_VRING_NUM 0 kills the back end)
+    and a failed check of bytes (scribble: a write into a readable buffer) get no trace, and
+    the JSON says why; a passing case gets neither."""
+    from test_probe_mutants import EchoBackend
+
+    rec = tmp / "rec"
+    rec.mkdir()
+    got = {}
+    for mutant, case in (("crash-on-num0", "msg-vring-num-zero"),
+                         ("scribble", "no-device-writes"), (None, "chain-shapes")):
+        msock = tmp / "m.sock"
+        msock.unlink(missing_ok=True)
+        be = EchoBackend(msock, mutant)
+        try:
+            res = vhostlab("probe", "--json", "--socket", str(msock), "--ring", "split",
+                           "--timeout-ms", "500", "--case", case, "--record", str(rec))
+        finally:
+            be.close()
+        got[case] = res.json()["cases"][0]
+    assert got["msg-vring-num-zero"]["verdict"] == "crash"
+    assert got["msg-vring-num-zero"]["trace"] is None
+    assert "messages before both rings were up" in got["msg-vring-num-zero"]["trace_note"]
+    assert got["no-device-writes"]["verdict"] == "fail"
+    assert got["no-device-writes"]["trace"] is None
+    assert "not on used elements" in got["no-device-writes"]["trace_note"]
+    assert got["chain-shapes"]["verdict"] == "pass"
+    assert got["chain-shapes"]["trace"] is None and got["chain-shapes"]["trace_note"] == ""
+    assert list(rec.iterdir()) == []
+    bad = vhostlab("probe", "--socket", str(tmp / "x.sock"), "--record", str(tmp / "none"))
+    assert bad.returncode == 2 and "is not a directory" in bad.stderr, bad.describe()

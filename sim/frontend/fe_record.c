@@ -311,8 +311,8 @@ bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, 
 
 		op->given = LAB_TA_NONE;
 	} else if (!rec->wait_failed) {
-		snprintf(note, notelen, "the failed check reads guest bytes, which the recorder "
-			 "does not turn into expectations yet");
+		snprintf(note, notelen, "the failed check is not on used elements (it reads bytes, "
+			 "calls, ...), which the recorder does not turn into expectations yet");
 		return false;
 	}
 	if (!lab_trace_save(&rec->t, path, err, sizeof(err))) {

@@ -16,7 +16,8 @@
  * Split rings only for now: a packed ring's descriptors are written by both sides, and
  * telling them apart needs the driver's own log (not recorded yet). A case whose failure
  * is not on the rings -- a message exchange, a message sent after the rings are up, a
- * check of bytes rather than of used elements -- gets no trace and a note saying why. */
+ * check of bytes or calls rather than of used elements -- gets no trace and a note saying
+ * why. */
 #ifndef LAB_FE_RECORD_H
 #define LAB_FE_RECORD_H
 
