@@ -21,7 +21,7 @@ struct lab_fe_rec {
 	struct vl_mem_region regions[LAB_FE_MAX_REGIONS];
 	uint8_t *copy[LAB_FE_MAX_REGIONS];   /* the RAM as the trace has it so far */
 	uint16_t avail_idx[LAB_FE_QUEUES];   /* published indices the trace has */
-	bool wait_failed;          /* the last expectation is a wait that failed */
+	int32_t last_failed;       /* op index of the last expectation the case saw fail */
 	int32_t last_within;       /* op index of a "nothing may come" look that got one */
 };
 
@@ -72,6 +72,7 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	rec->up = true;
 	rec->sent_at_up = s->c.sent;
 	rec->last_within = -1;
+	rec->last_failed = -1;
 	rec->t.features = s->acked & ~VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES);
 	rec->nregions = n;
 	rec->t.nregions = n;
@@ -266,7 +267,6 @@ void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, in
 	if (!rec || !rec->up || rec->na[0])
 		return;
 	lab_fe_rec_flush(s);
-	rec->wait_failed = false;
 	rec->last_within = -1;
 	if (got == 1) {
 		op.given = LAB_TA_ID;
@@ -276,9 +276,35 @@ void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, in
 	} else if (got == 0 && !must_come) {
 		op.given = LAB_TA_NONE;
 	} else {
-		rec->wait_failed = true;   /* one must come: any id the guest has outstanding */
+		/* One must come: any id the guest has outstanding. */
+		rec->last_failed = (int32_t)rec->t.nops;
 	}
 	add(rec, &op);
+}
+
+void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t id,
+			     uint32_t off, const uint8_t *want, uint32_t n, bool held)
+{
+	struct lab_fe_rec *rec = s->rec;
+	struct lab_trace_op op = {.kind = LAB_T_EXPECT_MEM};
+
+	if (!rec || !rec->up || rec->na[0] || id >= LAB_FE_MAX_QUEUE_SIZE || n == 0)
+		return;
+	lab_fe_rec_flush(s);
+	rec->last_within = -1;
+	op.addr = s->q[qidx].alloc[id][0].gpa + off;
+	op.len = n;
+	op.pat = (struct lab_trace_pat){.kind = LAB_PAT_HEX, .nbytes = n, .bytes = malloc(n)};
+	if (!op.pat.bytes) {
+		no_trace(rec, "out of memory recording the trace");
+		return;
+	}
+	memcpy(op.pat.bytes, want, n);
+	if (!held)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &op);
+	if (rec->na[0])
+		free(op.pat.bytes);
 }
 
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, char *note,
@@ -310,9 +336,9 @@ bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, 
 		struct lab_trace_op *op = &rec->t.ops[rec->last_within];
 
 		op->given = LAB_TA_NONE;
-	} else if (!rec->wait_failed) {
-		snprintf(note, notelen, "the failed check is not on used elements (it reads bytes, "
-			 "calls, ...), which the recorder does not turn into expectations yet");
+	} else if (rec->last_failed < 0 || (uint32_t)rec->last_failed != rec->t.nops - 1) {
+		snprintf(note, notelen, "the failed check is one the recorder has no expectation "
+			 "for (calls, lengths, bytes other than a received frame's) yet");
 		return false;
 	}
 	if (!lab_trace_save(&rec->t, path, err, sizeof(err))) {

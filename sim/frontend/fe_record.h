@@ -9,15 +9,16 @@
  * `fill` statements, new avail entries `avail` statements and a publication `kick` -- and
  * the waits for used elements as expectations: a wait that got one `expect used Q id=I`, a
  * wait that failed (the case's wedge, crash or bad id) `expect used Q` (one must come), a
- * "nothing may come" look `expect used Q none`. Memory the device owns is never taken for
+ * "nothing may come" look `expect used Q none`; a check of received bytes (the header's
+ * fields, the frame) `expect mem` with the bytes the case wanted. Memory the device owns is never taken for
  * the guest's writes: the used rings, and the buffers of chains in flight (taken into the
  * copy as they are).
  *
  * Split rings only for now: a packed ring's descriptors are written by both sides, and
  * telling them apart needs the driver's own log (not recorded yet). A case whose failure
  * is not on the rings -- a message exchange, a message sent after the rings are up, a
- * check of bytes or calls rather than of used elements -- gets no trace and a note saying
- * why. */
+ * check the recorder has no expectation for (calls, bytes other than a received frame's)
+ * -- gets no trace and a note saying why. */
 #ifndef LAB_FE_RECORD_H
 #define LAB_FE_RECORD_H
 
@@ -39,6 +40,10 @@ void lab_fe_rec_kick(struct lab_fe_session *s, uint32_t qidx);
  * come" look (lab_fe_used_within); got 1 with id, 0 none, < 0 the wait failed. */
 void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, int got,
 		     uint32_t id);
+/* A check of n bytes at offset off of chain id's first buffer on qidx against want, and
+ * whether it held: `expect mem` (a failed one is the case's failure when it is the last). */
+void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t id,
+			     uint32_t off, const uint8_t *want, uint32_t n, bool held);
 /* Chain id of qidx came back: its buffers hold what the device wrote. */
 void lab_fe_rec_absorb(struct lab_fe_session *s, uint32_t qidx, uint32_t id);
 
