@@ -364,15 +364,16 @@ def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp, mutant, case, e
 
 def test_probe_record_says_why_a_failure_has_no_trace(vhostlab, tmp):
     """A failure in the message exchange (crash-on-num0: SET_VRING_NUM 0 kills the back end)
-    and a failed check the recorder has no expectation for (scribble: a write into a readable
-    buffer) get no trace, and the JSON says why; a passing case gets neither."""
+    and a failed check the recorder has no expectation for (calls-always: calls though the
+    driver asked for none) get no trace, and the JSON says why; a passing case gets
+    neither."""
     from test_probe_mutants import EchoBackend
 
     rec = tmp / "rec"
     rec.mkdir()
     got = {}
     for mutant, case in (("crash-on-num0", "msg-vring-num-zero"),
-                         ("scribble", "no-device-writes"), (None, "chain-shapes")):
+                         ("calls-always", "no-calls-disabled"), (None, "chain-shapes")):
         msock = tmp / "m.sock"
         msock.unlink(missing_ok=True)
         be = EchoBackend(msock, mutant)
@@ -385,9 +386,9 @@ def test_probe_record_says_why_a_failure_has_no_trace(vhostlab, tmp):
     assert got["msg-vring-num-zero"]["verdict"] == "crash"
     assert got["msg-vring-num-zero"]["trace"] is None
     assert "messages before both rings were up" in got["msg-vring-num-zero"]["trace_note"]
-    assert got["no-device-writes"]["verdict"] == "fail"
-    assert got["no-device-writes"]["trace"] is None
-    assert "no expectation for" in got["no-device-writes"]["trace_note"]
+    assert got["no-calls-disabled"]["verdict"] == "fail"
+    assert got["no-calls-disabled"]["trace"] is None
+    assert "no expectation for" in got["no-calls-disabled"]["trace_note"]
     assert got["chain-shapes"]["verdict"] == "pass"
     assert got["chain-shapes"]["trace"] is None and got["chain-shapes"]["trace_note"] == ""
     assert list(rec.iterdir()) == []
