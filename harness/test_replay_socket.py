@@ -11,6 +11,8 @@ expectation made wrong on purpose fails over the socket at that expectation's li
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -36,7 +38,8 @@ def start_serve(vhostlab, sock: Path, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen(
         ["timeout", "-s", "KILL", "300", str(vhostlab.path), "serve", "--socket", str(sock),
          "--mode", "rxonly", "--queues", "3", "--quiet", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
     deadline = time.monotonic() + 10
     while not sock.exists():
         assert proc.poll() is None, proc.communicate()
@@ -46,11 +49,17 @@ def start_serve(vhostlab, sock: Path, *args: str) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen):
+    """End serve (under `timeout`, in a session of its own). The whole group is killed when
+    SIGTERM is not enough: an ASan serve was once seen stuck in LeakSanitizer's exit check,
+    holding the output pipes open after `timeout` itself was killed."""
     proc.terminate()
     try:
         proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.communicate()
 
 
@@ -349,7 +358,7 @@ def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp, mutant, case, e
     serve = subprocess.Popen(
         ["timeout", "-s", "KILL", "60", str(vhostlab.path), "serve", "--socket", str(sock),
          "--mode", "loopback", "--quiet"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 10
         while not sock.exists():
