@@ -23,6 +23,9 @@
 #define BENCH_MAX_PIECES 8u
 /* --indirect on: the guest's table for one chain, room for BENCH_MAX_PIECES 16-byte entries. */
 #define BENCH_TABLE_BYTES (16u * BENCH_MAX_PIECES)
+/* --regions: guest RAM regions; with the rings' region the table holds one more, up to the
+ * 509 slots vhost-user front ends may fill (VL_VU_MAX_MEM_SLOTS). */
+#define BENCH_MAX_REGIONS (VL_VU_MAX_MEM_SLOTS - 1u)
 /* --batch all: every copy goes through the batch, whatever its size. */
 #define BENCH_BATCH_ALL UINT32_MAX
 
@@ -50,12 +53,17 @@ struct bench_cell {
 				 * (1..BENCH_MAX_PIECES; dequeue; a Linux guest sends 2+) */
 	bool indirect;          /* TX chains as an indirect table of those pieces, one ring
 				 * descriptor each (VIRTIO_RING_F_INDIRECT_DESC; dequeue) */
+	uint32_t regions;       /* guest RAM regions the buffers are spread over (1..
+				 * BENCH_MAX_REGIONS); the memory table holds one more, the
+				 * rings' own. > 1: consecutive buffers lie in different regions,
+				 * so every translation searches the table */
 };
 
 /* "dequeue/split/64/mrg=off/io=off/batch=256/zc=off/alloc=available/fill=full": the cell's
  * stable name (the instruction-count baseline is keyed by it); "/csum=on" is appended only
  * when VIRTIO_NET_F_CSUM is negotiated, "/pieces=N" only when N > 1 and "/indirect=on" only
- * for indirect TX chains, so the names of cells without them never change. */
+ * for indirect TX chains and "/regions=N" only when N > 1, so the names of cells without
+ * them never change. */
 void bench_cell_name(const struct bench_cell *c, char *buf, size_t len);
 
 struct bench_opts {

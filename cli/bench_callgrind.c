@@ -115,10 +115,12 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	}
 	snprintf(outarg, sizeof(outarg), "--callgrind-out-file=%s", outfile);
 
-	char size[16], batch[16], burst[16], qsize[16], packets[24], pieces[16];
+	char size[16], batch[16], burst[16], qsize[16], packets[24], pieces[16],
+	     regions[16];
 
 	snprintf(size, sizeof(size), "%u", c->size);
 	snprintf(pieces, sizeof(pieces), "%u", c->pieces);
+	snprintf(regions, sizeof(regions), "%u", c->regions);
 	if (c->batch == BENCH_BATCH_ALL)
 		snprintf(batch, sizeof(batch), "all");
 	else
@@ -143,6 +145,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		"--csum", (char *)onoff(c->csum),
 		"--pieces", pieces,
 		"--indirect", (char *)onoff(c->indirect),
+		"--regions", regions,
 		"--burst", burst, "--queue-size", qsize, "--reps", "1", "--packets", packets,
 		"--quiet", NULL,
 	};

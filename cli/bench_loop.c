@@ -82,6 +82,11 @@ struct gq {
 	uint64_t slot_gpa0;
 	uint64_t table_gpa0;         /* --indirect on: a table of BENCH_MAX_PIECES entries per slot */
 	uint32_t stride, buf_len, nslots;
+	/* --regions > 1: slot s is buffer number slot_base + s of the guest (TX first, then
+	 * RX), placed in region (number % nregions) of region_bytes each from ram_gpa, so
+	 * consecutive buffers never share a region. */
+	uint32_t nregions, slot_base;
+	uint64_t ram_gpa, region_bytes;
 	uint32_t *free_slots, nfree;
 	uint32_t *slot_of_id;
 	uint32_t posted_unused;      /* chains posted that the core has not consumed */
@@ -228,6 +233,17 @@ static void mark_pkt(struct bench *b, struct vl_pkt *p, uint64_t seq)
 		vl_pkt_write(p, b->c->size - 8, m, 8);
 }
 
+static uint64_t slot_gpa(const struct gq *q, uint32_t slot)
+{
+	if (q->nregions > 1) {
+		uint64_t k = (uint64_t)q->slot_base + slot;
+
+		return q->ram_gpa + (k % q->nregions) * q->region_bytes +
+		       (k / q->nregions) * q->stride;
+	}
+	return q->slot_gpa0 + (uint64_t)slot * q->stride;
+}
+
 static int gq_init(struct bench *b, struct gq *q, uint64_t ring_gpa, uint64_t slot_gpa0,
 		   uint32_t buf_len)
 {
@@ -308,6 +324,21 @@ static int setup(struct bench *b)
 
 	/* One RAM region: every buffer is contiguous in host memory (zero-copy applies). */
 	gc.granularity = (gc.ram_size + LAB_PAGE_SIZE - 1) / LAB_PAGE_SIZE * LAB_PAGE_SIZE;
+	/* --regions R: R equal regions, each holding whole buffers of one stride (the larger
+	 * of the two directions'), so a buffer never straddles two and zero-copy still
+	 * applies. check_combinations keeps indirect tables out of this layout. */
+	uint32_t spread_stride = 0;
+	uint64_t region_bytes = 0;
+
+	if (c->regions > 1) {
+		uint32_t per = (2 * n + c->regions - 1) / c->regions;
+
+		spread_stride = pow2_up(tx_buf) > pow2_up(rx_buf) ? pow2_up(tx_buf) : pow2_up(rx_buf);
+		region_bytes = ((uint64_t)per * spread_stride + LAB_PAGE_SIZE - 1) / LAB_PAGE_SIZE *
+			       LAB_PAGE_SIZE;
+		gc.ram_size = region_bytes * c->regions;
+		gc.granularity = region_bytes;
+	}
 	b->g = lab_gmem_create(&gc, msg, sizeof(msg));
 	if (!b->g)
 		return fail(b, "%s", msg);
@@ -329,16 +360,24 @@ static int setup(struct bench *b)
 
 	uint64_t ram = lab_gmem_ram_gpa(b->g), rings = lab_gmem_ring_gpa(b->g);
 
+	if (c->regions > 1) {
+		b->tx = (struct gq){.nregions = c->regions, .slot_base = 0, .ram_gpa = ram,
+				    .region_bytes = region_bytes};
+		b->rx = (struct gq){.nregions = c->regions, .slot_base = n, .ram_gpa = ram,
+				    .region_bytes = region_bytes};
+	}
 	if (b->has_tx) {
 		if (gq_init(b, &b->tx, rings, ram, tx_buf) != 0)
 			return -1;
+		if (spread_stride)
+			b->tx.stride = spread_stride;
 		b->tx.table_gpa0 = ram + tx_bytes + rx_bytes;
 		vl_vq_set_alloc_policy(b->tx.vq, c->alloc);
 		if (c->zero_copy)
 			vl_vq_set_zero_copy(b->tx.vq, true, 0, n);
 		/* Every slot carries the header (no offloads) and the payload, written once. */
 		for (uint32_t s = 0; s < n; s++) {
-			uint8_t *p = gptr(b, ram + (uint64_t)s * b->tx.stride, tx_buf);
+			uint8_t *p = gptr(b, slot_gpa(&b->tx, s), tx_buf);
 
 			memset(p, 0, b->hdr_len);
 			make_payload(b, UINT64_MAX, p + b->hdr_len);
@@ -346,6 +385,8 @@ static int setup(struct bench *b)
 	}
 	if (b->has_rx && gq_init(b, &b->rx, rings + ring_bytes, ram + tx_bytes, rx_buf) != 0)
 		return -1;
+	if (b->has_rx && spread_stride)
+		b->rx.stride = spread_stride;
 
 	/* Dequeue's pool: what the ring can hold, twice (zero-copy packets live until the
 	 * next burst), in 2 KiB segments; for enqueue alone, the host's burst of packets. */
@@ -392,11 +433,6 @@ static void teardown(struct bench *b)
 }
 
 /* ---- the guest's side ------------------------------------------------------------------ */
-
-static uint64_t slot_gpa(const struct gq *q, uint32_t slot)
-{
-	return q->slot_gpa0 + (uint64_t)slot * q->stride;
-}
 
 /* --indirect on: write the chain's pieces into the slot's table, as a driver does each time
  * it posts, and post one INDIRECT descriptor for it. Split entries are linked with NEXT;

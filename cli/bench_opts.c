@@ -47,6 +47,11 @@ static void bench_usage(FILE *out)
 		"                     table of its pieces (VIRTIO_RING_F_INDIRECT_DESC: how Linux\n"
 		"                     and DPDK's virtio-user send several pieces); enqueue cells\n"
 		"                     keep the first value (default off)\n"
+		"  --regions LIST     guest RAM regions the buffers are spread over, 1..%u;\n"
+		"                     the memory table holds one more (the rings'). Above 1,\n"
+		"                     consecutive buffers lie in different regions, so every\n"
+		"                     translation searches the table: QEMU with hot-plugged\n"
+		"                     DIMMs fills up to 509 slots (default 1)\n"
 		"run:\n"
 		"  --burst N          packets per core call, 1..256 (default 32)\n"
 		"  --queue-size N     entries per queue, burst..32768, a power of two (default 256)\n"
@@ -70,7 +75,7 @@ static void bench_usage(FILE *out)
 		"\n"
 		"exit status: 0 measured, 1 the core misbehaved (the message names the cell and\n"
 		"packet) or a measurement failed, 2 usage error.\n",
-		BENCH_MAX_PIECES, BENCH_MAX_REPS);
+		BENCH_MAX_PIECES, BENCH_MAX_REGIONS, BENCH_MAX_REPS);
 	fprintf(out, "\ncore: %s\n", cli_lab_core_note() ?
 		"the lab build (guest-load hooks; slower), which this program (vhostlab) runs\n"
 		"on: its numbers are the lab's, not production's. vhostlab-fast bench measures\n"
@@ -132,6 +137,12 @@ void bench_cell_name(const struct bench_cell *c, char *buf, size_t len)
 
 		if (used < len)
 			snprintf(buf + used, len - used, "/indirect=on");
+	}
+	if (c->regions > 1) {
+		size_t used = strlen(buf);
+
+		if (used < len)
+			snprintf(buf + used, len - used, "/regions=%u", c->regions);
 	}
 }
 
@@ -255,6 +266,16 @@ static bool one_pieces(const char *opt, const char *item, uint32_t *out)
 	return true;
 }
 
+static bool one_regions(const char *opt, const char *item, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(CMD, opt, item, 1, BENCH_MAX_REGIONS, &v))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
 static bool one_batch(const char *opt, const char *item, uint32_t *out)
 {
 	uint64_t v;
@@ -292,7 +313,8 @@ static bool list_has(const struct list *l, uint32_t v)
 }
 
 struct dims {
-	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum, pieces, indirect;
+	struct list dir, layout, size, mrg, order, batch, zc, alloc, fill, csum, pieces, indirect,
+		regions;
 };
 
 /* Options that do not apply to a direction would only repeat a cell: enqueue cells have no
@@ -318,10 +340,11 @@ static bool add_cell(struct bench_opts *o, const struct bench_cell *c)
 
 static bool build_cells(struct bench_opts *o, const struct dims *d)
 {
-	uint32_t idx[12] = {0};
-	const struct list *dims[12] = {&d->dir,   &d->layout, &d->size,   &d->mrg,
+	uint32_t idx[13] = {0};
+	const struct list *dims[13] = {&d->dir,   &d->layout, &d->size,   &d->mrg,
 				       &d->order, &d->batch,  &d->zc,     &d->alloc,
-				       &d->fill,  &d->csum,   &d->pieces, &d->indirect};
+				       &d->fill,  &d->csum,   &d->pieces, &d->indirect,
+				       &d->regions};
 
 	o->ncells = 0;
 	for (;;) {
@@ -338,6 +361,7 @@ static bool build_cells(struct bench_opts *o, const struct dims *d)
 			.csum = d->csum.v[idx[9]] != 0,
 			.pieces = d->pieces.v[idx[10]],
 			.indirect = d->indirect.v[idx[11]] != 0,
+			.regions = d->regions.v[idx[12]],
 		};
 
 		if (c.dir == BENCH_ENQUEUE) {
@@ -348,8 +372,8 @@ static bool build_cells(struct bench_opts *o, const struct dims *d)
 		}
 		if (!add_cell(o, &c))
 			return false;
-		/* Odometer over the twelve dimensions, the last one fastest. */
-		int k = 11;
+		/* Odometer over the thirteen dimensions, the last one fastest. */
+		int k = 12;
 
 		while (k >= 0 && ++idx[k] == dims[k]->n)
 			idx[k--] = 0;
@@ -390,6 +414,15 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 				most_pieces, o->burst, o->queue_size);
 		return false;
 	}
+	/* The indirect tables live after the buffers; spread over regions, they would add
+	 * regions of their own and the table would hold more than was asked for. */
+	for (uint32_t i = 0; i < d->regions.n; i++)
+		if (d->regions.v[i] > 1 && list_has(&d->indirect, 1)) {
+			cli_usage_error(CMD, "--regions %u with --indirect on: the indirect cells "
+					"keep their tables in one region; measure them with "
+					"--regions 1", d->regions.v[i]);
+			return false;
+		}
 	if ((o->queue_size & (o->queue_size - 1)) != 0) {
 		cli_usage_error(CMD, "--queue-size %u is not a power of two", o->queue_size);
 		return false;
@@ -400,7 +433,7 @@ static bool check_combinations(const struct bench_opts *o, const struct dims *d)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
-	       O_PIECES, O_INDIRECT, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR,
+	       O_PIECES, O_INDIRECT, O_REGIONS, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR,
 	       O_PROFILE, O_JSON, O_QUIET, O_CHILD };
 	static const struct option longopts[] = {
 		{"direction", required_argument, NULL, O_DIR},
@@ -415,6 +448,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"csum", required_argument, NULL, O_CSUM},
 		{"pieces", required_argument, NULL, O_PIECES},
 		{"indirect", required_argument, NULL, O_INDIRECT},
+		{"regions", required_argument, NULL, O_REGIONS},
 		{"burst", required_argument, NULL, O_BURST},
 		{"queue-size", required_argument, NULL, O_QSIZE},
 		{"reps", required_argument, NULL, O_REPS},
@@ -442,6 +476,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		.csum = {{0}, 1},
 		.pieces = {{1}, 1},
 		.indirect = {{0}, 1},
+		.regions = {{1}, 1},
 	};
 	bool reps_given = false, len_given = false;
 	uint64_t v;
@@ -474,6 +509,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case O_PIECES: ok = parse_list("--pieces", optarg, one_pieces, &d.pieces); break;
 		case O_INDIRECT:
 			ok = parse_list("--indirect", optarg, one_onoff, &d.indirect);
+			break;
+		case O_REGIONS:
+			ok = parse_list("--regions", optarg, one_regions, &d.regions);
 			break;
 		case O_BURST:
 			ok = cli_parse_u64(CMD, "--burst", optarg, 1, 256, &v);

@@ -192,10 +192,11 @@ static void json_cell(FILE *out, const struct bench_opts *o, const struct bench_
 	else
 		fprintf(out, "      \"batch\": %u,\n", c->batch);
 	fprintf(out, "      \"zero_copy\": %s,\n      \"alloc\": \"%s\",\n      \"fill\": \"%s\",\n"
-		     "      \"csum\": %s,\n      \"pieces\": %u,\n      \"indirect\": %s,\n",
+		     "      \"csum\": %s,\n      \"pieces\": %u,\n      \"indirect\": %s,\n"
+		     "      \"regions\": %u,\n",
 		c->zero_copy ? "true" : "false", bench_alloc_name(c->alloc),
 		bench_fill_name(c->fill), c->csum ? "true" : "false", c->pieces,
-		c->indirect ? "true" : "false");
+		c->indirect ? "true" : "false", c->regions);
 	json_mmm(out, "mpps", &s.mpps, false);
 	json_mmm(out, "ns_per_pkt", &s.ns_pkt, false);
 	json_mmm(out, "ns_per_call", &s.ns_call, false);

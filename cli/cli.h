@@ -15,6 +15,9 @@
 int cmd_run(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+/* `vhostlab trace upgrade` (cmd_trace_upgrade.c) and the help of `vhostlab trace`. */
+int trace_upgrade(int argc, char **argv);
+void cli_trace_usage(FILE *out);
 int cmd_minimize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* vhostlab trace: tools around trace files. `fmt` writes a trace in canonical form (the
  * round trip parse -> write -> parse is the identity, docs/trace-format.md); `from-fuzz`
- * turns a fuzz input into the trace of what it did (from_fuzz.h). */
+ * turns a fuzz input into the trace of what it did (from_fuzz.h); `upgrade` makes version 1
+ * traces version 2 (cmd_trace_upgrade.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +12,29 @@
 #include "from_fuzz.h"
 #include "trace.h"
 
-static void trace_usage(FILE *out)
+void cli_trace_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: vhostlab trace SUBCOMMAND ...\n"
 		"\n"
 		"subcommands:\n"
 		"  fmt FILE [-o OUT]   parse FILE and write it in canonical form to OUT (default:\n"
-		"                      stdout); comments are dropped\n"
+		"                      stdout); comments are dropped; the version is kept\n"
+		"  upgrade FILE... [--in-place | -o OUT] [--no-fold]\n"
+		"                      make traces version 2: the header, and runs of\n"
+		"                      a group of statements repeated verbatim folded into\n"
+		"                      `repeat N { ... }` where that makes the trace shorter\n"
+		"                      (not with --no-fold; not in a trace that has blocks\n"
+		"                      already). Each trace is replayed before and\n"
+		"                      after; the folded form is written only if both replays end\n"
+		"                      the same way (else unfolded, said on stderr). A folded\n"
+		"                      trace is written in canonical form (no comments); one that\n"
+		"                      does not fold keeps its text but for the header. Writes to\n"
+		"                      stdout (one FILE), OUT (one FILE) or over each FILE\n"
+		"                      (--in-place); one line per file on stderr: versions,\n"
+		"                      statements, repeat blocks, how the trace replays\n"
+		"  upgrade --check FILE...\n"
+		"                      print each FILE that is not version 2; exit 1 if any\n"
 		"  from-fuzz TARGET INPUT [-o OUT] [--lossy] [--observed]\n"
 		"                      run the fuzz input INPUT through TARGET (fuzz_split_dequeue,\n"
 		"                      fuzz_split_enqueue, fuzz_packed_dequeue, fuzz_packed_enqueue,\n"
@@ -35,7 +51,8 @@ static void trace_usage(FILE *out)
 		"                      dirty pages and a digest of all guest memory (checks the\n"
 		"                      conversion is exact)\n"
 		"\n"
-		"exit status: 0 success; 1 the output could not be written, or (from-fuzz)\n"
+		"exit status: 0 success; 1 the output could not be written, or (upgrade --check)\n"
+		"a FILE is not version 2, or (from-fuzz)\n"
 		"the input cannot become an exact trace without --lossy, the target ran\n"
 		"nothing, the trace would exceed 256 MiB or the recorded trace does not parse\n"
 		"(an internal error); 2 usage error, or (fmt) a trace FILE that does not parse\n"
@@ -55,7 +72,7 @@ static int trace_fmt(int argc, char **argv)
 		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			out = argv[++i];
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			trace_usage(stdout);
+			cli_trace_usage(stdout);
 			return CLI_EXIT_OK;
 		} else if (!in && argv[i][0] != '-') {
 			in = argv[i];
@@ -191,7 +208,7 @@ static int trace_from_fuzz(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--observed")) {
 			o.observed = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			trace_usage(stdout);
+			cli_trace_usage(stdout);
 			return CLI_EXIT_OK;
 		} else if (npos < 2 && argv[i][0] != '-') {
 			pos[npos++] = argv[i];
@@ -278,13 +295,15 @@ out:
 int cmd_trace(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		trace_usage(argc < 2 ? stderr : stdout);
+		cli_trace_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "fmt"))
 		return trace_fmt(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "from-fuzz"))
 		return trace_from_fuzz(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "upgrade"))
+		return trace_upgrade(argc - 2, argv + 2);
 	cli_usage_error("trace", "unknown subcommand '%s' (try `vhostlab trace --help`)", argv[1]);
 	return CLI_EXIT_USAGE;
 }

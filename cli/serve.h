@@ -204,6 +204,17 @@ struct serve_port {
 	struct serve_pair *pairs;      /* opts.queues of them */
 	uint32_t rings_ready;
 	bool running_told;             /* this connection's "running" event was printed */
+	/* A front end that keeps closing its connection before any ring runs (QEMU 7.2 retries
+	 * in a tight loop when it refuses what serve offers, e.g. fewer queue pairs than it
+	 * wants): after SERVE_EARLY_TOLD such connections in a row, their connected and
+	 * disconnected events give way to one summary a second (serve_port.c). */
+	uint64_t early_closes;         /* in a row, ended before any ring ran */
+	uint64_t early_untold;         /* of those, not yet in an event */
+	double early_told_at;          /* when the last summary was printed */
+	/* Second front ends closed at once, told the same way: SERVE_EARLY_TOLD in full,
+	 * then once a second (QEMU's retry loop reconnects before its last try is closed). */
+	uint64_t refusals, refused_untold;
+	double refused_told_at;
 	double next_connect, backoff;  /* client mode */
 	bool waiting_told;
 	uint64_t connections, disconnects, messages, rejected;

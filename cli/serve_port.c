@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `vhostlab serve`: one vhost-user device -- its socket (listening, or connecting with
  * back-off), its messages, and what the protocol layer tells it through the callbacks. */
+#include <inttypes.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,10 @@
 /* Client mode: first retry after this, doubling up to the cap. Short enough that a test
  * restarting its front end does not wait, long enough not to spin on a missing socket. */
 #define SERVE_BACKOFF_MIN 0.02
+/* Connections in a row that end before any ring ran, each told in full; after that one
+ * summary a second (struct serve_port, early_closes). */
+#define SERVE_EARLY_TOLD 3u
+#define SERVE_EARLY_SUMMARY_SECS 1.0
 #define SERVE_BACKOFF_MAX 0.5
 
 /* Buffers a device's pool needs: per pair, a burst being received plus a burst waiting for
@@ -114,6 +119,15 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 		uint64_t f = vl_vu_dev_features(dev);
 		char offloads[160];
 
+		/* Its connected event was held back among early closes: tell it now. */
+		if (p->early_closes >= SERVE_EARLY_TOLD)
+			serve_event(s, "connected", p, "front end connected (connection %llu, "
+				    "after %llu in a row that closed before any ring ran)",
+				    (unsigned long long)p->connections,
+				    (unsigned long long)p->early_closes);
+		p->early_closes = 0;
+		p->early_untold = 0;
+
 		p->running_told = true;
 		p->features = f;
 		serve_features_offload_names(f, offloads, sizeof(offloads));
@@ -129,15 +143,46 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 	}
 }
 
-static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
+/* The virtio status byte the front end wrote (SET_STATUS): the driver's progress, and a
+ * reset when it goes to 0 (a guest unloading its driver). */
+static void on_status_changed(struct vl_vu_dev *dev, void *opaque, uint8_t status)
 {
 	struct serve_port *p = opaque;
 
 	(void)dev;
+	if (status == 0) {
+		serve_event(p->s, "status", p, "status 0x00: the driver reset the device");
+		return;
+	}
+	serve_event(p->s, "status", p, "status 0x%02x:%s%s%s%s%s%s", status,
+		    (status & 0x01) ? " acknowledge" : "", (status & 0x02) ? " driver" : "",
+		    (status & 0x08) ? " features_ok" : "", (status & 0x04) ? " driver_ok" : "",
+		    (status & 0x40) ? " needs_reset" : "", (status & 0x80) ? " failed" : "");
+}
+
+static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
+{
+	struct serve_port *p = opaque;
+
 	/* The old mappings go right after this: zero-copy packets still waiting for room
 	 * point into them. */
 	serve_fwd_unshare(p->s, p, 0, true);
 	serve_rec_mem_changed(p);
+
+	/* Every table change is announced (SET_MEM_TABLE, each ADD_MEM_REG / REM_MEM_REG of a
+	 * hot-plug): what an operator checks after plugging a DIMM. */
+	const struct vl_mem *mem = vl_vu_dev_mem(dev);
+	const uint32_t n = mem ? vl_mem_table_size(mem) : 0;
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct vl_mem_region r;
+
+		if (vl_mem_table_region(mem, i, &r) == VL_OK)
+			bytes += r.size;
+	}
+	serve_event(p->s, "memory", p, "memory table: %" PRIu32 " region%s, %" PRIu64 " MiB",
+		    n, n == 1 ? "" : "s", bytes >> 20);
 }
 
 int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const char *path)
@@ -154,6 +199,7 @@ int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const
 	cfg.batch_threshold = o->batch_threshold;
 	cfg.cb.queue_ready = on_queue_ready;
 	cfg.cb.mem_changed = on_mem_changed;
+	cfg.cb.status_changed = on_status_changed;
 	cfg.opaque = p;
 
 	p->pairs = calloc(o->queues, sizeof(*p->pairs));
@@ -228,8 +274,9 @@ static void connected(struct serve_port *p, int fd)
 	p->running_told = false;
 	p->connections++;
 	p->waiting_told = false;
-	serve_event(p->s, "connected", p, "front end connected (connection %llu)",
-		    (unsigned long long)p->connections);
+	if (p->early_closes < SERVE_EARLY_TOLD)
+		serve_event(p->s, "connected", p, "front end connected (connection %llu)",
+			    (unsigned long long)p->connections);
 }
 
 /* The connection is gone (the device already forgot it). */
@@ -248,8 +295,30 @@ static void disconnected(struct serve_port *p, int rc)
 	/* The device's per-ring counts start again with the next connection. */
 	for (uint32_t q = 0; q < p->s->o.queues; q++)
 		memset(p->pairs[q].resyncs_told, 0, sizeof(p->pairs[q].resyncs_told));
-	serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
-		    vl_vu_request_name(last));
+	/* Before any ring ran: the front end gave up during negotiation, usually because it
+	 * refuses something serve offers (and QEMU then says what on its side). */
+	const bool early = !p->running_told;
+	const double now = serve_now();
+
+	if (!early) {
+		p->early_closes = 0;
+		p->early_untold = 0;
+		serve_event(p->s, "disconnected", p, "%s (last request %s)", vl_strerror(rc),
+			    vl_vu_request_name(last));
+	} else if (++p->early_closes <= SERVE_EARLY_TOLD) {
+		serve_event(p->s, "disconnected", p, "%s before any ring ran (last request %s)",
+			    vl_strerror(rc), vl_vu_request_name(last));
+		p->early_told_at = now;
+	} else if (++p->early_untold, now - p->early_told_at >= SERVE_EARLY_SUMMARY_SECS) {
+		serve_event(p->s, "disconnected", p,
+			    "the front end keeps closing its connection before any ring runs: "
+			    "%llu more times (%llu in a row; last request %s, %s); told once a "
+			    "second", (unsigned long long)p->early_untold,
+			    (unsigned long long)p->early_closes, vl_vu_request_name(last),
+			    vl_strerror(rc));
+		p->early_untold = 0;
+		p->early_told_at = now;
+	}
 	/* A client retries soon: a front end that restarts comes back within moments. */
 	p->backoff = SERVE_BACKOFF_MIN;
 	p->next_connect = serve_now() + p->backoff;
@@ -294,7 +363,19 @@ void serve_port_accept(struct serve_port *p)
 		/* One front end per device: a second one is told so by the closed socket
 		 * rather than left waiting in the backlog. */
 		close(fd);
-		serve_event(p->s, "refused", p, "a second front end connected: closed it");
+		const double now = serve_now();
+
+		if (++p->refusals <= SERVE_EARLY_TOLD) {
+			serve_event(p->s, "refused", p, "a second front end connected: closed it");
+			p->refused_told_at = now;
+		} else if (++p->refused_untold, now - p->refused_told_at >= SERVE_EARLY_SUMMARY_SECS) {
+			serve_event(p->s, "refused", p, "%llu more front ends connected while one "
+				    "was connected: closed them (%llu in all); told once a second",
+				    (unsigned long long)p->refused_untold,
+				    (unsigned long long)p->refusals);
+			p->refused_untold = 0;
+			p->refused_told_at = now;
+		}
 		return;
 	}
 	connected(p, fd);

@@ -5,7 +5,8 @@
  * must survive anything: every input either parses or fails with "input:LINE:COL: ..."
  * where LINE and COL point into the input. What parses must round-trip: its canonical text
  * (lab_trace_format) parses again, gives an equal trace (lab_trace_equal) and formats to
- * the same text; each statement's own text (lab_trace_format_op) is its line of the whole,
+ * the same text; each statement's own text (lab_trace_format_op) is its line of the whole
+ * (after the two spaces a level that indent a version 2 block body),
  * and cut short it stays a terminated prefix. Any violation prints what broke and aborts. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,19 +66,22 @@ static void check_ops(const struct lab_trace *t, const char *text, size_t n)
 	for (uint32_t i = 0; i < t->nops; i++) {
 		const struct lab_trace_op *op = &t->ops[i];
 		size_t need = lab_trace_format_op(t, op, NULL, 0), got;
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *s = p;
 		char *line;
 
-		if (!nl || (size_t)(nl - p) != need || !(line = malloc(need + 1)))
+		/* Block bodies are indented (two spaces a level): the statement starts after. */
+		while (nl && s < nl && *s == ' ')
+			s++;
+		if (!nl || (size_t)(nl - s) != need || !(line = malloc(need + 1)))
 			fz_fail("statement %u: format_op needs %zu bytes, its line has %zu", i, need,
-				nl ? (size_t)(nl - p) : 0);
+				nl ? (size_t)(nl - s) : 0);
 		got = lab_trace_format_op(t, op, line, need + 1);
-		if (got != need || memcmp(line, p, need) != 0 || line[need] != '\0')
+		if (got != need || memcmp(line, s, need) != 0 || line[need] != '\0')
 			fz_fail("statement %u: format_op differs from its line in the trace", i);
 		free(line);
 		got = lab_trace_format_op(t, op, small, sizeof(small));
 		if (got != need || strlen(small) != (need < sizeof(small) ? need : sizeof(small) - 1) ||
-		    memcmp(small, p, strlen(small)) != 0)
+		    memcmp(small, s, strlen(small)) != 0)
 			fz_fail("statement %u: format_op into %zu bytes is not a terminated prefix", i,
 				sizeof(small));
 		p = nl + 1;

@@ -10,8 +10,9 @@ For every cell of {split, packed} x {mergeable on, off} x {in-order on, off}:
 testpmd txonly -> serve null: every chain comes back unread (split/packed x in-order); the
 same for serve touch (one split and one packed cell).
 Then: a front end killed and restarted gets traffic through again, in server mode and in
-serve's --client mode (testpmd server=1), and 20 reconnects leave serve's descriptors and
-resident memory where they were.
+serve's --client mode (testpmd server=1); serve killed and restarted BACK_END_RESTARTS
+times under a virtio-user server that keeps transmitting gets traffic through every time;
+and 20 reconnects leave serve's descriptors, mappings and resident memory where they were.
 
 How counts are compared. A sender counts a packet when it put it on a ring, a receiver
 when it took it off. When testpmd stops, it stops forwarding, then stops the device
@@ -50,6 +51,7 @@ TESTPMD_MBUFS = 16384  # testpmd's packet buffer pool (--total-num-mbufs)
 TRAFFIC_SECONDS = 1.0
 START_TIMEOUT = 20.0  # testpmd's EAL start with --no-huge takes 1-2 s; be generous
 RECONNECTS = 20
+BACK_END_RESTARTS = 100  # issue 58: serve killed and restarted under a light front end
 
 F_MRG_RXBUF = 1 << 15
 F_PACKED = 1 << 34
@@ -828,47 +830,57 @@ def test_client_mode_reconnects_to_testpmd_server(vhostlab_fast, testpmd, workdi
 
 
 @pytest.mark.parametrize("ring", ["split", "packed"])
-def test_back_end_restart_under_a_virtio_user_server(vhostlab_fast, testpmd, workdir, ring):
-    """serve killed while testpmd (server=1) keeps its rings and traffic, then a new serve
-    --client. Split: the front end keeps its indices and hands the new back end base 0 while
-    they are far ahead: serve resumes at the guest's used index (a `resync` event) instead of
-    breaking the queue. Packed: DPDK's virtio-user resets its packed rings on a reconnect
-    (packets in flight are dropped) and hands base 0 with wrap counter 1, a fresh ring: no
-    resync is needed and none is reported. Either way packets flow again."""
+def test_reconnect_back_end_restarted_under_a_virtio_user_server(vhostlab_fast, testpmd,
+                                                                 workdir, ring):
+    """serve killed (SIGKILL) while testpmd (server=1) keeps its rings and keeps
+    transmitting, then a new serve --client, BACK_END_RESTARTS times. Split: the front end
+    keeps its indices and hands each new back end base 0 while they are far ahead: serve
+    resumes at the guest's used index (a `resync` event) instead of breaking the queue.
+    Packed: DPDK's virtio-user resets its packed rings on a reconnect (packets in flight are
+    dropped) and hands base 0 with wrap counter 1, a fresh ring: no resync is needed and
+    none is reported. Either way packets flow again through every new back end, and none
+    finds a broken queue."""
     sock = workdir / f"fe-keep-{ring}.sock"
     fe = FrontEnd(testpmd, workdir, sock, "txonly", server=True,
                   cell={"ring": ring, "mrg": 1, "ord": 0})
-    first = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
-    second = None
+    serve = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
+    moved = []
     try:
-        first.wait_event("running", 1, [fe.log])
-        fe.traffic(first, 0.3, stop=False)
-        first.kill()  # gone without a word; testpmd keeps transmitting into a full ring
-        second = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
-        second.wait_event("running", 1, [fe.log])
-        if ring == "split":
-            ev = second.wait_event("resync", 1, [fe.log])
-            assert "resumes at the guest's used index" in ev.get("message", str(ev)), ev
-        base = second.moved()
-        wait_for(lambda: second.moved() > base + 10 * QUEUE_SIZE, START_TIMEOUT,
-                 "packets through the second back end", [second.err, fe.log])
+        serve.wait_event("running", 1, [fe.log])
+        fe.traffic(serve, 0.3, stop=False)
+        for i in range(BACK_END_RESTARTS):
+            serve.kill()  # gone without a word; testpmd keeps transmitting into a full ring
+            serve = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
+            serve.wait_event("running", 1, [fe.log])
+            if ring == "split":
+                ev = serve.wait_event("resync", 1, [fe.log])
+                assert "resumes at the guest's used index" in ev.get("message", str(ev)), ev
+            base = serve.moved()
+            wait_for(lambda: serve.moved() > base + 4 * QUEUE_SIZE, START_TIMEOUT,
+                     f"packets through back end {i + 2}", [serve.err, fe.log])
+            assert not serve.events("broken"), (i, serve.events("broken"))
+            if ring == "packed":
+                assert not serve.events("resync"), (i, serve.events("resync"))
+            moved.append(serve.moved() - base)
         counts = fe.quit()
-        result = second.stop()
+        result = serve.stop()
     finally:
         fe.kill()
-        first.kill()
-        if second:
-            second.kill()
-    assert not second.events("broken"), second.events("broken")
-    if ring == "packed":
-        assert not second.events("resync"), second.events("resync")
+        serve.kill()
     got = queue0(result)["rx_packets"]
-    print(f"{ring}: second back end received {got} packets; testpmd sent {counts['tx']} in all")
-    assert got > 10 * QUEUE_SIZE, result
+    print(f"{ring}: {len(moved)} restarts, each new back end moved at least {min(moved)} "
+          f"packets; the last received {got}; testpmd sent {counts['tx']} in all")
+    assert len(moved) == BACK_END_RESTARTS
+    assert got > 4 * QUEUE_SIZE, result
 
 
 def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def mappings(pid: int) -> int:
+    """Mappings of the process: each guest region serve maps is one (or a few) lines."""
+    return len(Path(f"/proc/{pid}/maps").read_text().splitlines())
 
 
 def rss_kib(pid: int) -> int:
@@ -877,7 +889,9 @@ def rss_kib(pid: int) -> int:
 
 
 def test_reconnects_do_not_grow_fds_or_memory(vhostlab_fast, testpmd, workdir):
-    """20 front ends in turn, each moving traffic: serve's fds and RSS stay put."""
+    """20 front ends in turn, each moving traffic: after every disconnect serve's open
+    descriptors and mappings are back where they were after the first (the guest's memory
+    unmapped, kick and call fds closed), and its resident memory stays put."""
     serve = Serve(vhostlab_fast, workdir, "--mode", "loopback")
     figures = []
     try:
@@ -893,7 +907,7 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab_fast, testpmd, workdir):
             assert counts["rx"] >= 4 * CIRCULATING, \
                 f"connection {i}: traffic did not flow: {counts}"
             assert 0 <= counts["tx"] - counts["rx"] <= CIRCULATING, f"connection {i}: {counts}"
-            figures.append((i, fd_count(pid), rss_kib(pid)))
+            figures.append((i, fd_count(pid), rss_kib(pid), mappings(pid)))
         result = serve.stop()
     finally:
         serve.kill()
@@ -903,6 +917,8 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab_fast, testpmd, workdir):
     print(f"after connection 1: {base_fds} fds, {base_rss} KiB; after connection "
           f"{RECONNECTS + 1}: {end_fds} fds, {end_rss} KiB")
     assert start_fds == base_fds == end_fds, figures
+    assert all(f[3] == figures[0][3] for f in figures), (
+        f"mappings after each disconnect (connection, fds, RSS KiB, mappings): {figures}")
     # The first connection warms the packet pool and the allocator; the 20 after it may
     # not add more than allocator noise.
     assert end_rss - base_rss <= 512, figures

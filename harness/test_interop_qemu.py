@@ -191,6 +191,13 @@ class Cell:
         self.serve_extra: list[str] = []  # more serve options (test_record_qemu.py)
         self.nbytes = BYTES  # each way
         self.send = self.receive = True  # the guest sends nbytes, receives nbytes
+        # Lifecycle cells (test_lifecycle_qemu.py): more QEMU options and kernel command
+        # line, and what to do while QEMU runs (called with this Cell once it started).
+        self.qemu_extra: list[str] = []
+        self.mem_opts = "128"  # QEMU's -m (hot-plug: "128,slots=4,maxmem=1G")
+        self.chardev_extra = ""  # ",server=on,wait=off" / ",reconnect=1" (reconnect cells)
+        self.append_extra = ""
+        self.during = None
         self.ns_made = False
         self.serve = self.peer = self.qemu = None
         self._files = []
@@ -270,23 +277,26 @@ class Cell:
         append = (f"console=ttyS0 quiet panic=-1 vhl_ip={GUEST_IP} vhl_peer={HOST_IP} "
                   f"vhl_tx={self.nbytes if self.send else 0} "
                   f"vhl_rx={1 if self.nbytes and self.receive else 0} vhl_pings={PINGS} "
-                  f"vhl_timeout={GUEST_TRANSFER_TIMEOUT}")
+                  f"vhl_timeout={GUEST_TRANSFER_TIMEOUT}{self.append_extra}")
         self.qemu_argv = [
-            qemu, "-accel", "tcg", "-m", "128",
+            qemu, "-accel", "tcg", "-m", self.mem_opts,
             "-object", "memory-backend-memfd,id=mem,size=128M,share=on",
             "-numa", "node,memdev=mem",
-            "-chardev", f"socket,id=c0,path={self.sock}",
+            "-chardev", f"socket,id=c0,path={self.sock}{self.chardev_extra}",
             "-netdev", "type=vhost-user,id=n0,chardev=c0",
             "-device", dev,
             "-kernel", str(g / "vmlinux"), "-initrd", str(g / "initramfs.cpio"),
             "-append", append,
             "-display", "none", "-no-reboot", "-nodefaults", "-serial", "stdio",
+            *self.qemu_extra,
         ]
         t0 = time.monotonic()
         self.qemu = subprocess.Popen(
             ["timeout", "-s", "KILL", str(int(QEMU_TIMEOUT)), *self.qemu_argv],
             stdin=subprocess.DEVNULL, stdout=self._open("guest console"),
             stderr=self._open("qemu stderr"))
+        if self.during is not None:
+            self.during(self)
         self.qemu.wait()
         return time.monotonic() - t0
 
@@ -515,15 +525,19 @@ def test_qemu_tso_tap_offloads_follow_the_guest(vhostlab_fast, qemu, guest, netn
 
 
 def run_checked_cell(prog, qemu, guest, cell: dict, capsys, serve_extra=(), nbytes=BYTES,
-                     cell_id: str | None = None, out: dict | None = None) -> dict:
+                     cell_id: str | None = None, out: dict | None = None,
+                     setup=None) -> dict:
     """Run one cell (namespace, serve in TAP mode, host peer, QEMU with the Linux guest),
     moving nbytes each way, check everything it printed, and return serve's queue 0. With
     out, it also gets the guest's result ("guest"), serve's document ("serve") and its
-    event lines ("events")."""
+    event lines ("events"). setup(cell) may set the Cell's lifecycle fields (qemu_extra,
+    append_extra, during) before anything starts."""
     with tempfile.TemporaryDirectory(prefix="vhl-qemu-") as d:
         c = Cell(prog, Path(d), cell)
         c.serve_extra = list(serve_extra)
         c.nbytes = nbytes
+        if setup is not None:
+            setup(c)
         try:
             c.make_namespace()
             c.start_serve()

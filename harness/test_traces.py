@@ -148,7 +148,7 @@ def test_trace_is_commented(path):
     """Each trace starts with comments saying what it tests and where its expectations come
     from (hostile-inputs.md, docs/architecture.md or the virtio spec)."""
     lines = path.read_text().splitlines()
-    assert lines[0] == "vhostlab-trace 1"
+    assert lines[0] == "vhostlab-trace 2"   # the corpus is version 2 (`trace upgrade --check`)
     comments = []
     for line in lines[1:]:
         if not line.startswith("#"):
@@ -400,8 +400,8 @@ def test_syntax_error_is_a_parse_error(vhostlab, tmp_path, token, good):
 
 
 def test_parse_error_among_good_traces_exits_2(vhostlab, tmp_path):
-    bad = tmp_path / "v2.trace"
-    bad.write_text("vhostlab-trace 2\n")
+    bad = tmp_path / "v3.trace"
+    bad.write_text("vhostlab-trace 3\n")
     res = vhostlab("replay", rel(TRACE_DIR / "split-loop.trace"), str(bad))
     assert res.returncode == 2, res.describe()
     assert f"{bad}:1:" in res.stderr, res.describe()

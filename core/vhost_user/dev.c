@@ -78,6 +78,8 @@ static const struct vu_rule rules[VU_REQUEST__COUNT] = {
 	[VU_SET_STATUS] = {vu_set_status, VU_SIZE_U64, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_STATUS,
 			   true},
 	[VU_GET_STATUS] = {vu_get_status, 0, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_STATUS, false},
+	[VU_RESET_DEVICE] = {vu_reset_device, 0, FDS_NONE, IDX_NONE,
+			     VL_VU_PROTOCOL_F_RESET_DEVICE, true},
 };
 
 static const char *const request_names[VU_REQUEST__COUNT] = {
@@ -154,6 +156,13 @@ static void ring_init(struct vu_ring *r)
 	r->err_fd = -1;
 }
 
+void vu_ring_forget(struct vl_vu_dev *dev, struct vu_ring *ring)
+{
+	vu_ring_stop(dev, ring);
+	vu_close_fd(&ring->err_fd);
+	ring_init(ring);
+}
+
 struct vl_vu_dev *vl_vu_dev_create(const struct vl_vu_config *cfg, int *err)
 {
 	int dummy;
@@ -190,18 +199,14 @@ struct vl_vu_dev *vl_vu_dev_create(const struct vl_vu_config *cfg, int *err)
 void vl_vu_dev_reset(struct vl_vu_dev *dev)
 {
 	/* Rings first: their queues point into the table, and report to the embedder. */
-	for (uint32_t i = 0; i < dev->nrings; i++) {
-		struct vu_ring *r = &dev->rings[i];
-
-		vu_ring_stop(dev, r);
-		vu_close_fd(&r->err_fd);
-		ring_init(r);
-	}
+	for (uint32_t i = 0; i < dev->nrings; i++)
+		vu_ring_forget(dev, &dev->rings[i]);
 	vu_log_unmap(dev);
 	vu_table_clear(&dev->table);
 	dev->features = 0;
 	dev->protocol_features = 0;
 	dev->status = 0;
+	dev->status_set = false;
 	dev->mtu = 0;
 }
 

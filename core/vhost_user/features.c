@@ -105,8 +105,10 @@ int vu_get_queue_num(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ri
 	return VL_OK;
 }
 
-/* The virtio status byte: kept and reported, not acted upon (rings follow the vhost-user
- * messages, which every front end sends whatever it writes here). */
+/* The virtio status byte. 0 is a reset by the driver (a guest unloading virtio_net; QEMU
+ * stopping the device before GET_VRING_BASE): every ring stops where it is, its position
+ * kept for GET_VRING_BASE, its queue and fds released; the front end sets each ring up
+ * again. DRIVER_OK newly set starts the rings that were waiting for it. */
 int vu_set_status(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 		  struct vu_reply *reply)
 {
@@ -116,9 +118,44 @@ int vu_set_status(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 
 	if (status > UINT8_MAX)
 		return VL_ERR_VU_VALUE;
+	const uint8_t prev = dev->status;
+
 	dev->status = (uint8_t)status;
+	dev->status_set = true;
+	if (status == 0)
+		for (uint32_t i = 0; i < dev->nrings; i++)
+			vu_ring_stop(dev, &dev->rings[i]);
 	if (dev->cfg.cb.status_changed)
 		dev->cfg.cb.status_changed(dev, dev->cfg.opaque, dev->status);
+
+	int rc = VL_OK;
+
+	if ((status & VL_STATUS_DRIVER_OK) && !(prev & VL_STATUS_DRIVER_OK))
+		for (uint32_t i = 0; i < dev->nrings; i++) {
+			int r = vu_ring_try_start(dev, &dev->rings[i]);
+
+			if (rc == VL_OK)
+				rc = r;
+		}
+	return rc;
+}
+
+/* RESET_DEVICE: back to the state of a device just connected, but for what belongs to the
+ * connection (protocol features, the memory table): every ring stopped and forgotten, the
+ * features and status cleared, dirty logging off. The front end negotiates and sets the
+ * rings up again. */
+int vu_reset_device(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
+		    struct vu_reply *reply)
+{
+	(void)m;
+	(void)ring;
+	(void)reply;
+	for (uint32_t i = 0; i < dev->nrings; i++)
+		vu_ring_forget(dev, &dev->rings[i]);
+	vu_log_unmap(dev);
+	dev->features = 0;
+	dev->status = 0;
+	dev->status_set = false;
 	return VL_OK;
 }
 

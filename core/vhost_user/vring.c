@@ -109,6 +109,11 @@ int vu_ring_try_start(struct vl_vu_dev *dev, struct vu_ring *ring)
 {
 	if (!ring->started || ring->vq || !ring->num || !ring->addr_ok || !dev->table.mem)
 		return VL_OK;
+	/* A front end that writes the status (QEMU 7.2, DPDK's virtio-user) says when the
+	 * driver is ready: rings set up before then wait for DRIVER_OK, as DPDK's back end
+	 * waits. One that never writes it runs its rings as soon as they are set up. */
+	if (dev->status_set && !(dev->status & VL_STATUS_DRIVER_OK))
+		return VL_OK;
 
 	const enum vl_layout L = vu_layout(dev);
 	const uint64_t ua[3] = {ring->desc_ua, ring->driver_ua, ring->device_ua};

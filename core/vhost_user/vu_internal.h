@@ -52,6 +52,8 @@ struct vl_vu_dev {
 	uint64_t features;           /* negotiated (SET_FEATURES) */
 	uint64_t protocol_features;  /* negotiated (SET_PROTOCOL_FEATURES) */
 	uint8_t status;
+	bool status_set;             /* SET_STATUS came since the device was last reset: the
+				      * front end writes the status, so rings wait for DRIVER_OK */
 	uint32_t mtu;
 	struct vu_table table;
 	struct vu_map log_map;       /* the dirty log's mapping (SET_LOG_BASE) */
@@ -100,6 +102,7 @@ int vu_reset_owner(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct
 int vu_get_queue_num(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_set_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_get_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
+int vu_reset_device(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_net_set_mtu(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 
 /* mem_table.c */
@@ -130,11 +133,14 @@ int vu_set_vring_enable(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
 int vu_ring_translate(const struct vu_table *t, enum vl_layout L, uint32_t num,
 		      const uint64_t ua[3], uint64_t gpa[3]);
 /* Create the ring's queue if it is started and has everything it needs (0 if it does not
- * yet); report readiness changes. */
+ * yet), and, when the front end writes the device status, DRIVER_OK is in it; report
+ * readiness changes. */
 int vu_ring_try_start(struct vl_vu_dev *dev, struct vu_ring *ring);
 /* Stop the ring: queue_ready false, keep where it stopped as its base, destroy the queue,
  * close kick and call fds. */
 void vu_ring_stop(struct vl_vu_dev *dev, struct vu_ring *ring);
+/* Stop the ring and forget how it was set up (its error fd too): as a new device's. (dev.c) */
+void vu_ring_forget(struct vl_vu_dev *dev, struct vu_ring *ring);
 /* Report ring readiness (queue created and enabled) if it changed since last told. */
 void vu_ring_tell(struct vl_vu_dev *dev, struct vu_ring *ring);
 void vu_close_fd(int *fd);

@@ -43,6 +43,15 @@ far, else what stopped it, e.g. status=no_eth0). Command line parameters, all op
   vhl_rx=1               receive from the source (0 skips)
   vhl_timeout=SECONDS    per transfer (busybox timeout)
   vhl_pings=N            echo requests (0.2 s apart)
+  vhl_pingloop=SECS      instead of pinging and moving data: ping the peer every 0.25 s
+                         for SECS seconds, one line per echo request, "VHL-PING N ok" or
+                         "VHL-PING N FAIL", then the result line with pingloop_ok=N
+                         pingloop_fail=N (the reconnect cells of test_lifecycle_qemu.py
+                         restart the back end meanwhile)
+  vhl_reload=1           between sending and receiving, unload virtio_net and load it
+                         again (the driver resets the device, which is then set up
+                         anew), configure eth0 again and ping the peer vhl_pings times;
+                         the result line gets reload_ping=ANSWERED (test_lifecycle_qemu.py)
   vhl_md5=1              0: for throughput measurements, no md5sum under TCG (slower than
                          the network) and no process per MiB: the guest sends zeros from
                          one dd (tx_md5=-: the digest of zeros) and counts what it
@@ -120,7 +129,7 @@ finish() {
     sleep 10
 }
 
-IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1
+IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1 RELOAD=0 LOOP=0
 for w in $(cat /proc/cmdline); do
     case "$w" in
     vhl_role=*) ROLE=${w#*=} ;;
@@ -131,6 +140,8 @@ for w in $(cat /proc/cmdline); do
     vhl_rx=*) RX=${w#*=} ;;
     vhl_timeout=*) TMO=${w#*=} ;;
     vhl_pings=*) PINGS=${w#*=} ;;
+    vhl_reload=*) RELOAD=${w#*=} ;;
+    vhl_pingloop=*) LOOP=${w#*=} ;;
     esac
 done
 
@@ -210,6 +221,22 @@ if [ "$ROLE" = peer ]; then
         "source_bytes=$TX source_rc=$R2 source_md5=$SRCS $(counters) status=ok"
 fi
 
+if [ "$LOOP" -gt 0 ]; then
+    # A steady trickle the host can watch while it restarts the back end: each line says
+    # whether one echo request was answered within a second.
+    end=$(( $(now_cs) + LOOP * 100 )) n=0 ok=0 bad=0
+    while [ "$(now_cs)" -lt "$end" ]; do
+        n=$((n + 1))
+        if ping -c 1 -W 1 "$PEER" > /dev/null 2>&1; then
+            ok=$((ok + 1)); echo "VHL-PING $n ok"
+        else
+            bad=$((bad + 1)); echo "VHL-PING $n FAIL"
+        fi
+        sleep 0.25
+    done
+    finish "pingloop_ok=$ok pingloop_fail=$bad $(counters) status=ok"
+fi
+
 PS=0 PR=0
 if [ "$PINGS" -gt 0 ]; then
     out=$(ping -c "$PINGS" -i 0.2 -W 2 "$PEER" 2>&1)
@@ -240,6 +267,26 @@ if [ "$TX" -gt 0 ]; then
     say "sent $TXB bytes in $TXT s"
 fi
 
+RLP=-
+if [ "$RELOAD" = 1 ]; then
+    # The driver leaves and comes back: removing it resets the device (the back end sees
+    # the status go to 0 and its rings stop); loading it negotiates and sets up anew.
+    ip link set eth0 down
+    rmmod virtio_net || finish "status=rmmod_failed"
+    insmod "$M/drivers/net/virtio_net.ko" || finish "status=reload_failed"
+    i=0
+    while [ ! -e /sys/class/net/eth0 ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && finish "status=no_eth0_after_reload"
+        sleep 0.1
+    done
+    ip link set eth0 up
+    ip addr add "$IP/24" dev eth0
+    out=$(ping -c "$PINGS" -i 0.2 -W 2 "$PEER" 2>&1)
+    RLP=$(echo "$out" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
+    say "virtio_net reloaded: ping ${RLP:-0}/$PINGS"
+fi
+
 RXB=0 RXS=- RXT=0 RXP=0 RXR=0
 if [ "$RX" -gt 0 ]; then
     t0=$(now_cs)
@@ -254,7 +301,8 @@ fi
 
 finish "ping_sent=${PS:-0} ping_received=${PR:-0}" \
     "tx_bytes=$TXB tx_rc=$TXR tx_md5=$TXS tx_secs=$TXT" \
-    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT $(counters) status=ok"
+    "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT reload_ping=${RLP:-0}" \
+    "$(counters) status=ok"
 """
 
 

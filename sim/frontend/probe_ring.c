@@ -102,10 +102,13 @@ enum probe_verdict probe_calls(struct probe_ctx *x)
 		lab_ring_call_due(r);
 		uint64_t before = lab_fe_take_calls(&x->s, LAB_FE_TX);
 
+		/* Armed before the chain is made available, as a driver must: a back end that
+		 * polls the ring (DPDK, OVS) may use the chain the moment it is published, and
+		 * judges the call against the event fields it sees then. */
+		lab_ring_arm_calls(r, LAB_CALLS_NEXT, 0);
 		if (probe_rx_for_echo(x, 1) != LAB_FE_OK ||
 		    lab_fe_post_tx(&x->s, frame, sizeof(frame), LAB_FE_HDR_DATA) < 0)
 			return probe_from_rc(x, LAB_FE_ERROR);
-		lab_ring_arm_calls(r, LAB_CALLS_NEXT, 0);
 		lab_fe_kick(&x->s, LAB_FE_TX);
 		enum lab_fe_rc rc = lab_fe_wait_used(&x->s, LAB_FE_TX, &id, &len);
 

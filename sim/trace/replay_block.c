@@ -13,6 +13,14 @@
 #include "replay_internal.h"
 #include "trace_blocks.h"
 
+/* Counts of what ran: a repeat can run more statements than 32 bits count; they stop at the
+ * top rather than wrap. */
+static void count_op(struct rp *r)
+{
+	if (r->res->ops_run < UINT32_MAX)
+		r->res->ops_run++;
+}
+
 static void narrate_op(struct rp *r, const struct lab_trace_op *op)
 {
 	char text[256];
@@ -65,7 +73,7 @@ static bool run_either(struct rp *r, rp_run_fn run, uint32_t at, uint32_t end)
 		for (; i < end && t->ops[i].kind != LAB_T_OR; i++) {
 			r->op = &t->ops[i];
 			narrate_op(r, r->op);
-			r->res->ops_run++;
+			count_op(r);
 			if (run(r, r->op))
 				continue;
 			if (r->res->status == LAB_REPLAY_ERROR) {   /* the trace cannot run */
@@ -122,7 +130,7 @@ bool rp_run_ops(struct rp *r, rp_run_fn run)
 
 		r->op = op;
 		narrate_op(r, op);
-		r->res->ops_run++;
+		count_op(r);
 		switch (op->kind) {
 		case LAB_T_REPEAT:
 			/* Checked: count >= 1, depth < LAB_TRACE_MAX_DEPTH. */

@@ -423,7 +423,8 @@ bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
 	if (!rp_check_op(r, op))
 		return false;
 	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it is an expectation */
-		r->res->expectations++;
+		if (r->res->expectations < UINT32_MAX)   /* repeats can run more; no wrap */
+			r->res->expectations++;
 		return rp_expect_op(r, op);
 	}
 	if (op->kind >= LAB_T_DEQUEUE)

@@ -18,6 +18,7 @@
 #include "trace/trace.h"
 #include "trace/trace_blocks.h"
 #include "trace/trace_replay.h"
+#include "trace/trace_upgrade.h"
 
 /* Five lines: statements after them start on line 6. One tx queue of 8 split descriptors;
  * a 12-byte zero header at 0x1000 and 100 payload bytes at 0x1100. */
@@ -308,6 +309,10 @@ static void test_replay_repeat(void **state)
 	assert_int_equal(replay(SETUP "repeat 5 {\n  " POST "  kick tx\n  dequeue tx 4\n"
 				"  expect used tx id=0 len=0\n}\n", &res), LAB_REPLAY_PASS);
 	assert_int_equal(res.packets_dequeued, 5);
+	/* Statements run: the fill, `repeat` once, and five passes of the four-statement body
+	 * and its `}`; one expectation a pass. */
+	assert_int_equal(res.ops_run, 1 + 1 + 5 * 5);
+	assert_int_equal(res.expectations, 5);
 	/* One more packet than the repeat makes is a divergence after the block. */
 	replay_diverge(SETUP "repeat 4 {\n  " POST "  kick tx\n  dequeue tx 4\n"
 		       "  expect used tx id=0 len=0\n}\nexpect stat tx packets 5\n", 12,
@@ -420,6 +425,83 @@ static void test_replay_broken_any(void **state)
 		    "} or {\n  expect broken tx any\n}\n");
 }
 
+/* Which statements mean the same over a socket (docs/trace-format.md, "Portability"). */
+static void test_portable(void **state)
+{
+	static const struct {
+		enum lab_trace_kind kind;
+		uint32_t given;
+		bool portable;
+	} cases[] = {
+		{LAB_T_WRITE, 0, true}, {LAB_T_FILL, 0, true}, {LAB_T_DESC, 0, true},
+		{LAB_T_PDESC, 0, true}, {LAB_T_IDESC, 0, true}, {LAB_T_AVAIL, 0, true},
+		{LAB_T_KICK, 0, true}, {LAB_T_POST, 0, true}, {LAB_T_MUTATE, 0, false},
+		{LAB_T_DOUBLE_FETCH, 0, false}, {LAB_T_FAULT, 0, false}, {LAB_T_DEQUEUE, 0, true},
+		{LAB_T_DISCARD, 0, true}, {LAB_T_FREE, 0, false}, {LAB_T_COMPLETE, 0, false},
+		{LAB_T_ENQUEUE, 0, false}, {LAB_T_KICKS, 0, false}, {LAB_T_SET, 0, false},
+		{LAB_T_REMAP, 0, true}, {LAB_T_EXPECT_DEQUEUED, 0, false},
+		{LAB_T_EXPECT_PACKET, 0, false}, {LAB_T_EXPECT_ENQUEUED, 0, false},
+		{LAB_T_EXPECT_STATUS, 0, false}, {LAB_T_EXPECT_USED, 0, true},
+		{LAB_T_EXPECT_USED, LAB_TA_NONE, true}, {LAB_T_EXPECT_MEM, 0, true},
+		{LAB_T_EXPECT_STAT, 0, false}, {LAB_T_EXPECT_BROKEN, 0, false},
+		{LAB_T_EXPECT_BROKEN, LAB_TA_ANY, true}, {LAB_T_EXPECT_BROKEN, LAB_TA_NONE, true},
+		{LAB_T_EXPECT_CALL, 0, false}, {LAB_T_EXPECT_HELD, 0, false},
+		{LAB_T_EXPECT_DIRTY, 0, false}, {LAB_T_REPEAT, 0, true}, {LAB_T_END, 0, true},
+		{LAB_T_EITHER, 0, true}, {LAB_T_OR, 0, true}, {LAB_T_EXPECT_USED_SET, 0, true},
+	};
+	bool seen[LAB_T__KIND_COUNT] = {false};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lab_trace_op op = {.kind = cases[i].kind, .given = cases[i].given};
+
+		if (lab_trace_op_portable(&op) != cases[i].portable)
+			fail_msg("%s (given 0x%x): portable should be %d",
+				 lab_trace_kind_name(op.kind), cases[i].given, cases[i].portable);
+		seen[op.kind] = true;
+	}
+	for (unsigned k = 0; k < LAB_T__KIND_COUNT; k++)
+		if (!seen[k])
+			fail_msg("%s not classified here", lab_trace_kind_name(k));
+}
+
+/* trace upgrade's folding: nested groups, and no fold where it would not be shorter. */
+static void test_upgrade_folds(void **state)
+{
+	struct lab_trace_upgrade_stats st;
+	char *out;
+
+	(void)state;
+	/* (post, 4 kicks, dequeue) three times: the six-statement group saves 2 * 6 - 2 lines;
+	 * inside it the four kicks save 3 - 2. Three kicks in a row would save 2 - 2: kept. */
+	parse_ok(SETUP_V1 "post tx 0x1000+12\nkick tx\nkick tx\nkick tx\nkick tx\ndequeue tx 8\n"
+		 "post tx 0x1000+12\nkick tx\nkick tx\nkick tx\nkick tx\ndequeue tx 8\n"
+		 "post tx 0x1000+12\nkick tx\nkick tx\nkick tx\nkick tx\ndequeue tx 8\n"
+		 "kick tx\nkick tx\nkick tx\n");
+	assert_true(lab_trace_upgrade(&T, &st));
+	assert_int_equal(st.ops_before, 22);
+	assert_int_equal(st.repeats, 2);
+	out = lab_trace_format(&T, NULL);
+	assert_non_null(out);
+	assert_string_equal(out, SETUP "repeat 3 {\n  post tx 0x1000+12\n  repeat 4 {\n"
+			    "    kick tx\n  }\n  dequeue tx 8\n}\nkick tx\nkick tx\nkick tx\n");
+	assert_int_equal(st.ops_after, T.nops);
+	assert_int_equal(T.nops, 11);
+	free(out);
+	/* A flat version 2 trace (a recording) folds too; one with a block keeps its
+	 * statements. */
+	lab_trace_free(&T);
+	parse_ok(SETUP "kick tx\nkick tx\nkick tx\nkick tx\n");
+	assert_true(lab_trace_upgrade(&T, &st));
+	assert_int_equal(st.repeats, 1);
+	assert_int_equal(T.nops, 4);
+	lab_trace_free(&T);
+	parse_ok(SETUP "repeat 1 {\n}\nkick tx\nkick tx\nkick tx\nkick tx\n");
+	assert_true(lab_trace_upgrade(&T, &st));
+	assert_int_equal(st.repeats, 0);
+	assert_int_equal(T.nops, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +516,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_either, teardown),
 		cmocka_unit_test_teardown(test_replay_used_without_id, teardown),
 		cmocka_unit_test_teardown(test_replay_broken_any, teardown),
+		cmocka_unit_test(test_portable),
+		cmocka_unit_test_teardown(test_upgrade_folds, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -373,6 +373,86 @@ static void test_status_mtu_and_queue_count(void **state)
 	vuf_fini(&f);
 }
 
+/* Status and status-byte writes of a driver that resets its device and comes back (a guest
+ * unloading and reloading virtio_net; QEMU 7.2 writes 0 before GET_VRING_BASE when it stops
+ * the device): 0 stops every ring, GET_VRING_BASE still answers where each stopped, and the
+ * rings set up again wait for DRIVER_OK before they run; nothing leaks. */
+static void status_cycle(uint32_t request_reset)
+{
+	struct vuf f;
+	uint64_t st;
+
+	vuf_init(&f, NULL);
+	int fds0 = vuf_count_fds();
+
+	vuf_dpdk_start(&f, DPDK_FEATURES, VL_LAYOUT_SPLIT, 64, 2);
+	vuf_still_moves(&f, 1);
+	vuf_still_moves(&f, 2);
+	if (request_reset == VUF_SET_STATUS) {
+		assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0), VL_OK);
+		assert_int_equal(f.last_status, 0);
+	} else {
+		/* RESET_DEVICE needs its protocol feature. */
+		assert_int_equal(vuf_none(&f, VUF_RESET_DEVICE), VL_ERR_VU_STATE);
+		assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES,
+					 VL_FEATURE(VL_VU_PROTOCOL_F_MQ) |
+						 VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |
+						 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) |
+						 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE)), VL_OK);
+		assert_int_equal(vuf_none(&f, VUF_RESET_DEVICE), VL_OK);
+		/* Back to a device just connected: no features, no status, no ring setup. */
+		assert_int_equal(vl_vu_dev_features(f.dev), 0);
+		assert_int_equal(vuf_get(&f, VUF_GET_STATUS), 0);
+	}
+	for (uint32_t q = 0; q < 2; q++) {
+		assert_null(vl_vu_dev_queue(f.dev, q));
+		assert_false(f.ready[q]);
+	}
+	if (request_reset == VUF_SET_STATUS) {
+		/* Two packets each way: both split rings stopped at index 2. */
+		for (uint32_t q = 0; q < 2; q++) {
+			assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, q, 0), VL_OK);
+			assert_int_equal(vuf_reply(&f, VUF_GET_VRING_BASE, NULL), 2);
+		}
+	} else {
+		/* Nothing is left to stop: a fresh ring's base. */
+		assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, 0, 0), VL_OK);
+		assert_int_equal(vuf_reply(&f, VUF_GET_VRING_BASE, NULL), 0);
+		assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, DPDK_FEATURES), VL_OK);
+	}
+	/* The driver comes back: FEATURES_OK, rings from scratch, enabled, then DRIVER_OK. */
+	st = 0xb;
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, st), VL_OK);
+	for (uint32_t q = 0; q < 2; q++) {
+		vuf_ring_init(&f, q, VL_LAYOUT_SPLIT, 64, true);
+		vuf_ring_setup(&f, q);
+		if (f.call[q] >= 0)
+			close(f.call[q]);
+		f.call[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_CALL, q, f.call[q]), VL_OK);
+		assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, q, 1), VL_OK);
+		assert_null(vl_vu_dev_queue(f.dev, q)); /* waits for DRIVER_OK */
+	}
+	assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0xf), VL_OK);
+	for (uint32_t q = 0; q < 2; q++)
+		assert_true(f.ready[q]);
+	vuf_still_moves(&f, 3);
+	vuf_fini(&f);
+	assert_int_equal(vuf_count_fds(), fds0 - 3 /* the fixture's guest memfd and sockets */);
+}
+
+static void test_status_zero_stops_rings_and_driver_ok_restarts_them(void **state)
+{
+	(void)state;
+	status_cycle(VUF_SET_STATUS);
+}
+
+static void test_reset_device_forgets_the_rings_and_features(void **state)
+{
+	(void)state;
+	status_cycle(VUF_RESET_DEVICE);
+}
+
 /* A request that belongs to something not offered is not supported at all. */
 static void test_requests_of_features_not_offered(void **state)
 {
@@ -652,6 +732,8 @@ int main(void)
 		cmocka_unit_test(test_dpdk_packed_odd_size_without_mergeable),
 		cmocka_unit_test(test_dpdk_split_without_in_order_or_event_idx),
 		cmocka_unit_test(test_rings_enabled_at_kick_without_protocol_features),
+		cmocka_unit_test(test_status_zero_stops_rings_and_driver_ok_restarts_them),
+		cmocka_unit_test(test_reset_device_forgets_the_rings_and_features),
 		cmocka_unit_test(test_rings_wait_for_enable_with_protocol_features),
 		cmocka_unit_test(test_stop_and_resume_split),
 		cmocka_unit_test(test_stop_and_resume_packed),

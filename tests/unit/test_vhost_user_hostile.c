@@ -638,6 +638,7 @@ static void test_payload_size_larger_or_smaller_than_needed(void **state)
 		{VUF_NET_SET_MTU, 2},       {VUF_SET_MEM_TABLE, 0},     {VUF_SET_MEM_TABLE, 4},
 		{VUF_SET_MEM_TABLE, 12},    {VUF_SET_MEM_TABLE, 200},   {VUF_SET_MEM_TABLE, 512},
 		{VUF_GET_MAX_MEM_SLOTS, 8}, {VUF_ADD_MEM_REG, 32},     {VUF_REM_MEM_REG, 48},
+		{VUF_RESET_DEVICE, 8},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -393,6 +393,19 @@ static void test_mem_table_swapped_mid_traffic_unbracketed_packed(void **state)
 
 /* ---- ADD_MEM_REG / REM_MEM_REG (CONFIGURE_MEM_SLOTS), as QEMU 7.2 sends them ------------ */
 
+/* Post one TX buffer on ring 1 (packed) and point its descriptor at gpa instead of the
+ * fixture's slot: the fixture writes descriptors only at its own slots. Rewriting the address
+ * after the flags is safe here: nothing runs the queue until the test does. */
+static void queue_tx_at(struct vuf *f, uint64_t gpa)
+{
+	struct vuf_ring *r = &f->ring[1];
+
+	assert_true(vuf_post_tx(f, 1, 100, 99) >= 0);
+	uint16_t pos = r->avail_pos ? (uint16_t)(r->avail_pos - 1) : (uint16_t)(r->size - 1);
+
+	((struct vl_packed_desc *)r->desc)[pos].addr = gpa;
+}
+
 static int mem_reg(struct vuf *f, uint32_t req, const struct vuf_region *r, int nfds)
 {
 	uint8_t p[40] = {0};
@@ -413,6 +426,7 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	struct vuf f;
 	struct vuf_region rings, bufs, extra;
 	uint64_t d, a, u;
+	uint32_t id, len;
 	const uint64_t features = FEATURES | F(VL_F_RING_PACKED);
 	const uint64_t proto = VL_FEATURE(VL_VU_PROTOCOL_F_MQ) |
 			       VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |
@@ -431,7 +445,7 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	assert_int_equal(vuf_get(&f, VUF_GET_PROTOCOL_FEATURES), f.cfg.protocol_features);
 	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES, proto), VL_OK);
 	assert_int_equal(vuf_get(&f, VUF_GET_QUEUE_NUM), 1);
-	assert_int_equal(vuf_get(&f, VUF_GET_MAX_MEM_SLOTS), VL_VU_MAX_MEM_SLOTS);
+	assert_int_equal(vuf_get(&f, VUF_GET_MAX_MEM_SLOTS), 509); /* up to 509 regions */
 	assert_int_equal(vuf_none(&f, VUF_SET_OWNER), VL_OK);
 	/* vhost_dev_start: features, memory one region at a time, then each ring. */
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, features), VL_OK);
@@ -474,6 +488,24 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &rings, 0), VL_ERR_RING_UNMAPPED);
 	assert_int_equal(guest_mappings(), kib0);
 	vuf_still_moves(&f, 3);
+	/* A region removed while a queued buffer still points into it (a guest unplugging
+	 * memory it has not drained, or a hostile one): the removal goes through, and the
+	 * chain is dropped as unmapped when the queue reaches it -- returned with length 0,
+	 * counted, no byte read from the old mapping -- and the queue goes on. */
+	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 1), VL_OK);
+	queue_tx_at(&f, extra.gpa);
+	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &extra, 0), VL_OK);
+	assert_int_equal(guest_mappings(), kib0);
+	uint64_t unmapped0 = vl_vq_stats(vl_vu_dev_queue(f.dev, 1))->drops[VL_DROP_UNMAPPED];
+	uint32_t seed = 0;
+
+	assert_int_equal(vuf_host_tx(&f, 1, 100, &seed), 0);
+	assert_true(vuf_pop_used(&f, 1, &id, &len));
+	assert_int_equal(len, 0);
+	assert_int_equal(vl_vq_stats(vl_vu_dev_queue(f.dev, 1))->drops[VL_DROP_UNMAPPED],
+			 unmapped0 + 1);
+	assert_false(vl_vq_broken(vl_vu_dev_queue(f.dev, 1)));
+	vuf_still_moves(&f, 5);
 	/* Up to VL_VU_MAX_MEM_SLOTS regions, not one more. */
 	for (uint32_t i = 2; i < VL_VU_MAX_MEM_SLOTS; i++) {
 		struct vuf_region s = vuf_region(&f, 0, 4096);
@@ -482,16 +514,20 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 		s.uaddr += 128 * MIB + i * MIB;
 		assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &s, 1), VL_OK);
 	}
-	extra.gpa += 512 * MIB;
-	extra.uaddr += 512 * MIB;
+	extra.gpa += 1024 * MIB; /* past the slots just added (128 MiB + up to 509 MiB) */
+	extra.uaddr += 1024 * MIB;
 	assert_int_equal(mem_reg(&f, VUF_ADD_MEM_REG, &extra, 1), VL_ERR_TOO_MANY_REGIONS);
 	vuf_still_moves(&f, 4);
 	/* vhost_dev_stop: disable, then GET_VRING_BASE: QEMU reads used back from the upper
-	 * half. */
+	 * half. Both positions (wrap 1) count the buffers posted on each ring: five rounds of
+	 * vuf_still_moves on both, and the TX chain dropped as unmapped. */
+	const uint32_t posted[2] = {5, 6};
+
 	for (uint32_t q = 0; q < 2; q++) {
 		assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, q, 0), VL_OK);
 		assert_int_equal(vuf_state(&f, VUF_GET_VRING_BASE, q, 0), VL_OK);
-		assert_int_equal(vuf_reply(&f, VUF_GET_VRING_BASE, NULL), 0x80048004u);
+		assert_int_equal(vuf_reply(&f, VUF_GET_VRING_BASE, NULL),
+				 0x80008000u | posted[q] << 16 | posted[q]);
 	}
 	vuf_fini(&f);
 	assert_int_equal(vuf_count_fds(), fds0 - 3 /* the fixture's guest memfd and sockets */);

@@ -66,6 +66,9 @@ extern "C" {
 #define VL_VU_PROTOCOL_F_LOG_SHMFD           1  /* SET_LOG_BASE carries the log's fd */
 #define VL_VU_PROTOCOL_F_REPLY_ACK           3  /* NEED_REPLY answered with 0 / 1 */
 #define VL_VU_PROTOCOL_F_MTU                 4  /* NET_SET_MTU */
+#define VL_VU_PROTOCOL_F_RESET_DEVICE        13 /* RESET_DEVICE */
+/* The virtio device status bit SET_STATUS carries that starts the rings (spec 2.1). */
+#define VL_STATUS_DRIVER_OK 0x04u
 #define VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS 15 /* GET_MAX_MEM_SLOTS, ADD/REM_MEM_REG */
 #define VL_VU_PROTOCOL_F_STATUS              16 /* SET/GET_STATUS */
 
@@ -95,15 +98,19 @@ extern "C" {
 #define VL_VU_PROTOCOL_FEATURES_SUPPORTED                                                     \
 	(VL_FEATURE(VL_VU_PROTOCOL_F_MQ) | VL_FEATURE(VL_VU_PROTOCOL_F_LOG_SHMFD) |            \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) | VL_FEATURE(VL_VU_PROTOCOL_F_MTU) |           \
-	 VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VL_FEATURE(VL_VU_PROTOCOL_F_STATUS))
+	 VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) | \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE))
 
 /* Queue pairs a device may have: the KICK/CALL/ERR messages carry the ring index in 8 bits,
  * so 256 rings. Ring 2n is pair n's receive queue (the device fills it: vl_net_enqueue),
  * ring 2n + 1 its transmit queue (vl_net_dequeue). */
 #define VL_VU_MAX_QUEUE_PAIRS 128u
 /* Regions in one table: SET_MEM_TABLE carries at most 8; with CONFIGURE_MEM_SLOTS the
- * front end adds them one by one up to this (the answer to GET_MAX_MEM_SLOTS). */
-#define VL_VU_MAX_MEM_SLOTS 32u
+ * front end adds them one by one up to this (the answer to GET_MAX_MEM_SLOTS). QEMU's
+ * libvhost-user answers 509 as well: about as many memory slots as KVM gives a guest, so
+ * the back end is not what limits DIMM hot-plug. Each slot costs one mapping and 64 bytes
+ * of table; translation stays a binary search over the merged ranges. */
+#define VL_VU_MAX_MEM_SLOTS 509u
 /* How long a message cut short, or a reply the peer does not take, may stall the device
  * before the connection is declared unusable (VL_ERR_VU_IO). */
 #define VL_VU_IO_TIMEOUT_MS 1000
@@ -123,7 +130,10 @@ struct vl_vu_callbacks {
 	 * are unmapped right after this returns (zero-copy packets pointing into them must be
 	 * gone by then). */
 	void (*mem_changed)(struct vl_vu_dev *dev, void *opaque);
-	/* SET_STATUS: the virtio device status byte the front end wrote (informational). */
+	/* SET_STATUS: the virtio device status byte the front end wrote. Acted on before the
+	 * call: 0 stops every ring (queue_ready false first); a front end that writes the
+	 * status runs its rings only once DRIVER_OK is in it (docs/lifecycle.md, "Reset and
+	 * status"). */
 	void (*status_changed)(struct vl_vu_dev *dev, void *opaque, uint8_t status);
 };
 
