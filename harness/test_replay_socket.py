@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -19,8 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-from test_probe_dpdk import start_testpmd, stop_testpmd
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "tests" / "traces").glob("*.trace"))
@@ -225,6 +224,35 @@ DPDK_OUTCOMES = {
     # The used index after chains that lie: DPDK's 0x35, the trace's 0x66.
     "split-ring-lies.trace": ("diverged", "expect mem:data", 33),
 }
+
+
+def start_testpmd(tmp: Path, sock: Path) -> subprocess.Popen:
+    """DPDK 22.11 testpmd, one net_vhost port in io mode (paired with itself: it echoes), as
+    the probe's DPDK cell runs it."""
+    binary = shutil.which("dpdk-testpmd")
+    assert binary, "dpdk-testpmd not found: ./lab installs dpdk-dev (DPDK 22.11)"
+    # Without -i testpmd forwards until stdin closes: a pipe held open keeps it running.
+    return subprocess.Popen(
+        ["timeout", "-s", "KILL", "600", binary, "--no-pci", "--no-huge", "-m", "256",
+         f"--file-prefix=vhlrs{os.getpid()}", "--lcores", "0@1,1@1",
+         "--vdev", f"net_vhost0,iface={sock},queues=1", "--",
+         "--forward-mode=io", "--total-num-mbufs=16384"],
+        stdin=subprocess.PIPE, stdout=open(tmp / "testpmd.log", "w"),
+        stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_testpmd(proc: subprocess.Popen):
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+    for d in Path("/var/run/dpdk").glob(f"vhlrs{os.getpid()}*"):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_corpus_against_dpdk_testpmd(vhostlab, tmp):

@@ -300,7 +300,7 @@ static void teardown(struct rs *x)
 static void count_expectation(struct rp *r)
 {
 	if (r->res->expectations < UINT32_MAX)
-		count_expectation(r);
+		r->res->expectations++;
 }
 
 static bool skip(struct rs *x, const char *why)
