@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "probe_run.h"
@@ -15,7 +16,8 @@ static void probe_usage(FILE *out)
 	fprintf(out,
 		"usage: vhostlab probe --socket PATH [--server] [--features HEX]\n"
 		"                      [--ring split|packed] [--suite NAME[,NAME]]\n"
-		"                      [--expect echo|sink] [--timeout-ms N] [--json]\n"
+		"                      [--expect echo|sink] [--timeout-ms N] [--record DIR]\n"
+		"                      [--json]\n"
 		"\n"
 		"Play a vhost-user front end (QEMU's role) against any virtio-net back end: the\n"
 		"lab's simulated guest negotiates with whatever the back end offers, hands it\n"
@@ -41,6 +43,10 @@ static void probe_usage(FILE *out)
 		"                    default) or sink (drops it: cases that need the frame back\n"
 		"                    are n/a)\n"
 		"  --timeout-ms N    bound of every wait, 10..600000 (default 1000)\n"
+		"  --record DIR      write each failing case (fail, wedge, crash) as a trace\n"
+		"                    DIR/<case>-<ring>.trace that `vhostlab replay --socket`\n"
+		"                    plays back; a case whose failure a trace cannot hold gets\n"
+		"                    none, and the output says why (split rings only for now)\n"
 		"  --json            one JSON document on stdout: {\"ok\", \"backend\",\n"
 		"                    \"features\", \"cases\": [{\"id\", \"suite\", \"ring\", \"rule\",\n"
 		"                    \"verdict\", \"detail\"}]}\n"
@@ -142,6 +148,15 @@ static void print_json(const struct probe_opts *o, const struct probe_report *re
 		cli_json_string(stdout, r->c->desc);
 		printf(", \"verdict\": \"%s\", \"detail\": ", probe_verdict_name(r->verdict));
 		cli_json_string(stdout, r->detail);
+		if (o->record_dir) {
+			printf(", \"trace\": ");
+			if (r->trace[0])
+				cli_json_string(stdout, r->trace);
+			else
+				printf("null");
+			printf(", \"trace_note\": ");
+			cli_json_string(stdout, r->trace_note);
+		}
 		printf("}");
 	}
 	printf("\n]}\n");
@@ -163,6 +178,10 @@ static void print_table(const struct probe_report *rep, const char *suite, unsig
 		count[r->verdict]++;
 		printf("  %-24s %-6s %-6s %-40s %s\n", r->c->id, ring_name(r),
 		       probe_verdict_name(r->verdict), r->c->rule, r->detail);
+		if (r->trace[0])
+			printf("  %-24s trace: %s\n", "", r->trace);
+		else if (r->trace_note[0])
+			printf("  %-24s no trace: %s\n", "", r->trace_note);
 	}
 	if (any)
 		printf("\n");
@@ -179,6 +198,7 @@ int cmd_probe(int argc, char **argv)
 		{"case", required_argument, NULL, 'c'},
 		{"expect", required_argument, NULL, 'e'},
 		{"timeout-ms", required_argument, NULL, 't'},
+		{"record", required_argument, NULL, 'R'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -239,6 +259,7 @@ int cmd_probe(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			o.timeout_ms = (int)v;
 			break;
+		case 'R': o.record_dir = optarg; break;
 		case 'j': json = true; break;
 		case 'h': probe_usage(stdout); return CLI_EXIT_OK;
 		default: probe_usage(stderr); return CLI_EXIT_USAGE;
@@ -251,6 +272,14 @@ int cmd_probe(int argc, char **argv)
 	if (!o.socket) {
 		cli_usage_error("probe", "--socket PATH is required (try --help)");
 		return CLI_EXIT_USAGE;
+	}
+	if (o.record_dir) {
+		struct stat st;
+
+		if (stat(o.record_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			cli_usage_error("probe", "--record: '%s' is not a directory", o.record_dir);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	struct probe_report rep;
 	int rc = probe_run(&o, &rep);

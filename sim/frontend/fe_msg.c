@@ -112,6 +112,32 @@ int lab_fe_connect(const char *path, int timeout_ms, char *err, size_t errlen)
 	}
 }
 
+/* Closed by the peer within wait_ms, before it said anything? */
+static bool closed_at_once(int sock, int wait_ms)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+	uint8_t b;
+
+	return poll(&p, 1, wait_ms) > 0 && recv(sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+int lab_fe_connect_served(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+	for (int waited = 0;; waited += 60) {
+		int sock = lab_fe_connect(path, timeout_ms, err, errlen);
+
+		if (sock < 0 || !closed_at_once(sock, 50))
+			return sock;
+		close(sock);
+		if (waited >= timeout_ms) {
+			say(err, errlen, "the back end closed every connection at once for %d ms",
+			    waited);
+			return -1;
+		}
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+}
+
 int lab_fe_listen(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;

@@ -72,6 +72,10 @@ struct lab_fe_conn {
 /* Connect to a back end listening at path, retrying a missing or refusing socket until
  * timeout_ms has passed. Returns the socket, or -1 with a message in err. */
 int lab_fe_connect(const char *path, int timeout_ms, char *err, size_t errlen);
+/* lab_fe_connect, but a connection the back end closes at once (within 50 ms, before it
+ * said anything) is retried until timeout_ms: a back end that serves one front end at a
+ * time may still hold the previous connection and refuse the next (vhostlab serve does). */
+int lab_fe_connect_served(const char *path, int timeout_ms, char *err, size_t errlen);
 /* Listen at path (a stale socket file is replaced), for back ends in client mode. */
 int lab_fe_listen(const char *path, char *err, size_t errlen);
 /* Take the next back end on a listening socket, waiting at most timeout_ms. */

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* One vhost-user session of the lab's front end (fe_session.h). */
 #include "fe_session.h"
+#include "fe_record.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define RAM_SIZE (4ull << 20)
-#define MAX_REGIONS 8u /* VHOST_MEMORY_BASELINE_NREGIONS: what SET_MEM_TABLE may carry */
+#define MAX_REGIONS LAB_FE_MAX_REGIONS
 
 static uint64_t queue_area(enum vl_layout layout)
 {
@@ -19,8 +22,8 @@ static uint64_t queue_area(enum vl_layout layout)
 	return (n + LAB_PAGE_SIZE - 1) / LAB_PAGE_SIZE * LAB_PAGE_SIZE;
 }
 
-int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layout,
-			int timeout_ms, char *err, size_t errlen)
+void lab_fe_session_open(struct lab_fe_session *s, int sock, enum vl_layout layout,
+			 int timeout_ms)
 {
 	memset(s, 0, sizeof(*s));
 	s->c.sock = sock;
@@ -28,6 +31,12 @@ int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layou
 	s->layout = layout;
 	for (uint32_t i = 0; i < LAB_FE_QUEUES; i++)
 		s->q[i].kick = s->q[i].call = -1;
+}
+
+int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layout,
+			int timeout_ms, char *err, size_t errlen)
+{
+	lab_fe_session_open(s, sock, layout, timeout_ms);
 	/* Coarse RAM: the ring area and four RAM regions, inside one SET_MEM_TABLE. */
 	struct lab_gmem_config cfg = {.ram_size = RAM_SIZE,
 				      .ring_area_size = LAB_FE_QUEUES * queue_area(layout),
@@ -105,6 +114,13 @@ enum lab_fe_rc lab_fe_negotiate(struct lab_fe_session *s, uint64_t want)
 		}
 		ack |= layout_bit;
 	}
+	return lab_fe_ack_features(s, ack);
+}
+
+enum lab_fe_rc lab_fe_ack_features(struct lab_fe_session *s, uint64_t ack)
+{
+	enum lab_fe_rc rc;
+
 	if (ack & VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES)) {
 		rc = lab_fe_get_u64(s, LAB_FE_GET_PROTOCOL_FEATURES, &s->proto_offered);
 		if (rc != LAB_FE_OK)
@@ -126,7 +142,19 @@ enum lab_fe_rc lab_fe_set_mem_table(struct lab_fe_session *s)
 {
 	uint32_t n;
 	const struct vl_mem_region *r = lab_gmem_regions(s->g, &n);
+	struct vl_mem_region t[MAX_REGIONS];
 
+	/* The regions' offsets in the one memfd, as lab_fe_send_mem_table takes them. */
+	for (uint32_t i = 0; i < n && i < MAX_REGIONS; i++) {
+		t[i] = r[i];
+		t[i].mmap_offset = lab_gmem_region_memfd_offset(s->g, i);
+	}
+	return lab_fe_send_mem_table(s, t, n, lab_gmem_memfd(s->g));
+}
+
+enum lab_fe_rc lab_fe_send_mem_table(struct lab_fe_session *s, const struct vl_mem_region *r,
+				     uint32_t n, int fd)
+{
 	if (n > MAX_REGIONS) {
 		snprintf(s->c.what, sizeof(s->c.what), "guest RAM has %u regions, SET_MEM_TABLE "
 			 "carries %u", n, MAX_REGIONS);
@@ -141,11 +169,10 @@ enum lab_fe_rc lab_fe_set_mem_table(struct lab_fe_session *s)
 	memcpy(payload, &n, 4);
 	memcpy(payload + 4, &pad, 4);
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t f[4] = {r[i].gpa, r[i].size, r[i].uaddr,
-				 lab_gmem_region_memfd_offset(s->g, i)};
+		uint64_t f[4] = {r[i].gpa, r[i].size, r[i].uaddr, r[i].mmap_offset};
 
 		memcpy(payload + 8 + i * 32, f, sizeof(f));
-		fds[i] = lab_gmem_memfd(s->g);
+		fds[i] = fd;
 	}
 	return lab_fe_set(s, LAB_FE_SET_MEM_TABLE, payload, 8 + n * 32, fds, n);
 }
@@ -165,21 +192,33 @@ static enum lab_fe_rc send_fd(struct lab_fe_session *s, uint32_t request, uint32
 	return lab_fe_set(s, request, &v, sizeof(v), &fd, 1);
 }
 
-/* The lab's region table maps every gpa at user address == gpa (guest_mem.c), so the
- * "user addresses" of SET_VRING_ADDR are the rings' guest-physical addresses. */
-static enum lab_fe_rc send_addr(struct lab_fe_session *s, uint32_t qidx)
+/* struct vhost_vring_addr: index, flags, then desc, used, avail, log (u64 from byte 8). */
+static enum lab_fe_rc send_addr(struct lab_fe_session *s, const struct lab_fe_vring *v)
 {
-	struct vl_vq_config cfg;
-
-	lab_ring_device_config(&s->q[qidx].ring, &cfg);
-	/* struct vhost_vring_addr: index, flags, desc, used, avail, log (u64 from byte 8). */
 	uint8_t p[40];
-	uint32_t head[2] = {qidx, 0};
-	uint64_t a[4] = {cfg.desc_gpa, cfg.device_gpa, cfg.driver_gpa, 0};
+	uint32_t head[2] = {v->index, 0};
+	uint64_t a[4] = {v->desc, v->used, v->avail, 0};
 
 	memcpy(p, head, sizeof(head));
 	memcpy(p + 8, a, sizeof(a));
 	return lab_fe_set(s, LAB_FE_SET_VRING_ADDR, p, sizeof(p), NULL, 0);
+}
+
+enum lab_fe_rc lab_fe_vring_setup(struct lab_fe_session *s, const struct lab_fe_vring *v)
+{
+	enum lab_fe_rc rc = send_state(s, LAB_FE_SET_VRING_NUM, v->index, v->size);
+
+	if (rc == LAB_FE_OK)
+		rc = send_state(s, LAB_FE_SET_VRING_BASE, v->index, v->base);
+	if (rc == LAB_FE_OK)
+		rc = send_addr(s, v);
+	if (rc == LAB_FE_OK)
+		rc = send_fd(s, LAB_FE_SET_VRING_KICK, v->index, v->kick);
+	if (rc == LAB_FE_OK)
+		rc = send_fd(s, LAB_FE_SET_VRING_CALL, v->index, v->call);
+	if (rc == LAB_FE_OK && (s->acked & VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES)))
+		rc = lab_fe_enable(s, v->index, true);
+	return rc;
 }
 
 enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint32_t size,
@@ -213,23 +252,19 @@ enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint3
 	return lab_fe_queue_resume(s, qidx, base);
 }
 
+/* The lab's region table maps every gpa at user address == gpa (guest_mem.c), so the
+ * "user addresses" of SET_VRING_ADDR are the rings' guest-physical addresses. */
 enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base)
 {
 	struct lab_fe_queue *q = &s->q[qidx];
-	uint32_t size = q->ring.size;
-	enum lab_fe_rc rc = send_state(s, LAB_FE_SET_VRING_NUM, qidx, size);
+	struct vl_vq_config cfg;
 
-	if (rc == LAB_FE_OK)
-		rc = send_state(s, LAB_FE_SET_VRING_BASE, qidx, base);
-	if (rc == LAB_FE_OK)
-		rc = send_addr(s, qidx);
-	if (rc == LAB_FE_OK)
-		rc = send_fd(s, LAB_FE_SET_VRING_KICK, qidx, q->kick);
-	if (rc == LAB_FE_OK)
-		rc = send_fd(s, LAB_FE_SET_VRING_CALL, qidx, q->call);
-	if (rc == LAB_FE_OK && (s->acked & VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES)))
-		rc = lab_fe_enable(s, qidx, true);
-	return rc;
+	lab_ring_device_config(&q->ring, &cfg);
+	struct lab_fe_vring v = {.index = qidx, .size = q->ring.size, .base = base,
+				 .desc = cfg.desc_gpa, .avail = cfg.driver_gpa,
+				 .used = cfg.device_gpa, .kick = q->kick, .call = q->call};
+
+	return lab_fe_vring_setup(s, &v);
 }
 
 enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t size,
@@ -241,6 +276,8 @@ enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t
 		rc = lab_fe_set_mem_table(s);
 	for (uint32_t i = 0; i < LAB_FE_QUEUES && rc == LAB_FE_OK; i++)
 		rc = lab_fe_queue_start(s, i, size, start);
+	if (rc == LAB_FE_OK && s->rec)
+		lab_fe_rec_up(s);
 	return rc;
 }
 
@@ -275,9 +312,24 @@ void lab_fe_kick(struct lab_fe_session *s, uint32_t qidx)
 {
 	uint64_t one = 1;
 
+	if (s->rec)
+		lab_fe_rec_kick(s, qidx);
 	/* A full counter (2^64 - 2 kicks unread) is the back end's problem, not a lost kick. */
 	if (write(s->q[qidx].kick, &one, sizeof(one)) != sizeof(one))
 		return;
+}
+
+bool lab_fe_peer_gone(const struct lab_fe_session *s)
+{
+	struct pollfd p = {.fd = s->c.sock, .events = POLLIN};
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLERR))
+		return true;
+	uint8_t b;
+
+	return recv(s->c.sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 uint64_t lab_fe_take_calls(struct lab_fe_session *s, uint32_t qidx)

@@ -17,10 +17,14 @@
 #include "guest_mem.h"
 #include "vring.h"
 
+struct lab_fe_rec;
+
 #define LAB_FE_RX 0u /* the guest's receive queue: the back end writes into it */
 #define LAB_FE_TX 1u /* the guest's transmit queue: the back end reads it */
 #define LAB_FE_QUEUES 2u
 #define LAB_FE_MAX_QUEUE_SIZE 256u
+/* Regions one SET_MEM_TABLE carries (VHOST_MEMORY_BASELINE_NREGIONS). */
+#define LAB_FE_MAX_REGIONS 8u
 /* Guest allocations one posted chain keeps (header, data, an indirect table). */
 #define LAB_FE_CHAIN_ALLOCS 4u
 
@@ -58,12 +62,17 @@ struct lab_fe_session {
 	bool reply_ack;
 	struct lab_gmem *g;
 	struct lab_fe_queue q[LAB_FE_QUEUES];
+	struct lab_fe_rec *rec;              /* probe --record: set by the caller, or NULL */
 };
 
 /* A session over a connected socket (the session owns it from here on) with fresh guest
  * RAM. Returns 0, or -1 with a message in err. */
 int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layout,
 			int timeout_ms, char *err, size_t errlen);
+/* A session without guest RAM of its own, for a caller that brings its memory and rings
+ * (trace replay over a socket): only the connection and negotiation state. */
+void lab_fe_session_open(struct lab_fe_session *s, int sock, enum vl_layout layout,
+			 int timeout_ms);
 void lab_fe_session_fini(struct lab_fe_session *s);
 
 /* A GET request whose reply is one u64 (GET_FEATURES, GET_PROTOCOL_FEATURES, ...). */
@@ -78,8 +87,22 @@ enum lab_fe_rc lab_fe_set(struct lab_fe_session *s, uint32_t request, const void
  * left out by the session's layout. VERSION_1 must be offered: without it a BAD_REPLY-like
  * refusal is LAB_FE_ERROR with the reason in `what`. */
 enum lab_fe_rc lab_fe_negotiate(struct lab_fe_session *s, uint64_t want);
+/* After GET_FEATURES filled s->offered: GET/SET_PROTOCOL_FEATURES (REPLY_ACK only) when ack
+ * has bit 30, SET_OWNER, SET_FEATURES with exactly ack. */
+enum lab_fe_rc lab_fe_ack_features(struct lab_fe_session *s, uint64_t ack);
 /* SET_MEM_TABLE: every region of the guest's RAM, each with the memfd. */
 enum lab_fe_rc lab_fe_set_mem_table(struct lab_fe_session *s);
+/* SET_MEM_TABLE of n regions (gpa, size, uaddr, mmap_offset into memfd `fd`). */
+enum lab_fe_rc lab_fe_send_mem_table(struct lab_fe_session *s, const struct vl_mem_region *r,
+				     uint32_t n, int fd);
+/* Set vring `index` up on rings the caller laid out: SET_VRING_NUM, BASE, ADDR (desc, used,
+ * avail as user addresses), KICK, CALL, and ENABLE when bit 30 was negotiated. */
+struct lab_fe_vring {
+	uint32_t index, size, base;
+	uint64_t desc, avail, used;   /* user addresses: split avail/used, packed driver/device */
+	int kick, call;
+};
+enum lab_fe_rc lab_fe_vring_setup(struct lab_fe_session *s, const struct lab_fe_vring *v);
 /* Lay out queue qidx (size entries, first index `start`) in the ring area and send
  * SET_VRING_NUM, BASE, ADDR, KICK, CALL, and ENABLE when bit 30 was negotiated. */
 enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint32_t size,
@@ -98,6 +121,9 @@ enum lab_fe_rc lab_fe_get_vring_base(struct lab_fe_session *s, uint32_t qidx, ui
 
 /* Signal the queue's kick eventfd. */
 void lab_fe_kick(struct lab_fe_session *s, uint32_t qidx);
+/* Has the back end closed the socket? (Only for when no reply is due: a message waiting
+ * counts as not gone.) */
+bool lab_fe_peer_gone(const struct lab_fe_session *s);
 /* Add the calls that arrived on the queue's call eventfd to its count; returns the count. */
 uint64_t lab_fe_take_calls(struct lab_fe_session *s, uint32_t qidx);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Traffic through a probed back end, on the lab's ring drivers (fe_traffic.h). */
 #include "fe_traffic.h"
+#include "fe_record.h"
 
 #include <inttypes.h>
 #include <poll.h>
@@ -46,6 +47,10 @@ int lab_fe_post_chain(struct lab_fe_session *s, uint32_t qidx, const struct lab_
 			 "descriptors (%u in flight)", qidx, n, lab_ring_in_flight(&q->ring));
 		return -1;
 	}
+	/* Recording: the chain's buffers and descriptors are written, the avail index not yet
+	 * published (and the chain's buffers not yet counted as the device's). */
+	if (s->rec)
+		lab_fe_rec_flush(s);
 	memset(q->alloc[id], 0, sizeof(q->alloc[id]));
 	memcpy(q->alloc[id], allocs, nallocs * sizeof(*allocs));
 	lab_ring_publish(&q->ring);
@@ -145,6 +150,8 @@ void lab_fe_release(struct lab_fe_session *s, uint32_t qidx, uint32_t id)
 {
 	struct lab_fe_alloc *a = s->q[qidx].alloc[id];
 
+	if (s->rec)
+		lab_fe_rec_absorb(s, qidx, id);
 	for (uint32_t i = 0; i < LAB_FE_CHAIN_ALLOCS; i++)
 		if (a[i].gpa)
 			lab_gmem_free(s->g, a[i].gpa, a[i].len);
@@ -166,22 +173,7 @@ void lab_fe_describe_ring(const struct lab_fe_session *s, uint32_t qidx, char *b
 			 lab_ring_in_flight(r));
 }
 
-/* Has the back end closed the socket? (A reply is never due while the probe waits for the
- * rings, so readable means closed or a message nobody asked for.) */
-static bool peer_gone(const struct lab_fe_session *s)
-{
-	struct pollfd p = {.fd = s->c.sock, .events = POLLIN};
-
-	if (poll(&p, 1, 0) <= 0)
-		return false;
-	if (p.revents & (POLLHUP | POLLERR))
-		return true;
-	uint8_t b;
-
-	return recv(s->c.sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
-int lab_fe_used_within(struct lab_fe_session *s, uint32_t qidx, int wait_ms, uint32_t *id,
+static int used_within(struct lab_fe_session *s, uint32_t qidx, int wait_ms, uint32_t *id,
 		       uint32_t *len)
 {
 	int64_t deadline = now_ms() + wait_ms;
@@ -197,14 +189,37 @@ int lab_fe_used_within(struct lab_fe_session *s, uint32_t qidx, int wait_ms, uin
 	}
 }
 
+int lab_fe_used_within(struct lab_fe_session *s, uint32_t qidx, int wait_ms, uint32_t *id,
+		       uint32_t *len)
+{
+	int got = used_within(s, qidx, wait_ms, id, len);
+
+	if (s->rec)
+		lab_fe_rec_used(s, qidx, false, got, got == 1 ? *id : 0);
+	return got;
+}
+
+static enum lab_fe_rc wait_used(struct lab_fe_session *s, uint32_t qidx, uint32_t *id,
+				uint32_t *len);
+
 enum lab_fe_rc lab_fe_wait_used(struct lab_fe_session *s, uint32_t qidx, uint32_t *id,
+				uint32_t *len)
+{
+	enum lab_fe_rc rc = wait_used(s, qidx, id, len);
+
+	if (s->rec)
+		lab_fe_rec_used(s, qidx, true, rc == LAB_FE_OK ? 1 : -1, rc == LAB_FE_OK ? *id : 0);
+	return rc;
+}
+
+static enum lab_fe_rc wait_used(struct lab_fe_session *s, uint32_t qidx, uint32_t *id,
 				uint32_t *len)
 {
 	int64_t deadline = now_ms() + s->c.timeout_ms;
 	char ring[200];
 
 	for (;;) {
-		int got = lab_fe_used_within(s, qidx, 20, id, len);
+		int got = used_within(s, qidx, 20, id, len);
 
 		if (got == 1)
 			return LAB_FE_OK;
@@ -214,7 +229,7 @@ enum lab_fe_rc lab_fe_wait_used(struct lab_fe_session *s, uint32_t qidx, uint32_
 				 "flight (%s)", *id, ring);
 			return LAB_FE_BAD_REPLY;
 		}
-		if (peer_gone(s)) {
+		if (lab_fe_peer_gone(s)) {
 			snprintf(s->c.what, sizeof(s->c.what), "the back end closed the connection "
 				 "while %s", ring);
 			return LAB_FE_CLOSED;

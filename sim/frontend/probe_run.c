@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 
 const char *probe_verdict_name(enum probe_verdict v)
@@ -25,15 +26,6 @@ const char *probe_verdict_name(enum probe_verdict v)
 	return "?";
 }
 
-/* Closed by the peer within wait_ms, before it said anything? */
-static bool closed_at_once(int sock, int wait_ms)
-{
-	struct pollfd p = {.fd = sock, .events = POLLIN};
-	uint8_t b;
-
-	return poll(&p, 1, wait_ms) > 0 && recv(sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 /* A connected socket to the back end: connect, or accept the next one on listen_fd. A back
  * end that serves one front end at a time may still hold the previous case's connection
  * when the next one arrives, and close the newcomer at once (vhostlab serve does): such a
@@ -42,19 +34,7 @@ static int reach(const struct probe_opts *o, int listen_fd, char *err, size_t er
 {
 	if (o->server)
 		return lab_fe_accept(listen_fd, o->timeout_ms + 2000, err, errlen);
-	for (int waited = 0;; waited += 60) {
-		int sock = lab_fe_connect(o->socket, o->timeout_ms, err, errlen);
-
-		if (sock < 0 || !closed_at_once(sock, 50))
-			return sock;
-		close(sock);
-		if (waited >= o->timeout_ms) {
-			snprintf(err, errlen, "the back end closed every connection at once for %d "
-				 "ms", waited);
-			return -1;
-		}
-		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-	}
+	return lab_fe_connect_served(o->socket, o->timeout_ms, err, errlen);
 }
 
 static const char *feature_name(uint64_t bits)
@@ -150,6 +130,8 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 		snprintf(r->detail, sizeof(r->detail), "probe: %s", err);
 		return;
 	}
+	if (o->record_dir && !(x.s.rec = lab_fe_rec_create()))
+		snprintf(r->trace_note, sizeof(r->trace_note), "out of memory for the recorder");
 	x.expect = o->expect;
 	x.mask = o->mask & ~c->drops;
 	x.arg = c->arg;
@@ -172,6 +154,17 @@ static void run_case(const struct probe_opts *o, int listen_fd, const struct pro
 		v = c->run(&x);
 	r->verdict = v;
 	memcpy(r->detail, x.detail, sizeof(r->detail));
+	if (x.s.rec) {
+		bool failed = v == PROBE_FAIL || v == PROBE_WEDGE || v == PROBE_CRASH;
+
+		snprintf(r->trace, sizeof(r->trace), "%s/%s-%s.trace", o->record_dir, c->id,
+			 layout == VL_LAYOUT_PACKED ? "packed" : "split");
+		if (!lab_fe_rec_finish(&x.s, failed, r->trace, r->trace_note,
+				       sizeof(r->trace_note)))
+			r->trace[0] = '\0';
+		lab_fe_rec_destroy(x.s.rec);
+		x.s.rec = NULL;
+	}
 	lab_fe_session_fini(&x.s);
 }
 

@@ -20,6 +20,7 @@ struct probe_opts {
 	const char *only;       /* --case: comma-separated ids to run, or NULL for all */
 	enum probe_expect expect;
 	int timeout_ms;
+	const char *record_dir; /* --record: each failing case as DIR/<case>-<ring>.trace */
 };
 
 struct probe_result {
@@ -27,6 +28,9 @@ struct probe_result {
 	enum vl_layout layout;
 	enum probe_verdict verdict;
 	char detail[512];
+	/* --record: the trace written for a failing case ("" none), or why none was. */
+	char trace[512];
+	char trace_note[256];
 };
 
 struct probe_report {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "probe_bodies.h"
 
@@ -55,9 +56,15 @@ enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uin
 	memcpy(&num_buffers, hdr + 10, 2);
 	if (lens[0] < LAB_FE_NET_HDR)
 		return probe_fail(x, "RX used length %u, shorter than the 12-byte header", lens[0]);
+	static const uint8_t zero2[2] = {0, 0};
+	const uint8_t nb[2] = {(uint8_t)nbuf, (uint8_t)(nbuf >> 8)};
+
+	/* Recording (probe --record): each check below as the expectation it is. */
+	lab_fe_rec_expect_bytes(&x->s, LAB_FE_RX, ids[0], 0, zero2, 2, !hdr[0] && !hdr[1]);
 	if (hdr[0] != 0 || hdr[1] != 0)
 		return probe_fail(x, "RX header flags 0x%02x gso_type 0x%02x for a plain frame "
 				  "(expected 0, 0)", hdr[0], hdr[1]);
+	lab_fe_rec_expect_bytes(&x->s, LAB_FE_RX, ids[0], 10, nb, 2, num_buffers == nbuf);
 	if (num_buffers != nbuf)
 		return probe_fail(x, "RX header num_buffers %u, the frame took %u buffer(s)",
 				  num_buffers, nbuf);
@@ -68,6 +75,8 @@ enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uin
 		if (lens[b] > cap || at + n > flen)
 			return probe_fail(x, "RX buffer %u: used length %u (capacity %u) runs past "
 					  "the %u-byte frame + header", b, lens[b], cap, flen);
+		lab_fe_rec_expect_bytes(&x->s, LAB_FE_RX, ids[b], skip, frame + at, n,
+					!memcmp(p + skip, frame + at, n));
 		for (uint32_t i = 0; i < n; i++)
 			if (p[skip + i] != frame[at + i])
 				return probe_fail(x, "RX frame byte %u is 0x%02x, sent 0x%02x%s",

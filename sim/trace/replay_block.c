@@ -46,7 +46,7 @@ static void free_snaps(struct rp_used_snap **snaps)
 }
 
 /* The either at ops[at], closed at ops[end]. */
-static bool run_either(struct rp *r, uint32_t at, uint32_t end)
+static bool run_either(struct rp *r, rp_run_fn run, uint32_t at, uint32_t end)
 {
 	const struct lab_trace *t = r->t;
 	struct rp_used_snap *snaps[LAB_TRACE_MAX_QUEUES] = {NULL};
@@ -55,7 +55,7 @@ static bool run_either(struct rp *r, uint32_t at, uint32_t end)
 	uint32_t branch = 1, i = at + 1;
 
 	why[0] = '\0';
-	/* Save every queue a branch reads (an out-of-range queue is rp_run_op's error). */
+	/* Save every queue a branch reads (an out-of-range queue is rp_check_op's error). */
 	for (uint32_t j = at + 1; j < end; j++) {
 		const struct lab_trace_op *op = &t->ops[j];
 
@@ -74,7 +74,7 @@ static bool run_either(struct rp *r, uint32_t at, uint32_t end)
 			r->op = &t->ops[i];
 			narrate_op(r, r->op);
 			count_op(r);
-			if (rp_run_op(r, r->op))
+			if (run(r, r->op))
 				continue;
 			if (r->res->status == LAB_REPLAY_ERROR) {   /* the trace cannot run */
 				free_snaps(snaps);
@@ -110,7 +110,7 @@ static bool run_either(struct rp *r, uint32_t at, uint32_t end)
 	return rp_diverge(r, "either", "one branch to hold", "%s", why);
 }
 
-bool rp_run_ops(struct rp *r)
+bool rp_run_ops(struct rp *r, rp_run_fn run)
 {
 	const struct lab_trace *t = r->t;
 	struct {
@@ -151,13 +151,13 @@ bool rp_run_ops(struct rp *r)
 		case LAB_T_EITHER: {
 			uint32_t end = lab_trace_block_end(t, i);
 
-			if (!run_either(r, i, end))
+			if (!run_either(r, run, i, end))
 				return false;
 			i = end + 1;
 			break;
 		}
 		default:
-			if (!rp_run_op(r, op))
+			if (!run(r, op))
 				return false;
 			i++;
 			break;

@@ -78,11 +78,17 @@ static bool expect_packet(struct rp *r, const struct lab_trace_op *op, struct rp
 	return ok;
 }
 
+/* The next used element: over a socket (r->pop) the wait for it, in process at once. */
+static int pop(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
+{
+	return r->pop ? r->pop(r, q, id, len) : rp_pop_used(r, q, id, len);
+}
+
 static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_queue *q,
 			const char *expected)
 {
-	uint32_t id, len;
-	int rc = rp_pop_used(r, q, &id, &len);
+	uint32_t id = 0, len = 0;
+	int rc = pop(r, q, &id, &len);
 
 	if (rc < 0)
 		return false;
@@ -90,7 +96,8 @@ static bool expect_used(struct rp *r, const struct lab_trace_op *op, struct rp_q
 		return rc == 0 || rp_diverge(r, "expect used:extra", expected,
 					     "a used element: id %u len %u", id, len);
 	if (rc == 0)
-		return rp_diverge(r, "expect used:missing", expected, "no used element");
+		return rp_diverge(r, "expect used:missing", expected, "no used element%s",
+				  r->pop ? " within the timeout" : "");
 	if ((op->given & LAB_TA_ID) ? id != op->id : !rp_id_was_outstanding(q, id))
 		return rp_diverge(r, "expect used:id", expected, "id %u len %u%s", id, len,
 				  (op->given & LAB_TA_ID) ? "" : " (not an id the guest has "
@@ -117,7 +124,7 @@ static bool expect_used_set(struct rp *r, const struct lab_trace_op *op, struct 
 	seen[0] = '\0';
 	for (uint32_t k = 0; ok && k < op->nitems; k++) {
 		uint32_t id, len, pick = op->nitems;
-		int rc = rp_pop_used(r, q, &id, &len);
+		int rc = pop(r, q, &id, &len);
 
 		if (rc < 0) {
 			ok = false;

@@ -81,6 +81,9 @@ struct rp {
 	uint64_t fail_calls;
 	uint32_t fail_next;
 	bool df_on;
+	/* Over a socket: the wait for the next used element the expectations read through
+	 * (replay_socket.c); NULL in process, where rp_pop_used answers at once. */
+	int (*pop)(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);
 };
 
 /* Stop the replay: a trace error (ERROR) or a divergence (DIVERGED). The message says what
@@ -118,10 +121,15 @@ void rp_used_snap_free(struct rp_used_snap *s);
 /* replay_expect.c */
 bool rp_expect_op(struct rp *r, const struct lab_trace_op *op);
 
-/* trace_replay.c: one statement (not a block statement). */
+/* trace_replay.c: one statement (not a block statement) against the in-process core. */
 bool rp_run_op(struct rp *r, const struct lab_trace_op *op);
-/* replay_block.c: every statement of the trace in order, running repeat blocks their
- * number of times and either blocks branch by branch. */
-bool rp_run_ops(struct rp *r);
+/* Is the statement's kind known, not a block statement, and its queue one of the trace's?
+ * (A trace error if not.) */
+bool rp_check_op(struct rp *r, const struct lab_trace_op *op);
+/* replay_block.c: every statement of the trace in order through `run` (rp_run_op in
+ * process, the socket's runner over one), running repeat blocks their number of times and
+ * either blocks branch by branch. */
+typedef bool (*rp_run_fn)(struct rp *r, const struct lab_trace_op *op);
+bool rp_run_ops(struct rp *r, rp_run_fn run);
 
 #endif

@@ -254,6 +254,17 @@ const struct vl_mem_region *lab_tmem_regions(const struct lab_tmem *m, uint32_t 
 	return m->pieces;
 }
 
+const struct vl_mem_region *lab_tmem_guest_regions(const struct lab_tmem *m, uint32_t *n)
+{
+	*n = m->nregions;
+	return m->regions;
+}
+
+int lab_tmem_fd(const struct lab_tmem *m)
+{
+	return m->fd;
+}
+
 /* Adjacent regions join: they are side by side in the guest view. */
 void *lab_tmem_ptr(const struct lab_tmem *m, uint64_t gpa, uint64_t len)
 {

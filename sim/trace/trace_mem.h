@@ -26,6 +26,13 @@ void lab_tmem_destroy(struct lab_tmem *m);
 /* The host-view table for vl_mem_create (one entry per host piece). */
 const struct vl_mem_region *lab_tmem_regions(const struct lab_tmem *m, uint32_t *n);
 
+/* The regions as a front end hands them to a back end over vhost-user (SET_MEM_TABLE): one
+ * entry per trace region in gpa order, mmap_offset its offset in lab_tmem_fd's memfd, uaddr
+ * = gpa (regions never overlap, so these "user addresses" are unique). The back end maps
+ * the same memfd: what the guest view writes, it sees. */
+const struct vl_mem_region *lab_tmem_guest_regions(const struct lab_tmem *m, uint32_t *n);
+int lab_tmem_fd(const struct lab_tmem *m);
+
 /* Guest view of [gpa, gpa+len), or NULL unless every byte lies in the regions (adjacent
  * regions join: they are side by side in the guest view). lab_gpa_ptr decides. */
 void *lab_tmem_ptr(const struct lab_tmem *m, uint64_t gpa, uint64_t len);

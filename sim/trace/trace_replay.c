@@ -405,9 +405,9 @@ static bool queueless(enum lab_trace_kind k)
 	       k == LAB_T_EXPECT_MEM || k == LAB_T_EXPECT_DIRTY;
 }
 
-bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
+/* The parser resolves queue names; a trace built by a tool is checked here, once. */
+bool rp_check_op(struct rp *r, const struct lab_trace_op *op)
 {
-	/* The parser resolves queue names; a trace built by a tool is checked here, once. */
 	if (op->kind >= LAB_T__KIND_COUNT)
 		return rp_error(r, "error:internal", "statement kind %u", (unsigned)op->kind);
 	if (op->kind == LAB_T_REPEAT || op->kind == LAB_T_EITHER || op->kind == LAB_T_OR ||
@@ -415,6 +415,13 @@ bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
 		return rp_error(r, "error:internal", "a block statement outside the block loop");
 	if (!queueless(op->kind) && op->queue >= r->t->nqueues)
 		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
+	return true;
+}
+
+bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
+{
+	if (!rp_check_op(r, op))
+		return false;
 	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it is an expectation */
 		if (r->res->expectations < UINT32_MAX)   /* repeats can run more; no wrap */
 			r->res->expectations++;
@@ -491,7 +498,7 @@ enum lab_replay_status lab_replay_run(const struct lab_trace *t,
 	bool ok;
 
 	memset(res, 0, sizeof(*res));
-	ok = setup(&r) && rp_run_ops(&r);
+	ok = setup(&r) && rp_run_ops(&r, rp_run_op);
 	if (ok)
 		ok = end_checks(&r);
 	teardown(&r);

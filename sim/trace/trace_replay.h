@@ -34,6 +34,9 @@ enum lab_replay_status {
 	LAB_REPLAY_PASS = 0,
 	LAB_REPLAY_DIVERGED = 1,  /* an expectation or an end-of-run check failed */
 	LAB_REPLAY_ERROR = 2,     /* the trace cannot run (setup or statement error) */
+	LAB_REPLAY_NA = 3,        /* over a socket: the back end cannot run this trace (it does
+				   * not offer a feature the trace negotiates, ...); `observed`
+				   * says why */
 };
 
 struct lab_replay_result {
@@ -51,6 +54,9 @@ struct lab_replay_result {
 	uint32_t ops_run, expectations;
 	uint64_t packets_dequeued, packets_enqueued;
 	uint64_t packets_discarded;   /* good chains `discard` returned */
+	/* Over a socket (replay_socket.h): statements not carried out because they are
+	 * in-process only, or expectations that depend on one (0 in process). */
+	uint32_t skipped;
 };
 
 enum lab_replay_status lab_replay_run(const struct lab_trace *t,

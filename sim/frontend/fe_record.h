@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* Recording a probe case's session as a trace (`vhostlab probe --record DIR`) that
+ * `vhostlab replay --socket` plays back against any back end (docs/cli.md, "probe").
+ *
+ * What is recorded: the setup once the rings are up (the negotiated features, the guest
+ * RAM's regions, both queues' rings and start index), then the guest's actions as the
+ * memory they changed -- at every post (before the avail index is published) and every
+ * kick the RAM is compared with a copy of it, and what the driver changed becomes `write` /
+ * `fill` statements, new avail entries `avail` statements and a publication `kick` -- and
+ * the waits for used elements as expectations: a wait that got one `expect used Q id=I`, a
+ * wait that failed (the case's wedge, crash or bad id) `expect used Q` (one must come), a
+ * "nothing may come" look `expect used Q none`; a check of received bytes (the header's
+ * fields, the frame) `expect mem` with the bytes the case wanted. Memory the device owns is never taken for
+ * the guest's writes: the used rings, and the buffers of chains in flight (taken into the
+ * copy as they are).
+ *
+ * Split rings only for now: a packed ring's descriptors are written by both sides, and
+ * telling them apart needs the driver's own log (not recorded yet). A case whose failure
+ * is not on the rings -- a message exchange, a message sent after the rings are up, a
+ * check the recorder has no expectation for (calls, bytes other than a received frame's)
+ * -- gets no trace and a note saying why. */
+#ifndef LAB_FE_RECORD_H
+#define LAB_FE_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lab_fe_session;
+struct lab_fe_rec;
+
+struct lab_fe_rec *lab_fe_rec_create(void);
+void lab_fe_rec_destroy(struct lab_fe_rec *rec);
+
+/* Hooks the session and traffic layers call when s->rec is set. */
+void lab_fe_rec_up(struct lab_fe_session *s);                  /* both rings are up */
+void lab_fe_rec_flush(struct lab_fe_session *s);               /* guest writes so far */
+void lab_fe_rec_kick(struct lab_fe_session *s, uint32_t qidx);
+/* A wait for a used element on qidx: must_come (lab_fe_wait_used) or a "nothing may
+ * come" look (lab_fe_used_within); got 1 with id, 0 none, < 0 the wait failed. */
+void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, int got,
+		     uint32_t id);
+/* A check of n bytes at offset off of chain id's first buffer on qidx against want, and
+ * whether it held: `expect mem` (a failed one is the case's failure when it is the last). */
+void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t id,
+			     uint32_t off, const uint8_t *want, uint32_t n, bool held);
+/* Chain id of qidx came back: its buffers hold what the device wrote. */
+void lab_fe_rec_absorb(struct lab_fe_session *s, uint32_t qidx, uint32_t id);
+
+/* The case ended with `failed` (fail, wedge or crash) or not: write the trace to path and
+ * return true, or return false with why not in note ("" when the case did not fail). */
+bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed,
+		       const char *path, char *note, size_t notelen);
+
+#endif
