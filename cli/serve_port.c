@@ -3,6 +3,7 @@
  * back-off), its messages, and what the protocol layer tells it through the callbacks. */
 #include <inttypes.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -350,6 +351,18 @@ double serve_port_wait(const struct serve_port *p, double now)
 	return p->next_connect > now ? p->next_connect - now : 0;
 }
 
+/* Has the front end of fd hung up (its remaining bytes may still wait to be read)? */
+static bool peer_hung_up(int fd)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
+
+	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
+/* Messages read from a front end that hung up before its successor is let in: at most this
+ * many (then the successor is refused as any second front end would be). */
+#define SERVE_DRAIN_MAX 4096u
+
 void serve_port_accept(struct serve_port *p)
 {
 	int fd = vl_vu_accept(p->listen_fd);
@@ -359,6 +372,13 @@ void serve_port_accept(struct serve_port *p)
 			serve_event(p->s, "error", p, "accept: %s", strerror(errno));
 		return;
 	}
+	/* The front end before may have hung up in the same poll round as this one connected
+	 * (a front end that reconnects at once; the probe's fresh connection after a case):
+	 * finish the old connection first -- what it sent, then its end -- rather than refuse
+	 * its successor. Accepting comes before messages in a round (serve_loop.c). */
+	for (uint32_t i = 0; i < SERVE_DRAIN_MAX && p->conn_fd >= 0 && peer_hung_up(p->conn_fd);
+	     i++)
+		serve_port_message(p);
 	if (p->conn_fd >= 0) {
 		/* One front end per device: a second one is told so by the closed socket
 		 * rather than left waiting in the backlog. */

@@ -263,3 +263,51 @@ def test_offload_features_offered(vhostlab_fast, tmp, args, offered):
     off, or no checksum offload, offers none of them."""
     f = offered_features(vhostlab_fast, tmp, *args)
     assert f & (OFFLOADS | F_GUEST_UFO | F_HOST_UFO) == offered, (hex(f), hex(offered))
+
+
+def test_successor_of_a_front_end_that_hung_up_is_served(vhostlab_fast, tmp):
+    """A front end hangs up and another connects before serve looks (the probe's fresh
+    connection after a case; a front end that reconnects at once). Both events reach serve
+    in the same poll round: serve finishes the old connection first and serves the new
+    one, instead of refusing it as a second front end. serve is stopped (SIGSTOP) while the
+    two happen, so they are always in one round."""
+    sock = tmp / "s.sock"
+    # Not under timeout(1), which would continue its stopped child: --duration bounds it.
+    proc = subprocess.Popen(
+        [str(vhostlab_fast.path), "serve", "--socket", str(sock), "--json", "--duration", "30"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_path(sock, proc)
+        a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.connect(str(sock))
+        a.sendall(struct.pack("<III", 1, 1, 0))  # GET_FEATURES
+        a.settimeout(5)
+        assert len(a.recv(20)) == 20, "no GET_FEATURES reply on the first connection"
+        pid = proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            a.sendall(struct.pack("<III", 1, 1, 0))  # read by serve after it hung up
+            a.close()
+            b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            b.connect(str(sock))  # into the backlog
+            b.sendall(struct.pack("<III", 1, 1, 0))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        b.settimeout(5)
+        reply = b.recv(20)
+        assert len(reply) == 20, f"the successor was not served: {reply!r}"
+        request, flags, size = struct.unpack("<III", reply[:12])
+        assert (request, size) == (1, 8) and flags & 4, reply  # a GET_FEATURES reply
+        b.close()
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, (out, err)
+    kinds = [e["event"] for e in events(err)]
+    assert "refused" not in kinds, err
+    assert json.loads(out)["ports"][0]["connections"] == 2, out
