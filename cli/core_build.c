@@ -38,10 +38,15 @@ const char *cli_core_build(void)
 #else
 #define VARIANT_TWOPATH ""
 #endif
+#ifdef VL_MUTANT_NO_RX_PAYLOAD_LOG
+#define VARIANT_MUTANT "+mutant-no-rx-payload-log"
+#else
+#define VARIANT_MUTANT ""
+#endif
 
 const char *cli_build_variant(void)
 {
-	static const char joined[] = VARIANT_NOINLINE VARIANT_LTO VARIANT_TWOPATH;
+	static const char joined[] = VARIANT_NOINLINE VARIANT_LTO VARIANT_TWOPATH VARIANT_MUTANT;
 
 	return joined[0] ? joined + 1 : "default";
 }

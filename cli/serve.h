@@ -219,6 +219,7 @@ struct serve_port {
 	bool waiting_told;
 	uint64_t connections, disconnects, messages, rejected;
 	uint64_t features;             /* negotiated, last connection that ran */
+	uint64_t announces;            /* SEND_RARP messages (serve_announce.c) */
 };
 
 struct serve_rec;
@@ -239,6 +240,14 @@ struct serve {
 	double idle, last_idle;
 	bool evict_unsupported_told;   /* --evict: the CPU cannot, said once */
 };
+
+/* serve_announce.c: the guest announce after a live migration (SEND_RARP). The frame is a
+ * broadcast RARP reverse request from mac, padded to the 60-byte Ethernet minimum. */
+#define SERVE_RARP_LEN 60u
+void serve_rarp_frame(uint8_t frame[SERVE_RARP_LEN], const uint8_t mac[6]);
+void serve_announce(struct serve_port *p, const uint8_t mac[6]);
+/* "loopback", "tap", ... as --mode spells them. */
+const char *serve_mode_name(enum serve_mode mode);
 
 /* Monotonic seconds. */
 double serve_now(void);
@@ -319,6 +328,8 @@ void serve_tap_close(struct serve *s);
 void serve_tap_offloads(struct serve *s, uint64_t guest_features);
 /* Send pkt to the TAP queue; false if the device did not take it. */
 bool serve_tap_write(int fd, const struct vl_pkt *pkt);
+/* A frame the device makes itself (the RARP announce), with a header asking for nothing. */
+bool serve_tap_write_raw(int fd, const uint8_t *frame, uint32_t len);
 /* Read one frame into a packet of pool: NULL when nothing is waiting (*err false) or on an
  * error (*err true: the frame is lost). */
 struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, bool *err);

@@ -161,6 +161,12 @@ static void on_status_changed(struct vl_vu_dev *dev, void *opaque, uint8_t statu
 		    (status & 0x40) ? " needs_reset" : "", (status & 0x80) ? " failed" : "");
 }
 
+static void on_announce(struct vl_vu_dev *dev, void *opaque, const uint8_t mac[6])
+{
+	(void)dev;
+	serve_announce(opaque, mac);
+}
+
 static void on_mem_changed(struct vl_vu_dev *dev, void *opaque)
 {
 	struct serve_port *p = opaque;
@@ -201,6 +207,7 @@ int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const
 	cfg.cb.queue_ready = on_queue_ready;
 	cfg.cb.mem_changed = on_mem_changed;
 	cfg.cb.status_changed = on_status_changed;
+	cfg.cb.announce = on_announce;
 	cfg.opaque = p;
 
 	p->pairs = calloc(o->queues, sizeof(*p->pairs));

@@ -28,6 +28,11 @@ static const char *const mode_names[] = {
 	[SERVE_TOUCH] = "touch",
 };
 
+const char *serve_mode_name(enum serve_mode mode)
+{
+	return mode_names[mode];
+}
+
 /* As `vhostlab run --stats` names them (run_report.c). */
 static const char *const bin_names[VL_SIZE_BINS] = {
 	"lt64", "64", "65_127", "128_255", "256_511", "512_1023", "1024_1518", "gt1518",

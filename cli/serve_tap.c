@@ -249,6 +249,15 @@ bool serve_tap_write(int fd, const struct vl_pkt *pkt)
 	return w == (ssize_t)(sizeof(hdr) + pkt->pkt_len);
 }
 
+bool serve_tap_write_raw(int fd, const uint8_t *frame, uint32_t len)
+{
+	uint8_t hdr[TAP_HDR_LEN] = {0};
+	struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof(hdr)},
+			       {.iov_base = (void *)frame, .iov_len = len}};
+
+	return writev(fd, iov, 2) == (ssize_t)(sizeof(hdr) + len);
+}
+
 struct vl_pkt *serve_tap_read(struct serve *s, int fd, struct vl_pool *pool, bool *err)
 {
 	ssize_t r = read(fd, s->tap_buf, TAP_FRAME_MAX);

@@ -47,7 +47,9 @@ static VL_ALWAYS_INLINE void vl_copy_body(struct vl_vq *vq, void *dst, const voi
 	}
 	memcpy(dst, src, len);
 	if (!from_guest) {
+#ifndef VL_MUTANT_NO_RX_PAYLOAD_LOG /* test-only mutant (CMakeLists.txt): log left out */
 		vl_log_write(&vq->rq.log, log_gpa, len);
+#endif
 	} else if (vq->evict_reads) {
 		vl_evict_line(src);
 		vq->rq.stats.lines_evicted++;

@@ -67,6 +67,8 @@ static const struct vu_rule rules[VU_REQUEST__COUNT] = {
 			      false},
 	[VU_SET_VRING_ENABLE] = {vu_set_vring_enable, VU_SIZE_STATE, FDS_NONE, IDX_STATE,
 				 NO_PROTO, false},
+	[VU_SEND_RARP] = {vu_send_rarp, VU_SIZE_U64, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_RARP,
+			  true},
 	[VU_NET_SET_MTU] = {vu_net_set_mtu, VU_SIZE_U64, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_MTU,
 			    true},
 	[VU_GET_MAX_MEM_SLOTS] = {vu_get_max_mem_slots, 0, FDS_NONE, IDX_NONE,

@@ -105,6 +105,9 @@ int vu_get_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct 
 int vu_reset_device(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_net_set_mtu(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 
+/* announce.c */
+int vu_send_rarp(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
+
 /* mem_table.c */
 int vu_set_mem_table(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_add_mem_reg(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);

@@ -52,6 +52,8 @@ far, else what stopped it, e.g. status=no_eth0). Command line parameters, all op
                          again (the driver resets the device, which is then set up
                          anew), configure eth0 again and ping the peer vhl_pings times;
                          the result line gets reload_ping=ANSWERED (test_lifecycle_qemu.py)
+  vhl_pings_after=N      echo requests after the transfers, answered count in the result
+                         line's after_ping=N (the migration cells: the guest moved meanwhile)
   vhl_md5=1              0: for throughput measurements, no md5sum under TCG (slower than
                          the network) and no process per MiB: the guest sends zeros from
                          one dd (tx_md5=-: the digest of zeros) and counts what it
@@ -130,6 +132,7 @@ finish() {
 }
 
 IP=10.99.0.2 PEER=10.99.0.1 TX=0 RX=0 TMO=120 PINGS=3 ROLE=client MD5=1 RELOAD=0 LOOP=0
+AFTER=0
 for w in $(cat /proc/cmdline); do
     case "$w" in
     vhl_role=*) ROLE=${w#*=} ;;
@@ -142,6 +145,7 @@ for w in $(cat /proc/cmdline); do
     vhl_pings=*) PINGS=${w#*=} ;;
     vhl_reload=*) RELOAD=${w#*=} ;;
     vhl_pingloop=*) LOOP=${w#*=} ;;
+    vhl_pings_after=*) AFTER=${w#*=} ;;
     esac
 done
 
@@ -299,10 +303,18 @@ if [ "$RX" -gt 0 ]; then
     say "received $RXB bytes in $RXT s"
 fi
 
+# After the transfers (a migration cell moves the guest meanwhile): is the network there?
+APR=-
+if [ "$AFTER" -gt 0 ]; then
+    out=$(ping -c "$AFTER" -i 0.2 -W 2 "$PEER" 2>&1)
+    APR=$(echo "$out" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
+    say "ping after the transfers: ${APR:-0}/$AFTER"
+fi
+
 finish "ping_sent=${PS:-0} ping_received=${PR:-0}" \
     "tx_bytes=$TXB tx_rc=$TXR tx_md5=$TXS tx_secs=$TXT" \
     "rx_bytes=$RXB rx_partial=$RXP rx_rc=$RXR rx_md5=$RXS rx_secs=$RXT reload_ping=${RLP:-0}" \
-    "$(counters) status=ok"
+    "after_ping=${APR:-0} $(counters) status=ok"
 """
 
 

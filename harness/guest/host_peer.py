@@ -7,7 +7,7 @@ Listens on ADDR for one connection on each of two TCP ports:
   source (5002)  sends --bytes of seeded pseudo-random data to the guest, then closes.
 
 Prints JSON lines on stdout: {"event": "ready"} once both ports listen, then one line per
-finished transfer:
+finished transfer ({"event": "source_start"} when the guest connected to the source):
   {"event": "sink", "bytes": N, "md5": "...", "sha256": "...", "secs": S}
   {"event": "source", "bytes": N, "md5": "...", "sha256": "...", "secs": S}
 and exits when both are done (0) or after --timeout seconds (1, with
@@ -59,9 +59,10 @@ def sink(ls: socket.socket) -> None:
          secs=round(time.monotonic() - t0, 3))
 
 
-def source(ls: socket.socket, total: int, seed: int) -> None:
+def source(ls: socket.socket, total: int, seed: int, rate: float) -> None:
     c, peer = ls.accept()
     t0 = time.monotonic()
+    emit(event="source_start", peer=peer[0])
     rng = random.Random(seed)
     md5, sha = hashlib.md5(), hashlib.sha256()
     sent = 0
@@ -74,6 +75,10 @@ def source(ls: socket.socket, total: int, seed: int) -> None:
                 md5.update(b)
                 sha.update(b)
                 sent += len(b)
+                if rate > 0:  # --rate: no faster than rate MiB/s on average
+                    ahead = sent / (rate * CHUNK) - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
             c.shutdown(socket.SHUT_WR)
             # Wait for the guest to close its side: all of it arrived (or it gave up).
             c.settimeout(30)
@@ -93,6 +98,9 @@ def main() -> int:
     ap.add_argument("--bytes", type=int, default=64 << 20, help="source bytes (0: no source)")
     ap.add_argument("--no-sink", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rate", type=float, default=0,
+                    help="source MiB/s at most (0: as fast as it goes); a migration cell "
+                         "keeps the stream running while the guest moves")
     ap.add_argument("--timeout", type=float, default=150)
     a = ap.parse_args()
 
@@ -102,7 +110,7 @@ def main() -> int:
                                         daemon=True))
     if a.bytes > 0:
         threads.append(threading.Thread(
-            target=source, args=(listener(a.addr, a.source_port), a.bytes, a.seed),
+            target=source, args=(listener(a.addr, a.source_port), a.bytes, a.seed, a.rate),
             daemon=True))
     for t in threads:
         t.start()

@@ -42,6 +42,7 @@ const char *lab_fe_request_name(uint32_t request)
 	case LAB_FE_SET_FEATURES: return "SET_FEATURES";
 	case LAB_FE_SET_OWNER: return "SET_OWNER";
 	case LAB_FE_SET_MEM_TABLE: return "SET_MEM_TABLE";
+	case LAB_FE_SET_LOG_BASE: return "SET_LOG_BASE";
 	case LAB_FE_SET_VRING_NUM: return "SET_VRING_NUM";
 	case LAB_FE_SET_VRING_ADDR: return "SET_VRING_ADDR";
 	case LAB_FE_SET_VRING_BASE: return "SET_VRING_BASE";

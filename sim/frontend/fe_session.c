@@ -125,11 +125,12 @@ enum lab_fe_rc lab_fe_ack_features(struct lab_fe_session *s, uint64_t ack)
 		rc = lab_fe_get_u64(s, LAB_FE_GET_PROTOCOL_FEATURES, &s->proto_offered);
 		if (rc != LAB_FE_OK)
 			return rc;
-		s->proto_acked = s->proto_offered & VL_FEATURE(LAB_FE_PROTOCOL_F_REPLY_ACK);
+		s->proto_acked = s->proto_offered &
+				 (VL_FEATURE(LAB_FE_PROTOCOL_F_REPLY_ACK) | s->proto_want);
 		rc = lab_fe_set(s, LAB_FE_SET_PROTOCOL_FEATURES, &s->proto_acked, 8, NULL, 0);
 		if (rc != LAB_FE_OK)
 			return rc;
-		s->reply_ack = s->proto_acked != 0;
+		s->reply_ack = (s->proto_acked & VL_FEATURE(LAB_FE_PROTOCOL_F_REPLY_ACK)) != 0;
 	}
 	rc = lab_fe_set(s, LAB_FE_SET_OWNER, NULL, 0, NULL, 0);
 	if (rc != LAB_FE_OK)

@@ -59,6 +59,8 @@ struct lab_fe_session {
 	enum vl_layout layout;
 	uint64_t offered, acked;             /* virtio + vhost-user feature bits */
 	uint64_t proto_offered, proto_acked; /* protocol features (0 without bit 30) */
+	uint64_t proto_want;                 /* acked besides REPLY_ACK when offered (set
+					      * before lab_fe_negotiate; e.g. LOG_SHMFD) */
 	bool reply_ack;
 	struct lab_gmem *g;
 	struct lab_fe_queue q[LAB_FE_QUEUES];

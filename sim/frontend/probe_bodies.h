@@ -43,6 +43,9 @@ enum probe_verdict probe_unknown_request(struct probe_ctx *x);
 enum probe_verdict probe_mem_table_live(struct probe_ctx *x);
 enum probe_verdict probe_vring_base_resume(struct probe_ctx *x);
 
+/* probe_dirty_log.c: live migration's dirty log checked against the pages written. */
+enum probe_verdict probe_dirty_log(struct probe_ctx *x);
+
 /* probe_hostile_msg.c / probe_hostile_ring.c: the hostile suite (arg: which message, which
  * lab_hostile class). */
 enum probe_verdict probe_hostile_msg(struct probe_ctx *x);

@@ -113,6 +113,10 @@ const struct probe_case probe_cases[] = {
 	{"vring-base-resume", "conformance", "S-15 VU SET_VRING_BASE, GET_VRING_BASE",
 	 "a ring stopped by GET_VRING_BASE resumes at the base it returned, nothing re-sent",
 	 PROBE_BOTH, 0, 0, true, true, 0, probe_vring_base_resume, 0},
+	{"dirty-log", "conformance", "VU Migration: VHOST_F_LOG_ALL, LOG_SHMFD, SET_LOG_BASE",
+	 "logging on as QEMU turns it on, 64 frames each way: every guest page written (RX "
+	 "data, used entries) marked in the shared log by GET_VRING_BASE",
+	 PROBE_BOTH, F(26), F(VL_F_IN_ORDER), true, false, 0, probe_dirty_log, 0},
 	{"indirect", "traffic", "S-05 virtio 2.7.5.3.2, P-06 2.8.7",
 	 "a frame through an indirect table (split: behind a direct header) echoed whole",
 	 PROBE_BOTH, F(VL_F_RING_INDIRECT_DESC), 0, true, true, 0, probe_echo_indirect, 0},

@@ -650,7 +650,7 @@ static void test_features_and_log_all_while_running(void **state)
 
 	/* Not offered. */
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, now | (1ull << 50)), VL_ERR_VU_FEATURES);
-	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES, 1ull << 2), VL_ERR_VU_FEATURES);
+	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES, 1ull << 5), VL_ERR_VU_FEATURES);
 	/* Changing a feature the queues were built with. */
 	assert_int_equal(vuf_u64(&f, VUF_SET_FEATURES, now & ~F(VL_F_RING_PACKED)),
 			 VL_ERR_VU_STATE);

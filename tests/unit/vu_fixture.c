@@ -78,6 +78,15 @@ static void on_status(struct vl_vu_dev *dev, void *opaque, uint8_t status)
 	f->status_events++;
 }
 
+static void on_announce(struct vl_vu_dev *dev, void *opaque, const uint8_t mac[6])
+{
+	struct vuf *f = opaque;
+
+	assert_ptr_equal(dev, f->dev);
+	memcpy(f->last_mac, mac, sizeof(f->last_mac));
+	f->announce_events++;
+}
+
 void vuf_init(struct vuf *f, const struct vl_vu_config *cfg)
 {
 	int sv[2], err = -1;
@@ -93,6 +102,7 @@ void vuf_init(struct vuf *f, const struct vl_vu_config *cfg)
 	f->cfg.cb.queue_ready = on_ready;
 	f->cfg.cb.mem_changed = on_mem;
 	f->cfg.cb.status_changed = on_status;
+	f->cfg.cb.announce = on_announce;
 	f->cfg.opaque = f;
 	f->dev = vl_vu_dev_create(&f->cfg, &err);
 	assert_non_null(f->dev);

@@ -77,6 +77,8 @@ struct vuf {
 	bool ready[2 * VL_VU_MAX_QUEUE_PAIRS];
 	uint32_t ready_events, mem_events, status_events;
 	uint8_t last_status;
+	uint32_t announce_events;   /* SEND_RARP handed on */
+	uint8_t last_mac[6];
 	struct vuf_ring ring[VUF_MAX_RINGS];
 	int kick[VUF_MAX_RINGS], call[VUF_MAX_RINGS]; /* front end's copies of the eventfds */
 };

@@ -64,6 +64,7 @@ extern "C" {
 /* vhost-user protocol feature bits (GET/SET_PROTOCOL_FEATURES) this back end implements. */
 #define VL_VU_PROTOCOL_F_MQ                  0  /* GET_QUEUE_NUM */
 #define VL_VU_PROTOCOL_F_LOG_SHMFD           1  /* SET_LOG_BASE carries the log's fd */
+#define VL_VU_PROTOCOL_F_RARP                2  /* SEND_RARP: announce the guest's MAC */
 #define VL_VU_PROTOCOL_F_REPLY_ACK           3  /* NEED_REPLY answered with 0 / 1 */
 #define VL_VU_PROTOCOL_F_MTU                 4  /* NET_SET_MTU */
 #define VL_VU_PROTOCOL_F_RESET_DEVICE        13 /* RESET_DEVICE */
@@ -97,6 +98,7 @@ extern "C" {
 
 #define VL_VU_PROTOCOL_FEATURES_SUPPORTED                                                     \
 	(VL_FEATURE(VL_VU_PROTOCOL_F_MQ) | VL_FEATURE(VL_VU_PROTOCOL_F_LOG_SHMFD) |            \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_RARP) |                                                   \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) | VL_FEATURE(VL_VU_PROTOCOL_F_MTU) |           \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) | \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE))
@@ -135,6 +137,11 @@ struct vl_vu_callbacks {
 	 * status runs its rings only once DRIVER_OK is in it (docs/lifecycle.md, "Reset and
 	 * status"). */
 	void (*status_changed)(struct vl_vu_dev *dev, void *opaque, uint8_t status);
+	/* SEND_RARP (protocol feature RARP), sent by the front end after a live migration:
+	 * announce the guest at its new place to the far side (a switch learns where the MAC
+	 * now is; a RARP frame from it is what QEMU itself would send). mac: the guest's,
+	 * checked unicast and non-zero. */
+	void (*announce)(struct vl_vu_dev *dev, void *opaque, const uint8_t mac[6]);
 };
 
 struct vl_vu_config {
