@@ -31,7 +31,8 @@ mkdir -p "$BUILD_DIR/fuzz" "$BUILD_DIR/host" "$OUT"
 # vhostlab_lab_core): every .c under core/ (core/lab/ included: the weak no-op guest-load
 # hooks and vl_lab_control, through which fuzz inputs inject pool failures), compiled with
 # VL_LAB_BUILD; the code around it sees VL_LAB_BUILD too. The simulated guest is sim/*.c,
-# sim/trace/*.c (the trace format, replay and recording), sim/input/*.c (the targets' input
+# sim/trace/*.c (the trace format, replay and recording; its replay over a socket uses
+# sim/frontend/*.c, the vhost-user front end), sim/input/*.c (the targets' input
 # formats and decoders) and sim/hostile_guest/*.c (the engine the datapath targets drive); where a target pulls in the
 # double-fetch detector (sim/double_fetch.c), its strong hook definitions win over the weak.
 mapfile -t CORE_SRCS < <(find "$ROOT/core" -name '*.c' | sort)
@@ -39,7 +40,8 @@ mapfile -t SIM_SRCS < <(find "$ROOT/sim" -maxdepth 2 -name '*.c' | sort)
 CORE_FLAGS=(-std=c11 -DVL_BUILDING_CORE -DVL_LAB_BUILD -I"$ROOT/core" -I"$ROOT/core/include"
             -I"$ROOT/core/lab")
 LAB_FLAGS=(-std=c11 -D_GNU_SOURCE -DVL_LAB_BUILD -I"$ROOT/sim" -I"$ROOT/sim/trace"
-           -I"$ROOT/sim/input" -I"$ROOT/sim/hostile_guest" -I"$ROOT/core/include"
+           -I"$ROOT/sim/input" -I"$ROOT/sim/hostile_guest" -I"$ROOT/sim/frontend"
+           -I"$ROOT/core/include"
            -I"$ROOT/core/lab" -I"$ROOT/fuzz")
 
 # compile DIR CC_AND_FLAGS... -- SOURCES...: one object per source in DIR.
