@@ -432,6 +432,14 @@ def render_md(doc: dict) -> str:
         f"DPDK {doc['dpdk_version']}, in {doc['duration_minutes']:.1f} minutes "
         f"({len(cells)} of 32 cells). Regenerate with `./lab vs-dpdk-instructions`.",
         "",
+    ]
+    for h in doc.get("history", []):
+        lines += [f"Merged into the report of `{h['command']}` ({h['date']}, commit "
+                  f"`{h['commit']}`): cells not named by the command above are that run's.",
+                  ""]
+    for f in doc.get("failed", []):
+        lines += [f"**Failed:** `{f['cell']}`: {f['error'].splitlines()[0]}", ""]
+    lines += [
         "Instructions counted by callgrind inside each library's burst call, per packet "
         "it moved. **vhostlab** and **DPDK** are the full-burst figures (method below), "
         "**ratio** vhostlab / DPDK on them; raw is the run's instructions over its packets "
@@ -510,6 +518,19 @@ METHOD = (
     "figures. Counts do not depend on load; which calls come up empty or partial does, "
     "and that is what the two corrections remove. Each cell's JSON keeps every count "
     "(detail).")
+
+
+def merge(old: dict, rows: list[dict], negotiated: dict) -> tuple[list, dict, list]:
+    """--merge: the cells of an earlier report with those just measured in their place,
+    in the matrix's order; its negotiated features updated; its command, date and commit
+    kept in the history (the new ones head the report)."""
+    by_id = {c["cell"]: c for c in old["cells"]}
+    by_id.update({r["cell"]: r for r in rows})
+    cells = [by_id[c.id] for c in vs.ALL_CELLS if c.id in by_id]
+    history = old.get("history", []) + [
+        {k: old.get(k) for k in ("command", "date", "commit")}
+        | {"cells": [c["cell"] for c in old["cells"]]}]
+    return cells, {**old.get("negotiated", {}), **negotiated}, history
 
 
 def git_commit() -> str:
@@ -636,17 +657,10 @@ def main(argv=None) -> int:
         runner.cleanup()
     duration = (time.monotonic() - started) / 60
     if a.merge:
-        old = json.loads(a.json_path.read_text())
-        by_id = {c["cell"]: c for c in old["cells"]}
-        by_id.update({r["cell"]: r for r in rows})
-        rows = [by_id[c.id] for c in vs.ALL_CELLS if c.id in by_id]
-        negotiated = {**old.get("negotiated", {}), **runner.negotiated}
-        duration += 0  # the time of this run; the earlier run's is in its history
-        history = old.get("history", []) + [{"command": old["command"], "date": old["date"],
-                                              "commit": old["commit"]}]
+        rows, negotiated, history = merge(json.loads(a.json_path.read_text()), rows,
+                                          runner.negotiated)
     else:
-        negotiated = runner.negotiated
-        history = []
+        negotiated, history = runner.negotiated, []
     doc = {"commit": git_commit(), "dpdk_version": dpdk_version(), "command": cmdline.strip(),
            "date": date, "duration_minutes": round(duration, 1),
            "seconds": a.seconds, "idle_seconds": a.idle_seconds, "burst": figures.BURST,
