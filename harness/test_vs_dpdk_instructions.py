@@ -120,15 +120,22 @@ def test_idle_runs_moved_nothing_guest_to_host(report):
 
 def test_top_functions_are_inside_the_entry_point(report):
     """The functions listed for vhostlab ran inside its entry point: the entry point
-    first (the whole region), the rest no larger."""
+    first (the whole region), the rest no larger. The empty calls' share is taken out
+    function by function, so the entry point's inclusive figure is the loaded run's
+    instructions less the empty calls at the idle cost, per packet."""
     _, doc, _ = report
+    figures = import_script("vsdpdk.figures")
     for c in doc["cells"]:
         top = c["top"]
         entry = "vl_net_dequeue" if c["dir"] == "g2h" else "vl_net_enqueue"
         assert top and top[0]["function"] == entry, top
-        assert top[0]["inclusive"] == pytest.approx(c["raw"]["vhostlab"], rel=0.01)
+        det = c["detail"]["vhostlab"]
+        e = det["idle"]["instructions"] / det["idle"]["calls"]
+        want = figures.figures(det["loaded"], e)["empty_minus"]
+        assert top[0]["inclusive"] == pytest.approx(want, rel=0.01, abs=0.2), (want, top)
+        assert top[0]["inclusive"] >= c["vhostlab"] - 0.2
         for t in top:
-            assert 0 < t["self"] <= t["inclusive"] + 0.05 <= top[0]["inclusive"] + 0.1, t
+            assert 0 <= t["self"] <= t["inclusive"] + 0.05 <= top[0]["inclusive"] + 0.1, t
 
 
 # --- pure functions ---------------------------------------------------------------------

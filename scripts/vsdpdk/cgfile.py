@@ -114,26 +114,39 @@ def parse_annotate(text: str) -> list[tuple[int, str]]:
     return rows
 
 
-def top_functions(path: Path, packets: int, n: int = 8) -> list[dict]:
-    """The functions callgrind_annotate ranks highest by inclusive cost, each with its
-    inclusive and self instructions per packet (within the collected region)."""
-    def annotate(inclusive: bool) -> list[tuple[int, str]]:
-        proc = subprocess.run(
-            ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
-             "--threshold=100", str(path)], capture_output=True, text=True, timeout=120)
-        return parse_annotate(proc.stdout) if proc.returncode == 0 else []
+def annotate(path: Path, inclusive: bool) -> dict[str, int]:
+    """callgrind_annotate's per-function instructions of one file (summed over files of
+    the same function name)."""
+    proc = subprocess.run(
+        ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
+         "--threshold=100", str(path)], capture_output=True, text=True, timeout=120)
+    out: dict[str, int] = {}
+    if proc.returncode == 0:
+        for ir, func in parse_annotate(proc.stdout):
+            out[func] = out.get(func, 0) + ir
+    return out
 
-    incl = annotate(True)
-    self_cost: dict[str, int] = {}
-    for ir, func in annotate(False):
-        self_cost[func] = self_cost.get(func, 0) + ir
-    seen, out = set(), []
-    for ir, func in incl:
-        # Callers outside the collected region (main, serve's loop, testpmd) show the whole
-        # region as their inclusive cost but executed nothing in it themselves.
-        if func in seen or not self_cost.get(func):
+
+def top_functions(path: Path, packets: int, n: int = 8, idle: Path | None = None,
+                  idle_scale: float = 0.0) -> list[dict]:
+    """The functions callgrind_annotate ranks highest by inclusive cost in `path`, each with
+    its inclusive and self instructions per packet (within the collected region). With
+    `idle`, an idle run's file, each function's cost there times `idle_scale` (the loaded
+    run's empty calls over the idle run's calls) is taken out first: the empty calls'
+    share, function by function, as the full-burst figure takes it out in total."""
+    incl, self_cost = annotate(path, True), annotate(path, False)
+    # Callers outside the collected region (main, serve's loop, testpmd) show the whole
+    # region as their inclusive cost but executed nothing in it themselves: no self cost.
+    ran = {func for func, ir in self_cost.items() if ir > 0}
+    if idle is not None:
+        for table, inclusive in ((incl, True), (self_cost, False)):
+            for func, ir in annotate(idle, inclusive).items():
+                if func in table:
+                    table[func] = max(0, round(table[func] - ir * idle_scale))
+    out = []
+    for func, ir in sorted(incl.items(), key=lambda kv: -kv[1]):
+        if func not in ran:
             continue
-        seen.add(func)
         out.append({"function": func, "inclusive": round(ir / packets, 1),
                     "self": round(self_cost.get(func, 0) / packets, 1)})
         if len(out) == n:
