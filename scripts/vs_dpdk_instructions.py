@@ -469,7 +469,7 @@ def render_md(doc: dict) -> str:
     over = [c for c in cells if c["ratio"] > 1.0]
     lines += ["", f"Cells where vhostlab executes more than DPDK (ratio > 1.0): "
               + (", ".join(f"`{c['cell']}` {c['ratio']:.2f}" for c in over) or "none") + ".",
-              f" Cells at or under the aim of 0.5: "
+              f"Cells at or under the aim of 0.5: "
               f"{sum(1 for c in cells if c['ratio'] <= 0.5)} of {len(cells)}.", ""]
     lines += ["## Method", ""] + [doc["method"], ""]
     lines += ["## Negotiated features", "", "| configuration | vhostlab | DPDK |",
@@ -622,6 +622,7 @@ def main(argv=None) -> int:
     cmdline = "scripts/vs_dpdk_instructions.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
     started = time.monotonic()
+    commit = git_commit()  # what is measured: the tree as the run starts
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     log(f"vs-dpdk-instructions: {len(a.cell_list)} cells, {a.seconds:g} s loaded, "
         f"{a.idle_seconds:g} s idle per phase")
@@ -667,7 +668,7 @@ def main(argv=None) -> int:
                                           runner.negotiated)
     else:
         negotiated, history = runner.negotiated, []
-    doc = {"commit": git_commit(), "dpdk_version": dpdk_version(), "command": cmdline.strip(),
+    doc = {"commit": commit, "dpdk_version": dpdk_version(), "command": cmdline.strip(),
            "date": date, "duration_minutes": round(duration, 1),
            "seconds": a.seconds, "idle_seconds": a.idle_seconds, "burst": figures.BURST,
            "method": METHOD.format(fe=vs.FE_CPU, be=vs.BE_CPU, secs=a.seconds,
