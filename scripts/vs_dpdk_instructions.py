@@ -619,8 +619,11 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    # Paths inside the repository are recorded relative to it, so the report names no
+    # checkout-specific directory.
+    words = argv if argv is not None else sys.argv[1:]
     cmdline = "scripts/vs_dpdk_instructions.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+        w.removeprefix(f"{ROOT}/") for w in words)
     started = time.monotonic()
     commit = git_commit()  # what is measured: the tree as the run starts
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
