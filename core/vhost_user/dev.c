@@ -206,6 +206,7 @@ void vl_vu_dev_reset(struct vl_vu_dev *dev)
 	vu_log_unmap(dev);
 	vu_table_clear(&dev->table);
 	dev->features = 0;
+	dev->features_set = false;
 	dev->protocol_features = 0;
 	dev->status = 0;
 	dev->status_set = false;

@@ -50,6 +50,7 @@ struct vl_vu_dev {
 	uint32_t nrings;
 	struct vu_ring *rings;
 	uint64_t features;           /* negotiated (SET_FEATURES) */
+	bool features_set;           /* SET_FEATURES came since the device was last reset */
 	uint64_t protocol_features;  /* negotiated (SET_PROTOCOL_FEATURES) */
 	uint8_t status;
 	bool status_set;             /* SET_STATUS came since the device was last reset: the
@@ -155,10 +156,17 @@ int vu_set_log_base(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struc
 void vu_log_apply_vq(const struct vl_vu_dev *dev, struct vl_vq *vq);
 void vu_log_apply(struct vl_vu_dev *dev);
 void vu_log_unmap(struct vl_vu_dev *dev);
+/* Is logging on: a log mapped and VHOST_F_LOG_ALL negotiated? */
+bool vu_log_on(const struct vl_vu_dev *dev);
+/* Does a log of `bytes` bytes (one bit per 4 KiB page from guest address 0) have a bit for
+ * the last page of every region of t? While logging is on it must: a page the log has no bit
+ * for is a write the front end never learns of, and a migrated guest with stale memory. */
+bool vu_log_covers(const struct vu_table *t, uint64_t bytes);
 
 /* Map `size` bytes at `offset` of fd (a regular file at least offset + size long; size > 0,
  * no wrap), read-write and shared. Returns the first byte in *host and what to unmap in *map;
- * 0 or VL_ERR_REGION_ZERO_SIZE / VL_ERR_REGION_OVERFLOW / VL_ERR_VU_MAP. (mem_table.c) */
+ * 0 or VL_ERR_REGION_ZERO_SIZE / VL_ERR_REGION_OVERFLOW / VL_ERR_VU_FILE_SHORT (the file
+ * ends before offset + size) / VL_ERR_VU_MAP (not a regular file, mmap failed). (map.c) */
 int vu_map_fd(int fd, uint64_t offset, uint64_t size, void **host, struct vu_map *map);
 void vu_unmap(struct vu_map *map);
 
