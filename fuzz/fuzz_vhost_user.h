@@ -83,7 +83,7 @@ enum {
 	FZ_VU_GET_VRING_BASE = 11, FZ_VU_SET_VRING_KICK = 12, FZ_VU_SET_VRING_CALL = 13,
 	FZ_VU_SET_VRING_ERR = 14, FZ_VU_GET_PROTOCOL_FEATURES = 15,
 	FZ_VU_SET_PROTOCOL_FEATURES = 16, FZ_VU_GET_QUEUE_NUM = 17, FZ_VU_SET_VRING_ENABLE = 18,
-	FZ_VU_NET_SET_MTU = 20, FZ_VU_SET_INFLIGHT_FD = 32, FZ_VU_GET_MAX_MEM_SLOTS = 36,
+	FZ_VU_NET_SET_MTU = 20, FZ_VU_GET_INFLIGHT_FD = 31, FZ_VU_SET_INFLIGHT_FD = 32, FZ_VU_GET_MAX_MEM_SLOTS = 36,
 	FZ_VU_ADD_MEM_REG = 37, FZ_VU_REM_MEM_REG = 38, FZ_VU_SET_STATUS = 39,
 	FZ_VU_GET_STATUS = 40,
 };
@@ -184,6 +184,21 @@ static inline void fzvu_log_base(struct fz_out *o, uint8_t kind, uint64_t size, 
 	uint64_t p[2] = {size, offset};
 
 	fzvu_msg(o, FZ_VU_SET_LOG_BASE, FZ_VU_VERSION, &kind, 1, p, 16);
+}
+
+/* GET_INFLIGHT_FD (no fd) / SET_INFLIGHT_FD (one fd of the given kind): {size, offset,
+ * queues, queue size}. */
+static inline void fzvu_inflight(struct fz_out *o, uint32_t req, uint8_t kind, uint64_t size,
+				 uint64_t offset, uint16_t nq, uint16_t qs)
+{
+	uint8_t p[24] = {0};
+
+	memcpy(p, &size, 8);
+	memcpy(p + 8, &offset, 8);
+	memcpy(p + 16, &nq, 2);
+	memcpy(p + 18, &qs, 2);
+	fzvu_msg(o, req, FZ_VU_VERSION | FZ_VU_NEED_REPLY, &kind,
+		 req == FZ_VU_SET_INFLIGHT_FD ? 1 : 0, p, 24);
 }
 
 /* SET_VRING_NUM, BASE, ADDR (the fixed layout), KICK for ring q. */

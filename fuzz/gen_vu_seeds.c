@@ -302,6 +302,61 @@ static void vu_body_log_early(struct fz_out *o, bool packed)
 	vu_traffic(o, 2);
 }
 
+/* Inflight tracking as QEMU uses it (GET_INFLIGHT_FD once, SET_INFLIGHT_FD at every start,
+ * with the log memfd standing for the area QEMU keeps), a restart on the same area -- a
+ * ring stopped and started again, then the connection cut and a new one -- and the bad
+ * inputs: queue count and size, an area too small or past its file, both messages while
+ * rings run. */
+static void vu_inflight_start(struct fz_out *o, bool packed)
+{
+	const uint64_t proto = VL_FEATURE(VL_VU_PROTOCOL_F_MQ) |
+			       VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |
+			       VL_FEATURE(VL_VU_PROTOCOL_F_INFLIGHT_SHMFD);
+	/* 4 queues of 64: the split area is 4 x 1088 bytes (packed 4 x 2112). */
+	const uint64_t area = packed ? 4 * 2112 : 4 * 1088;
+
+	fzvu_none(o, FZ_VU_SET_OWNER);
+	fzvu_none(o, FZ_VU_GET_FEATURES);
+	fzvu_none(o, FZ_VU_GET_PROTOCOL_FEATURES);
+	fzvu_u64(o, FZ_VU_SET_PROTOCOL_FEATURES, proto);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64); /* before the features */
+	fzvu_u64(o, FZ_VU_SET_FEATURES, VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0));
+	fzvu_mem_table(o, 1);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, area, 0, 4, 64);
+	for (uint32_t q = 0; q < 2; q++) {
+		fzvu_ring(o, q, 64, packed, packed ? 0x8000u : 0u);
+		fzvu_ring_fd(o, FZ_VU_SET_VRING_CALL, q, 1);
+		fzvu_state(o, FZ_VU_SET_VRING_ENABLE, q, 1);
+	}
+}
+
+static void vu_body_inflight(struct fz_out *o, bool packed)
+{
+	vu_inflight_start(o, packed);
+	vu_traffic(o, 2);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 4096, 0, 4, 64); /* running */
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 1, 0);
+	fzvu_ring_fd(o, FZ_VU_SET_VRING_KICK, 1, 1);                         /* the area in use */
+	fzvu_burst(o, 2, 200);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_cut(o, 5, 0, FZ_VU_SET_FEATURES, 8);                            /* the crash */
+	vu_inflight_start(o, packed);
+	vu_traffic(o, 2);
+	/* bad inputs, rings stopped first */
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 0, 0);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 1, 0);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 0, 64);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 5, 64);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 40000);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 64, 0, 4, 64);  /* too small */
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_SMALL, 8192, 0, 4, 64); /* past file */
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 8192, 0, 4, 32);
+	fzvu_ring_fd(o, FZ_VU_SET_VRING_KICK, 1, 1);                         /* 64 != 32 */
+}
+
 /* Messages cut short: the front end leaves in the header, in the payload, with fds. */
 static void vu_body_cut(struct fz_out *o, bool packed)
 {
@@ -327,6 +382,7 @@ void gen_vhost_user(void)
 		vu_seed("cut", packed, vu_body_cut);
 		vu_seed("lifecycle-bad", packed, vu_body_lifecycle_bad);
 		vu_seed("log-early", packed, vu_body_log_early);
+		vu_seed("inflight", packed, vu_body_inflight);
 	}
 }
 

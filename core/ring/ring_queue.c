@@ -170,6 +170,8 @@ void vl_ring_fini(struct vl_ring *rq)
 	free(rq->pieces);
 	free(rq->indirect_copy);
 	free(rq->seen);
+	free(rq->infl_heads);
+	free(rq->resubmit);
 	*rq = (struct vl_ring){0};
 }
 

@@ -22,6 +22,8 @@
 #error "vhostlab reads virtio structures as little-endian host values"
 #endif
 
+struct vl_infl_split;
+
 /* A translated piece of a buffer: host bytes contiguous in one memory region. */
 struct vl_piece {
 	uint8_t *host;
@@ -109,6 +111,15 @@ struct vl_ring {
 	enum vl_drop broken_reason;
 	bool needs_call;
 	struct vl_dirty_log log;
+
+	/* Inflight tracking (ring/inflight.h), split rings; NULL: off (the datapath tests only
+	 * this pointer). */
+	struct vl_infl_split *infl;
+	uint16_t *infl_heads;      /* [size]: the head fetched at each window position */
+	uint16_t *resubmit;        /* [size]: heads to take again, in the order first taken */
+	uint32_t resubmit_next;    /* the next of them */
+	uint32_t resubmit_left;    /* how many are left */
+	uint64_t infl_counter;     /* the order of the next head taken */
 	/* The queue's public statistics: the ring counts chains, used entries, drops and
 	 * notifications; the net layer counts packets, bytes and copies in the same block. */
 	struct vl_vq_stats stats;

@@ -159,6 +159,8 @@ void vl_split_flush_used(struct vl_ring *rq)
 
 	/* The shadow holds at most queue-size entries, so the ring is written at most once
 	 * around. */
+	if (rq->infl)
+		vl_inflight_split_pre_publish(rq);
 	for (uint32_t i = 0; i < n; i++) {
 		struct vl_split_used_elem *u = &rq->used->ring[(old + i) & mask];
 
@@ -186,6 +188,9 @@ void vl_split_flush_used(struct vl_ring *rq)
 	/* Reading the guest's notification wish after publishing needs a full barrier (store
 	 * then load): otherwise we could read a stale value and miss a wake-up. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* The batch is the guest's now: its heads are no longer in flight. */
+	if (rq->infl)
+		vl_inflight_split_post_publish(rq, n);
 	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
 	if (rq->event_idx) {
 		/* used_event sits after the avail ring (spec 2.7.10). */

@@ -147,7 +147,8 @@ int vu_set_status(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 
 /* RESET_DEVICE: back to the state of a device just connected, but for what belongs to the
  * connection (protocol features, the memory table): every ring stopped and forgotten, the
- * features and status cleared, dirty logging off. The front end negotiates and sets the
+ * features and status cleared, dirty logging off, the inflight area let go (a reset device
+ * has nothing in flight; the front end gets or sets one again). The front end negotiates and sets the
  * rings up again. */
 int vu_reset_device(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 		    struct vu_reply *reply)
@@ -158,6 +159,7 @@ int vu_reset_device(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *rin
 	for (uint32_t i = 0; i < dev->nrings; i++)
 		vu_ring_forget(dev, &dev->rings[i]);
 	vu_log_unmap(dev);
+	vu_inflight_unmap(dev);
 	dev->features = 0;
 	dev->features_set = false;
 	dev->status = 0;

@@ -42,6 +42,7 @@ struct vu_ring {
 	bool ready_told;        /* last readiness reported through queue_ready */
 	bool err_told;          /* a broken queue was reported on err_fd */
 	uint64_t resyncs;       /* split starts that took the guest's used->idx over the base */
+	uint32_t resubmitted;   /* chains the last start takes again from the inflight area */
 	struct vl_vq *vq;       /* the datapath queue (started + num + addr + table) */
 };
 
@@ -60,6 +61,12 @@ struct vl_vu_dev {
 	struct vu_map log_map;       /* the dirty log's mapping (SET_LOG_BASE) */
 	uint8_t *log;                /* the bitmap inside it, or NULL */
 	uint64_t log_bytes;
+	/* The inflight area (GET/SET_INFLIGHT_FD): one region per queue, each infl_per bytes,
+	 * for infl_nqueues rings of infl_qsize descriptors. NULL: none. */
+	struct vu_map infl_map;
+	uint8_t *infl;
+	uint64_t infl_per;
+	uint32_t infl_nqueues, infl_qsize;
 	uint32_t last_request;
 	struct vu_msg msg;           /* the message being handled (4 KiB: kept off the stack) */
 };
@@ -81,11 +88,17 @@ static inline enum vl_layout vu_layout(const struct vl_vu_dev *dev)
 }
 
 /* What a handler answers besides its return code: a reply payload of its own (8 bytes, or
- * none for SET_LOG_BASE), sent only when the handler succeeded. */
+ * none for SET_LOG_BASE, or GET_INFLIGHT_FD's 24 bytes and descriptor), sent only when the
+ * handler succeeded. A descriptor in a reply (fd_set) is closed by the dispatcher after it
+ * was sent, whatever the handler's result. */
 struct vu_reply {
 	bool send;
 	bool empty;      /* header only */
 	uint64_t payload;
+	uint32_t nbytes; /* != 0: bytes[] is the payload instead */
+	uint8_t bytes[VU_SIZE_INFLIGHT];
+	bool fd_set;
+	int fd;
 };
 
 typedef int (*vu_handler_fn)(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
@@ -105,6 +118,17 @@ int vu_set_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct 
 int vu_get_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_reset_device(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_net_set_mtu(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
+
+/* inflight.c */
+int vu_get_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
+		       struct vu_reply *);
+int vu_set_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
+		       struct vu_reply *);
+/* Attach ring's part of the inflight area to its new queue (split rings; nothing for packed,
+ * which are not tracked, or without an area): VL_OK, VL_ERR_INFLIGHT (the area was made for
+ * another ring size) or what vl_vq_set_inflight returns. */
+int vu_inflight_attach(struct vl_vu_dev *dev, struct vu_ring *ring, struct vl_vq *vq);
+void vu_inflight_unmap(struct vl_vu_dev *dev);
 
 /* announce.c */
 int vu_send_rarp(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
