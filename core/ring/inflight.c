@@ -140,9 +140,13 @@ int vl_inflight_split_attach(struct vl_ring *rq, void *region, uint64_t bytes,
 	rq->resubmit_next = 0;
 	rq->resubmit_left = n;
 	rq->infl_counter = counter;
-	/* Every head up to the guest's used index came back; n more were taken after it. */
+	rq->head_limit = 0;
+	rq->infl_base = used;
+	/* Every head up to the guest's used index came back; n more were taken after it, and
+	 * are window positions 0..n-1 now: last_avail_idx trails the next avail entry to take
+	 * (used + n) by n. */
 	rq->used_idx = used;
-	rq->last_avail_idx = (uint16_t)(used + n);
+	rq->last_avail_idx = used;
 	vl_ring_update_kick_wish(rq, true);
 	vl_log_flush(&rq->log);
 	*resubmit = n;
@@ -157,57 +161,44 @@ void vl_inflight_split_detach(struct vl_ring *rq)
 	rq->infl_heads = NULL;
 	rq->resubmit = NULL;
 	rq->resubmit_next = rq->resubmit_left = 0;
+	rq->head_limit = rq->size;
 }
 
-void vl_inflight_split_begin(struct vl_ring *rq)
+uint16_t vl_inflight_split_head(struct vl_ring *rq, uint16_t pos, uint16_t read)
 {
-	uint16_t idx = vl_guest_load16_acquire(&rq->avail->idx);
-	uint32_t n = (uint16_t)(idx - rq->last_avail_idx);
+	/* Positions below resubmit_left are the resubmitted heads; last_avail_idx trails by as
+	 * many, so every other position's slot -- the one the fetch read -- is the right one. */
+	uint16_t h = read;
 
-	rq->window = 0;
-	/* Resubmitted chains are in flight: with the new ones they cannot pass the ring. */
-	if (n + rq->resubmit_left > rq->size) {
-		vl_ring_break(rq, VL_DROP_AVAIL_IDX_JUMP);
-		return;
+	if (rq->infl) {
+		if (pos < rq->resubmit_left)
+			h = rq->resubmit[rq->resubmit_next + pos];
+		/* pos < window <= size */
+		rq->infl_heads[pos] = h;
 	}
-	rq->window = (uint16_t)(n + rq->resubmit_left);
-}
-
-uint16_t vl_inflight_split_head(struct vl_ring *rq, uint16_t pos)
-{
-	uint16_t h;
-
-	if (pos < rq->resubmit_left) {
-		h = rq->resubmit[rq->resubmit_next + pos];
-	} else {
-		uint16_t slot = (uint16_t)(rq->last_avail_idx + (pos - rq->resubmit_left)) &
-				(uint16_t)(rq->size - 1);
-
-		h = vl_guest_load16(&rq->avail->ring[slot]);
-	}
-	/* pos < window <= size */
-	rq->infl_heads[pos] = h;
+	if (h >= rq->size)
+		vl_ring_break(rq, VL_DROP_HEAD_OUT_OF_RANGE);
 	return h;
 }
 
-void vl_inflight_split_consume(struct vl_ring *rq, uint16_t n)
+void vl_inflight_split_taken(struct vl_ring *rq)
 {
+	const uint32_t n = (uint16_t)(rq->last_avail_idx - rq->infl_base);
 	const uint32_t k = n < rq->resubmit_left ? n : rq->resubmit_left;
 	struct vl_infl_desc *d = rq->infl->desc;
 
 	/* Resubmitted heads keep their marks and their place in the order. */
-	for (uint32_t i = k; i < n; i++) {
+	for (uint32_t i = k; i < n && i < rq->size; i++) {
 		uint16_t h = rq->infl_heads[i];
 
 		if (h >= rq->size)
-			continue; /* not a chain fetch accepted: never consumed, but be sure */
+			continue; /* a head refused by the fetch is never consumed; be sure */
 		__atomic_store_n(&d[h].counter, rq->infl_counter++, __ATOMIC_RELAXED);
 		__atomic_store_n(&d[h].inflight, 1, __ATOMIC_RELEASE);
 	}
 	rq->resubmit_next += k;
 	rq->resubmit_left -= k;
-	rq->last_avail_idx = (uint16_t)(rq->last_avail_idx + (n - k));
-	rq->stats.chains += n;
+	rq->infl_base = rq->last_avail_idx;
 }
 
 void vl_inflight_split_pre_publish(struct vl_ring *rq)

@@ -50,14 +50,18 @@ int vl_inflight_split_attach(struct vl_ring *rq, void *region, uint64_t bytes,
 			     uint32_t *resubmit);
 void vl_inflight_split_detach(struct vl_ring *rq);
 
-/* The head at window position pos of a ring with a region: a resubmitted head while any are
- * left, then the avail ring's (read once); remembered for vl_inflight_split_consume. */
-uint16_t vl_inflight_split_head(struct vl_ring *rq, uint16_t pos);
-/* The burst's window: resubmitted heads first, then what the avail ring holds. */
-void vl_inflight_split_begin(struct vl_ring *rq);
-/* The first n window chains are the device's: marked taken (those resubmitted are marked
- * already), the avail index advanced past the new ones. */
-void vl_inflight_split_consume(struct vl_ring *rq, uint16_t n);
+/* The split fetch's slow path, for a head at or above rq->head_limit: every head while a
+ * region is attached, else only a head out of range. With a region: a resubmitted head while
+ * any are left, else `read` (the avail entry the fetch read once), remembered for
+ * vl_inflight_split_consume. A head out of range (>= size) breaks the ring, and is returned
+ * as it is: the caller drops the chain. Out of line: the usual path pays one compare. */
+uint16_t vl_inflight_split_head(struct vl_ring *rq, uint16_t pos, uint16_t read)
+	__attribute__((noinline, cold));
+/* At the start of every flush: the chains consumed since the last one (last_avail_idx moved
+ * from infl_base) are marked taken -- those resubmitted are marked already, and leave the
+ * list. Every burst that consumes flushes before it returns, and nothing fetches between the
+ * two, so the window positions remembered by vl_inflight_split_head are this burst's. */
+void vl_inflight_split_taken(struct vl_ring *rq);
 /* Around publishing the burst's used elements: before, the batch list; after used->idx is
  * published, the marks cleared and the region's used index set. */
 void vl_inflight_split_pre_publish(struct vl_ring *rq);

@@ -149,6 +149,10 @@ void vl_split_flush_used(struct vl_ring *rq)
 	uint32_t n = rq->shadow_count;
 	uint16_t old = rq->used_idx;
 
+	/* The chains this burst consumed are marked taken before anything is published (here,
+	 * out of the per-chain path, rather than in vl_split_consume). */
+	if (rq->infl)
+		vl_inflight_split_taken(rq);
 	vl_split_update_kick_wish(rq, false);
 	if (n == 0) {
 		rq->needs_call = false;

@@ -17,10 +17,6 @@
  * the queue: no index it gives can be trusted after that. */
 static inline void vl_split_begin(struct vl_ring *rq)
 {
-	if (__builtin_expect(rq->infl != NULL, 0)) {
-		vl_inflight_split_begin(rq);
-		return;
-	}
 	uint16_t idx = vl_guest_load16_acquire(&rq->avail->idx);
 	uint16_t n = (uint16_t)(idx - rq->last_avail_idx);
 
@@ -70,19 +66,16 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t
 						    struct vl_chain *c, uint32_t *np,
 						    uint32_t *total)
 {
-	uint16_t h;
+	uint16_t slot = (uint16_t)(rq->last_avail_idx + pos) & (uint16_t)(rq->size - 1);
+	uint16_t h = vl_guest_load16(&rq->avail->ring[slot]);
 
-	if (__builtin_expect(rq->infl != NULL, 0)) {
-		h = vl_inflight_split_head(rq, pos);
-	} else {
-		uint16_t slot = (uint16_t)(rq->last_avail_idx + pos) & (uint16_t)(rq->size - 1);
-
-		h = vl_guest_load16(&rq->avail->ring[slot]);
-	}
-
-	if (h >= rq->size) {
-		vl_ring_break(rq, VL_DROP_HEAD_OUT_OF_RANGE);
-		return VL_DROP_HEAD_OUT_OF_RANGE;
+	/* head_limit is the ring size, or 0 while an inflight area is attached: then every
+	 * head takes the inflight path (ring/inflight.h), and the usual path pays nothing for
+	 * it -- this compare is the head's range check either way. */
+	if (__builtin_expect(h >= rq->head_limit, 0)) {
+		h = vl_inflight_split_head(rq, pos, h);
+		if (h >= rq->size)
+			return VL_DROP_HEAD_OUT_OF_RANGE;
 	}
 	c->id = h;
 	/* The head read once here. The usual chain, one direct descriptor (every receive
@@ -113,10 +106,6 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t
 /* Mark n avail entries consumed. */
 static inline void vl_split_consume(struct vl_ring *rq, uint16_t n)
 {
-	if (__builtin_expect(rq->infl != NULL, 0)) {
-		vl_inflight_split_consume(rq, n);
-		return;
-	}
 	rq->last_avail_idx = (uint16_t)(rq->last_avail_idx + n);
 	rq->stats.chains += n;
 }
