@@ -51,7 +51,8 @@ struct fz_vu_run {
 	bool avail_wrap[FZ_VU_RINGS];
 	uint16_t next_id[FZ_VU_RINGS];
 	uint32_t msgs, fatal, bursts, pkts;
-	bool sent_memfd;                 /* a guest, log or small memfd went to the device */
+	bool sent_memfd;                 /* a guest, log or small memfd went to the device, or
+					  * it was asked to make an inflight area */
 };
 
 static unsigned long long mapped_kib(void);
@@ -91,7 +92,8 @@ static int count_fds(void)
 	return n;
 }
 
-/* KiB of this target's memfds mapped in the process (the harness maps only the guest). */
+/* KiB of this target's memfds mapped in the process (the harness maps only the guest), and
+ * of the inflight areas the device makes itself (GET_INFLIGHT_FD). */
 static unsigned long long mapped_kib(void)
 {
 	FILE *m = fopen("/proc/self/maps", "r");
@@ -101,7 +103,8 @@ static unsigned long long mapped_kib(void)
 	if (!m)
 		fz_fail("fopen /proc/self/maps: %s", strerror(errno));
 	while (fgets(line, sizeof(line), m))
-		if (strstr(line, "memfd:fz-vu-") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+		if ((strstr(line, "memfd:fz-vu-") || strstr(line, "memfd:vhostlab-inflight")) &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2)
 			kib += (hi - lo) / 1024;
 	fclose(m);
 	return kib;
@@ -269,6 +272,8 @@ static void op_msg(struct fz_vu_run *r, struct fz_in *in)
 		memset(buf + 12 + take, 0, size - take);
 		len += size;
 	}
+	/* The device maps an inflight area of its own for GET_INFLIGHT_FD: check the maps. */
+	r->sent_memfd |= request == FZ_VU_GET_INFLIGHT_FD;
 	send_with_fds(r, buf, len, fds, nfds);
 	handle(r, request, size > FZ_VU_PAYLOAD_LIMIT);
 }
