@@ -83,6 +83,15 @@ static void on_queue_ready(struct vl_vu_dev *dev, void *opaque, uint32_t qidx, b
 			    qidx / 2, ring == SERVE_RING_RX ? "RX" : "TX",
 			    (unsigned)vl_vq_last_avail(vq));
 	}
+	/* Inflight tracking (INFLIGHT_SHMFD): chains a serve before this one had taken and not
+	 * returned, which this queue takes first. */
+	uint32_t resubmitted = vl_vu_dev_ring_resubmitted(dev, qidx);
+
+	if (resubmitted)
+		serve_event(s, "resubmit", p,
+			    "queue pair %u %s ring takes again %u chains a back end before this one "
+			    "had taken and not returned (the front end's inflight area)",
+			    qidx / 2, ring == SERVE_RING_RX ? "RX" : "TX", (unsigned)resubmitted);
 	/* A queue may come back with its counters: fold only what it does from now on. */
 	sp->folded_bursts[ring] = vl_vq_stats(vq)->bursts;
 	sp->folded_idle[ring] = vl_vq_stats(vq)->empty_bursts;

@@ -28,6 +28,10 @@ static const char *const vl_err_text[VL_ERR__COUNT] = {
 	[VL_ERR_VU_VALUE] = "vhost-user value out of range",
 	[VL_ERR_VU_MAP] = "cannot map vhost-user shared memory",
 	[VL_ERR_UNSUPPORTED] = "not supported by this CPU or build",
+	[VL_ERR_VU_FILE_SHORT] = "vhost-user shared memory claimed past the end of its file",
+	[VL_ERR_LOG_TOO_SMALL] = "dirty log too small for the guest's memory",
+	[VL_ERR_REGION_UNKNOWN] = "no memory region matches the one to remove",
+	[VL_ERR_INFLIGHT] = "inflight area does not fit the device's queues",
 };
 
 const char *vl_strerror(int err)

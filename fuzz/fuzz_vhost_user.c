@@ -51,7 +51,8 @@ struct fz_vu_run {
 	bool avail_wrap[FZ_VU_RINGS];
 	uint16_t next_id[FZ_VU_RINGS];
 	uint32_t msgs, fatal, bursts, pkts;
-	bool sent_memfd;                 /* a guest, log or small memfd went to the device */
+	bool sent_memfd;                 /* a guest, log or small memfd went to the device, or
+					  * it was asked to make an inflight area */
 };
 
 static unsigned long long mapped_kib(void);
@@ -91,7 +92,8 @@ static int count_fds(void)
 	return n;
 }
 
-/* KiB of this target's memfds mapped in the process (the harness maps only the guest). */
+/* KiB of this target's memfds mapped in the process (the harness maps only the guest), and
+ * of the inflight areas the device makes itself (GET_INFLIGHT_FD). */
 static unsigned long long mapped_kib(void)
 {
 	FILE *m = fopen("/proc/self/maps", "r");
@@ -101,7 +103,8 @@ static unsigned long long mapped_kib(void)
 	if (!m)
 		fz_fail("fopen /proc/self/maps: %s", strerror(errno));
 	while (fgets(line, sizeof(line), m))
-		if (strstr(line, "memfd:fz-vu-") && sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+		if ((strstr(line, "memfd:fz-vu-") || strstr(line, "memfd:vhostlab-inflight")) &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2)
 			kib += (hi - lo) / 1024;
 	fclose(m);
 	return kib;
@@ -202,11 +205,16 @@ static void check_rings(const struct fz_vu_run *r)
 static void drain_replies(struct fz_vu_run *r, uint32_t request)
 {
 	uint32_t hdr[3];
-	uint8_t payload[8];
+	uint8_t payload[24];
 	int n = 0;
 
+	/* 0 or 8 bytes, or GET_INFLIGHT_FD's 24 (its descriptor is not taken: the kernel
+	 * closes a descriptor nobody receives). */
 	while (recv(r->fe, hdr, 12, MSG_DONTWAIT) == 12) {
-		if (hdr[0] != request || hdr[1] != (FZ_VU_VERSION | 4u) || (hdr[2] != 0 && hdr[2] != 8))
+		const bool inflight = request == FZ_VU_GET_INFLIGHT_FD && hdr[2] == 24;
+
+		if (hdr[0] != request || hdr[1] != (FZ_VU_VERSION | 4u) ||
+		    (hdr[2] != 0 && hdr[2] != 8 && !inflight))
 			fz_fail("bad reply to request %u: request %u flags %#x size %u", request,
 				hdr[0], hdr[1], hdr[2]);
 		if (hdr[2] && recv(r->fe, payload, hdr[2], MSG_DONTWAIT) != (ssize_t)hdr[2])
@@ -264,6 +272,8 @@ static void op_msg(struct fz_vu_run *r, struct fz_in *in)
 		memset(buf + 12 + take, 0, size - take);
 		len += size;
 	}
+	/* The device maps an inflight area of its own for GET_INFLIGHT_FD: check the maps. */
+	r->sent_memfd |= request == FZ_VU_GET_INFLIGHT_FD;
 	send_with_fds(r, buf, len, fds, nfds);
 	handle(r, request, size > FZ_VU_PAYLOAD_LIMIT);
 }
@@ -439,6 +449,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r.sent_memfd && mapped_kib() != env.kib0)
 		fz_fail("mapping leak: %llu KiB of guest memfds mapped before, %llu after",
 			env.kib0, mapped_kib());
+	/* The log memfd may have served as an inflight area, which a device reads: every input
+	 * starts from a zeroed one, as it starts from zeroed guest memory. */
+	if (r.sent_memfd && (ftruncate(env.log_fd, 0) != 0 ||
+			     ftruncate(env.log_fd, FZ_VU_LOG_SIZE) != 0))
+		fz_fail("cannot clear the log memfd: %s", strerror(errno));
 	if (vl_pool_free_count(env.pool) != vl_pool_capacity(env.pool))
 		fz_fail("packet leak: %u of %u pool buffers free", vl_pool_free_count(env.pool),
 			vl_pool_capacity(env.pool));

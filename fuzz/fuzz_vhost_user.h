@@ -57,7 +57,8 @@ enum fz_vu_fd {
 	FZ_VU_FD__COUNT
 };
 
-#define FZ_VU_MAX_OPS 128u
+/* Enough for a seed to fill every memory slot (509 ADD_MEM_REG) after a start-up. */
+#define FZ_VU_MAX_OPS 1024u
 #define FZ_VU_MAX_SENT 600u          /* payload bytes taken from the input */
 #define FZ_VU_PAYLOAD_LIMIT 4096u    /* the largest payload the device reads whole */
 #define FZ_VU_MEM_SIZE 0x100000u     /* 1 MiB of guest memory */
@@ -82,7 +83,7 @@ enum {
 	FZ_VU_GET_VRING_BASE = 11, FZ_VU_SET_VRING_KICK = 12, FZ_VU_SET_VRING_CALL = 13,
 	FZ_VU_SET_VRING_ERR = 14, FZ_VU_GET_PROTOCOL_FEATURES = 15,
 	FZ_VU_SET_PROTOCOL_FEATURES = 16, FZ_VU_GET_QUEUE_NUM = 17, FZ_VU_SET_VRING_ENABLE = 18,
-	FZ_VU_NET_SET_MTU = 20, FZ_VU_SET_INFLIGHT_FD = 32, FZ_VU_GET_MAX_MEM_SLOTS = 36,
+	FZ_VU_NET_SET_MTU = 20, FZ_VU_GET_INFLIGHT_FD = 31, FZ_VU_SET_INFLIGHT_FD = 32, FZ_VU_GET_MAX_MEM_SLOTS = 36,
 	FZ_VU_ADD_MEM_REG = 37, FZ_VU_REM_MEM_REG = 38, FZ_VU_SET_STATUS = 39,
 	FZ_VU_GET_STATUS = 40,
 };
@@ -163,6 +164,41 @@ static inline void fzvu_mem_reg(struct fz_out *o, uint32_t req, uint64_t off, ui
 
 	fzvu_msg(o, req, FZ_VU_VERSION | FZ_VU_NEED_REPLY, &kind, req == FZ_VU_ADD_MEM_REG ? 1 : 0,
 		 p, 40);
+}
+
+/* ADD_MEM_REG / REM_MEM_REG of [off, off + size) of the guest memfd at any guest and user
+ * address. */
+static inline void fzvu_mem_reg_at(struct fz_out *o, uint32_t req, uint64_t gpa, uint64_t size,
+				   uint64_t uaddr, uint64_t off)
+{
+	uint64_t p[5] = {0, gpa, size, uaddr, off};
+	uint8_t kind = FZ_VU_FD_GUEST;
+
+	fzvu_msg(o, req, FZ_VU_VERSION | FZ_VU_NEED_REPLY, &kind, req == FZ_VU_ADD_MEM_REG ? 1 : 0,
+		 p, 40);
+}
+
+/* SET_LOG_BASE {size, offset} with one fd of the given kind. */
+static inline void fzvu_log_base(struct fz_out *o, uint8_t kind, uint64_t size, uint64_t offset)
+{
+	uint64_t p[2] = {size, offset};
+
+	fzvu_msg(o, FZ_VU_SET_LOG_BASE, FZ_VU_VERSION, &kind, 1, p, 16);
+}
+
+/* GET_INFLIGHT_FD (no fd) / SET_INFLIGHT_FD (one fd of the given kind): {size, offset,
+ * queues, queue size}. */
+static inline void fzvu_inflight(struct fz_out *o, uint32_t req, uint8_t kind, uint64_t size,
+				 uint64_t offset, uint16_t nq, uint16_t qs)
+{
+	uint8_t p[24] = {0};
+
+	memcpy(p, &size, 8);
+	memcpy(p + 8, &offset, 8);
+	memcpy(p + 16, &nq, 2);
+	memcpy(p + 18, &qs, 2);
+	fzvu_msg(o, req, FZ_VU_VERSION | FZ_VU_NEED_REPLY, &kind,
+		 req == FZ_VU_SET_INFLIGHT_FD ? 1 : 0, p, 24);
 }
 
 /* SET_VRING_NUM, BASE, ADDR (the fixed layout), KICK for ring q. */

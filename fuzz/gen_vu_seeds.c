@@ -136,7 +136,8 @@ static void vu_body_mem_slots(struct fz_out *o, bool packed)
  * then off. */
 static void vu_body_log(struct fz_out *o, bool packed)
 {
-	uint64_t log[2] = {4096, 0};
+	/* The whole log memfd: its bits reach past the guest's memory at 1 GiB + 1 MiB. */
+	uint64_t log[2] = {FZ_VU_LOG_SIZE, 0};
 	uint8_t kind = FZ_VU_FD_LOG;
 	uint64_t f = VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0);
 
@@ -239,6 +240,123 @@ static void vu_body_hostile(struct fz_out *o, bool packed)
 	fzvu_msg(o, FZ_VU_SET_OWNER, FZ_VU_VERSION, NULL, 0, NULL, 5000);
 }
 
+/* The bad-input audit of the lifecycle messages (issue 58), each after a working start: a
+ * log past the end of its file, a log too small for guest memory, the table growing past a
+ * log in use (ADD_MEM_REG) and logging switched on over a log the table outgrew, ADD_MEM_REG
+ * overlapping in guest or user addresses, REM_MEM_REG of a region not present and of the
+ * region the running rings lie in, then the slots filled to 509 and one more. */
+static void vu_body_lifecycle_bad(struct fz_out *o, bool packed)
+{
+	const uint64_t f = VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0);
+	const uint64_t far = FZ_VU_GPA + (4ull << 30); /* past a 64 KiB log's 2 GiB */
+
+	vu_dpdk(o, packed, VU_NET_FEATURES, 2, 64);
+	fzvu_post(o, 1, 4, 100);
+	fzvu_log_base(o, FZ_VU_FD_SMALL, FZ_VU_LOG_SIZE, 0);             /* past the file */
+	fzvu_log_base(o, FZ_VU_FD_LOG, FZ_VU_LOG_SIZE, FZ_VU_SMALL_SIZE);
+	fzvu_log_base(o, FZ_VU_FD_LOG, 4096, 0);                        /* 128 MiB: too small */
+	fzvu_log_base(o, FZ_VU_FD_LOG, FZ_VU_LOG_SIZE, 0);
+	fzvu_u64(o, FZ_VU_SET_FEATURES, f | VU_F(VL_VU_F_LOG_ALL));
+	fzvu_mem_reg_at(o, FZ_VU_ADD_MEM_REG, far, 0x10000, FZ_VU_UADDR + (4ull << 30), 0);
+	vu_traffic(o, 2);
+	fzvu_u64(o, FZ_VU_SET_FEATURES, f);
+	fzvu_mem_reg_at(o, FZ_VU_ADD_MEM_REG, far, 0x10000, FZ_VU_UADDR + (4ull << 30), 0);
+	fzvu_u64(o, FZ_VU_SET_FEATURES, f | VU_F(VL_VU_F_LOG_ALL));     /* the log is outgrown */
+	/* overlaps: guest-physical only, user address only */
+	fzvu_mem_reg_at(o, FZ_VU_ADD_MEM_REG, FZ_VU_GPA + FZ_VU_MEM_SIZE - 0x1000, 0x10000,
+			FZ_VU_UADDR + (8ull << 30), 0);
+	fzvu_mem_reg_at(o, FZ_VU_ADD_MEM_REG, FZ_VU_GPA + (8ull << 30), 0x10000,
+			FZ_VU_UADDR + 0x1000, 0);
+	/* removals: a region never added, one off by a page, the rings' region */
+	fzvu_mem_reg_at(o, FZ_VU_REM_MEM_REG, FZ_VU_GPA + (16ull << 30), 0x10000,
+			FZ_VU_UADDR + (16ull << 30), 0);
+	fzvu_mem_reg_at(o, FZ_VU_REM_MEM_REG, far + 0x1000, 0x10000, FZ_VU_UADDR + (4ull << 30), 0);
+	fzvu_mem_reg_at(o, FZ_VU_REM_MEM_REG, FZ_VU_GPA, FZ_VU_MEM_SIZE, FZ_VU_UADDR, 0);
+	vu_traffic(o, 2);
+	/* two regions in the table: 507 more fill the slots, the next is one too many */
+	for (uint64_t i = 0; i < 508; i++)
+		fzvu_mem_reg_at(o, FZ_VU_ADD_MEM_REG, FZ_VU_GPA + (32ull << 30) + i * 0x100000,
+				0x1000, FZ_VU_UADDR + (32ull << 30) + i * 0x100000, 0);
+	vu_traffic(o, 2);
+}
+
+/* SET_LOG_BASE before the protocol feature and before SET_FEATURES, then in order. */
+static void vu_body_log_early(struct fz_out *o, bool packed)
+{
+	fzvu_none(o, FZ_VU_SET_OWNER);
+	fzvu_none(o, FZ_VU_GET_FEATURES);
+	fzvu_log_base(o, FZ_VU_FD_LOG, FZ_VU_LOG_SIZE, 0);
+	fzvu_none(o, FZ_VU_GET_PROTOCOL_FEATURES);
+	fzvu_u64(o, FZ_VU_SET_PROTOCOL_FEATURES, VL_FEATURE(VL_VU_PROTOCOL_F_LOG_SHMFD) |
+						   VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK));
+	fzvu_log_base(o, FZ_VU_FD_LOG, FZ_VU_LOG_SIZE, 0);
+	fzvu_u64(o, FZ_VU_SET_FEATURES, VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0));
+	fzvu_log_base(o, FZ_VU_FD_LOG, FZ_VU_LOG_SIZE, 0);
+	fzvu_mem_table(o, 1);
+	for (uint32_t q = 0; q < 2; q++) {
+		fzvu_ring(o, q, 64, packed, packed ? 0x8000u : 0u);
+		fzvu_state(o, FZ_VU_SET_VRING_ENABLE, q, 1);
+	}
+	fzvu_u64(o, FZ_VU_SET_FEATURES, VU_NET_FEATURES | VU_F(VL_VU_F_LOG_ALL) |
+						(packed ? VU_F(VL_F_RING_PACKED) : 0));
+	vu_traffic(o, 2);
+}
+
+/* Inflight tracking as QEMU uses it (GET_INFLIGHT_FD once, SET_INFLIGHT_FD at every start,
+ * with the log memfd standing for the area QEMU keeps), a restart on the same area -- a
+ * ring stopped and started again, then the connection cut and a new one -- and the bad
+ * inputs: queue count and size, an area too small or past its file, both messages while
+ * rings run. */
+static void vu_inflight_start(struct fz_out *o, bool packed)
+{
+	const uint64_t proto = VL_FEATURE(VL_VU_PROTOCOL_F_MQ) |
+			       VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |
+			       VL_FEATURE(VL_VU_PROTOCOL_F_INFLIGHT_SHMFD);
+	/* 4 queues of 64: the split area is 4 x 1088 bytes (packed 4 x 2112). */
+	const uint64_t area = packed ? 4 * 2112 : 4 * 1088;
+
+	fzvu_none(o, FZ_VU_SET_OWNER);
+	fzvu_none(o, FZ_VU_GET_FEATURES);
+	fzvu_none(o, FZ_VU_GET_PROTOCOL_FEATURES);
+	fzvu_u64(o, FZ_VU_SET_PROTOCOL_FEATURES, proto);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64); /* before the features */
+	fzvu_u64(o, FZ_VU_SET_FEATURES, VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0));
+	fzvu_mem_table(o, 1);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, area, 0, 4, 64);
+	for (uint32_t q = 0; q < 2; q++) {
+		fzvu_ring(o, q, 64, packed, packed ? 0x8000u : 0u);
+		fzvu_ring_fd(o, FZ_VU_SET_VRING_CALL, q, 1);
+		fzvu_state(o, FZ_VU_SET_VRING_ENABLE, q, 1);
+	}
+}
+
+static void vu_body_inflight(struct fz_out *o, bool packed)
+{
+	vu_inflight_start(o, packed);
+	vu_traffic(o, 2);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 4096, 0, 4, 64); /* running */
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 64);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 1, 0);
+	fzvu_ring_fd(o, FZ_VU_SET_VRING_KICK, 1, 1);                         /* the area in use */
+	fzvu_burst(o, 2, 200);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_cut(o, 5, 0, FZ_VU_SET_FEATURES, 8);                            /* the crash */
+	vu_inflight_start(o, packed);
+	vu_traffic(o, 2);
+	/* bad inputs, rings stopped first */
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 0, 0);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 1, 0);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 0, 64);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 5, 64);
+	fzvu_inflight(o, FZ_VU_GET_INFLIGHT_FD, 0, 0, 0, 4, 40000);
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 64, 0, 4, 64);  /* too small */
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_SMALL, 8192, 0, 4, 64); /* past file */
+	fzvu_inflight(o, FZ_VU_SET_INFLIGHT_FD, FZ_VU_FD_LOG, 8192, 0, 4, 32);
+	fzvu_ring_fd(o, FZ_VU_SET_VRING_KICK, 1, 1);                         /* 64 != 32 */
+}
+
 /* Messages cut short: the front end leaves in the header, in the payload, with fds. */
 static void vu_body_cut(struct fz_out *o, bool packed)
 {
@@ -262,6 +380,9 @@ void gen_vhost_user(void)
 		vu_seed("legacy", packed, vu_body_legacy);
 		vu_seed("hostile", packed, vu_body_hostile);
 		vu_seed("cut", packed, vu_body_cut);
+		vu_seed("lifecycle-bad", packed, vu_body_lifecycle_bad);
+		vu_seed("log-early", packed, vu_body_log_early);
+		vu_seed("inflight", packed, vu_body_inflight);
 	}
 }
 

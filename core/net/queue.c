@@ -10,6 +10,7 @@
 #include "net/net_hdr.h"
 #include "net/net_queue.h"
 #include "net/zero_copy.h"
+#include "ring/inflight.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_error.h"
 
@@ -116,6 +117,15 @@ uint16_t vl_vq_last_used(const struct vl_vq *vq) { return vl_ring_last_used(&vq-
 void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes)
 {
 	vl_ring_set_dirty_log(&vq->rq, bitmap, bytes);
+}
+
+int vl_vq_set_inflight(struct vl_vq *vq, void *region, uint64_t bytes, uint32_t *resubmit)
+{
+	uint32_t dummy;
+
+	if (!vq)
+		return VL_ERR_INVALID_ARG;
+	return vl_inflight_split_attach(&vq->rq, region, bytes, resubmit ? resubmit : &dummy);
 }
 
 static const char *const vl_zc_fallback_names[VL_ZC_FALLBACK__COUNT] = {

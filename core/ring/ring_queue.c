@@ -170,6 +170,8 @@ void vl_ring_fini(struct vl_ring *rq)
 	free(rq->pieces);
 	free(rq->indirect_copy);
 	free(rq->seen);
+	free(rq->infl_heads);
+	free(rq->resubmit);
 	*rq = (struct vl_ring){0};
 }
 
@@ -191,6 +193,7 @@ int vl_ring_init(struct vl_ring *rq, const struct vl_mem *mem, const struct vl_v
 	rq->log.pages_marked = &rq->stats.log_pages;
 	rq->log.out_of_range = &rq->stats.log_out_of_range;
 	rq->last_avail_idx = cfg->last_avail_idx;
+	rq->head_limit = size;
 
 	rq->shadow = vl_calloc(size, sizeof(*rq->shadow));
 	rq->pieces = vl_calloc(VL_CHAIN_MAX_PIECES, sizeof(*rq->pieces));

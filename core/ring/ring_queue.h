@@ -22,6 +22,8 @@
 #error "vhostlab reads virtio structures as little-endian host values"
 #endif
 
+struct vl_infl_split;
+
 /* A translated piece of a buffer: host bytes contiguous in one memory region. */
 struct vl_piece {
 	uint8_t *host;
@@ -76,6 +78,8 @@ struct vl_ring {
 	uint16_t last_avail_idx;   /* next avail entry to consume */
 	uint16_t used_idx;         /* shadow of used->idx: what we last published */
 	uint16_t window;           /* split: avail entries seen at the start of this burst */
+	uint32_t head_limit;       /* split: heads below it take the usual path (the size; 0
+				    * with an inflight area attached: ring/inflight.h) */
 	uint32_t walk_ring_descs;  /* split: ring descriptors the last walk visited */
 
 	/* Packed ring (spec 2.8): positions 0..size-1 plus a one-bit wrap counter each. */
@@ -109,6 +113,19 @@ struct vl_ring {
 	enum vl_drop broken_reason;
 	bool needs_call;
 	struct vl_dirty_log log;
+
+	/* Inflight tracking (ring/inflight.h), split rings; NULL: off (the datapath tests only
+	 * this pointer). */
+	struct vl_infl_split *infl;
+	uint16_t *infl_heads;      /* [size]: the head fetched at each window position */
+	uint16_t *resubmit;        /* [size]: heads to take again, in the order first taken */
+	uint32_t resubmit_next;    /* the next of them */
+	uint32_t resubmit_left;    /* how many are left: window positions 0..left-1 are these,
+				    * and last_avail_idx stays that many entries behind the next
+				    * avail entry to take, so the window and the slots of the
+				    * other positions come out of the usual arithmetic */
+	uint64_t infl_counter;     /* the order of the next head taken */
+	uint16_t infl_base;        /* last_avail_idx at the last flush */
 	/* The queue's public statistics: the ring counts chains, used entries, drops and
 	 * notifications; the net layer counts packets, bytes and copies in the same block. */
 	struct vl_vq_stats stats;

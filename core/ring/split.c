@@ -149,6 +149,10 @@ void vl_split_flush_used(struct vl_ring *rq)
 	uint32_t n = rq->shadow_count;
 	uint16_t old = rq->used_idx;
 
+	/* The chains this burst consumed are marked taken before anything is published (here,
+	 * out of the per-chain path, rather than in vl_split_consume). */
+	if (rq->infl)
+		vl_inflight_split_taken(rq);
 	vl_split_update_kick_wish(rq, false);
 	if (n == 0) {
 		rq->needs_call = false;
@@ -159,6 +163,8 @@ void vl_split_flush_used(struct vl_ring *rq)
 
 	/* The shadow holds at most queue-size entries, so the ring is written at most once
 	 * around. */
+	if (rq->infl)
+		vl_inflight_split_pre_publish(rq);
 	for (uint32_t i = 0; i < n; i++) {
 		struct vl_split_used_elem *u = &rq->used->ring[(old + i) & mask];
 
@@ -186,6 +192,9 @@ void vl_split_flush_used(struct vl_ring *rq)
 	/* Reading the guest's notification wish after publishing needs a full barrier (store
 	 * then load): otherwise we could read a stale value and miss a wake-up. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* The batch is the guest's now: its heads are no longer in flight. */
+	if (rq->infl)
+		vl_inflight_split_post_publish(rq, n);
 	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
 	if (rq->event_idx) {
 		/* used_event sits after the avail ring (spec 2.7.10). */

@@ -9,6 +9,7 @@
 
 #include "compiler.h"
 #include "ring/guest_load.h"
+#include "ring/inflight.h"
 #include "ring/ring_queue.h"
 
 /* Start a burst: read avail->idx once (load-acquire, so the entries and descriptors it
@@ -68,9 +69,13 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t
 	uint16_t slot = (uint16_t)(rq->last_avail_idx + pos) & (uint16_t)(rq->size - 1);
 	uint16_t h = vl_guest_load16(&rq->avail->ring[slot]);
 
-	if (h >= rq->size) {
-		vl_ring_break(rq, VL_DROP_HEAD_OUT_OF_RANGE);
-		return VL_DROP_HEAD_OUT_OF_RANGE;
+	/* head_limit is the ring size, or 0 while an inflight area is attached: then every
+	 * head takes the inflight path (ring/inflight.h), and the usual path pays nothing for
+	 * it -- this compare is the head's range check either way. */
+	if (__builtin_expect(h >= rq->head_limit, 0)) {
+		h = vl_inflight_split_head(rq, pos, h);
+		if (h >= rq->size)
+			return VL_DROP_HEAD_OUT_OF_RANGE;
 	}
 	c->id = h;
 	/* The head read once here. The usual chain, one direct descriptor (every receive

@@ -38,6 +38,13 @@ uint64_t vl_vu_dev_ring_resyncs(const struct vl_vu_dev *dev, uint32_t qidx)
 	return r ? r->resyncs : 0;
 }
 
+uint32_t vl_vu_dev_ring_resubmitted(const struct vl_vu_dev *dev, uint32_t qidx)
+{
+	const struct vu_ring *r = ring_at(dev, qidx);
+
+	return r ? r->resubmitted : 0;
+}
+
 int vl_vu_dev_call_fd(const struct vl_vu_dev *dev, uint32_t qidx)
 {
 	const struct vu_ring *r = ring_at(dev, qidx);

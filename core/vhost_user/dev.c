@@ -80,6 +80,10 @@ static const struct vu_rule rules[VU_REQUEST__COUNT] = {
 	[VU_SET_STATUS] = {vu_set_status, VU_SIZE_U64, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_STATUS,
 			   true},
 	[VU_GET_STATUS] = {vu_get_status, 0, FDS_NONE, IDX_NONE, VL_VU_PROTOCOL_F_STATUS, false},
+	[VU_GET_INFLIGHT_FD] = {vu_get_inflight_fd, VU_SIZE_INFLIGHT, FDS_NONE, IDX_NONE,
+				VL_VU_PROTOCOL_F_INFLIGHT_SHMFD, true},
+	[VU_SET_INFLIGHT_FD] = {vu_set_inflight_fd, VU_SIZE_INFLIGHT, FDS_ONE, IDX_NONE,
+				VL_VU_PROTOCOL_F_INFLIGHT_SHMFD, true},
 	[VU_RESET_DEVICE] = {vu_reset_device, 0, FDS_NONE, IDX_NONE,
 			     VL_VU_PROTOCOL_F_RESET_DEVICE, true},
 };
@@ -204,8 +208,10 @@ void vl_vu_dev_reset(struct vl_vu_dev *dev)
 	for (uint32_t i = 0; i < dev->nrings; i++)
 		vu_ring_forget(dev, &dev->rings[i]);
 	vu_log_unmap(dev);
+	vu_inflight_unmap(dev);
 	vu_table_clear(&dev->table);
 	dev->features = 0;
+	dev->features_set = false;
 	dev->protocol_features = 0;
 	dev->status = 0;
 	dev->status_set = false;
@@ -319,7 +325,10 @@ int vl_vu_dev_handle(struct vl_vu_dev *dev, int fd)
 
 	int sent = VL_OK;
 
-	if (rc == VL_OK && reply.send) {
+	if (rc == VL_OK && reply.send && reply.nbytes) {
+		sent = vu_msg_reply_fd(fd, req, reply.bytes, reply.nbytes,
+				       reply.fd_set ? reply.fd : -1);
+	} else if (rc == VL_OK && reply.send) {
 		sent = vu_msg_reply(fd, req, reply.empty ? NULL : &reply.payload);
 	} else if (m->hdr.flags & VU_FLAG_NEED_REPLY) {
 		/* REPLY_ACK: 0 for success, 1 for failure. Answered whenever asked: a front end
@@ -328,6 +337,8 @@ int vl_vu_dev_handle(struct vl_vu_dev *dev, int fd)
 
 		sent = vu_msg_reply(fd, req, &ack);
 	}
+	if (reply.fd_set)
+		vu_close_fd(&reply.fd);
 	if (sent != VL_OK) {
 		vl_vu_dev_reset(dev);
 		return sent;

@@ -32,7 +32,12 @@ int vu_set_features(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *rin
 	for (uint32_t i = 0; i < dev->nrings; i++)
 		if (dev->rings[i].vq && ((want ^ dev->features) & ~VL_FEATURE(VL_VU_F_LOG_ALL)))
 			return VL_ERR_VU_STATE;
+	/* Logging on with a log mapped: it must cover the memory (vu_log_covers). */
+	if (vu_has(want, VL_VU_F_LOG_ALL) && dev->log &&
+	    !vu_log_covers(&dev->table, dev->log_bytes))
+		return VL_ERR_LOG_TOO_SMALL;
 	dev->features = want;
+	dev->features_set = true;
 	/* Without protocol features there is no SET_VRING_ENABLE: rings are enabled from the
 	 * start. SET_FEATURES never disables a ring (it also toggles LOG_ALL mid-traffic). */
 	if (!vu_has(want, VL_VU_F_PROTOCOL_FEATURES))
@@ -142,7 +147,8 @@ int vu_set_status(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 
 /* RESET_DEVICE: back to the state of a device just connected, but for what belongs to the
  * connection (protocol features, the memory table): every ring stopped and forgotten, the
- * features and status cleared, dirty logging off. The front end negotiates and sets the
+ * features and status cleared, dirty logging off, the inflight area let go (a reset device
+ * has nothing in flight; the front end gets or sets one again). The front end negotiates and sets the
  * rings up again. */
 int vu_reset_device(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
 		    struct vu_reply *reply)
@@ -153,7 +159,9 @@ int vu_reset_device(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *rin
 	for (uint32_t i = 0; i < dev->nrings; i++)
 		vu_ring_forget(dev, &dev->rings[i]);
 	vu_log_unmap(dev);
+	vu_inflight_unmap(dev);
 	dev->features = 0;
+	dev->features_set = false;
 	dev->status = 0;
 	dev->status_set = false;
 	return VL_OK;

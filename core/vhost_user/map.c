@@ -38,7 +38,7 @@ int vu_map_fd(int fd, uint64_t offset, uint64_t size, void **host, struct vu_map
 	 * SIGBUS in this process. (A front end can still shrink the file afterwards; memfd
 	 * seals are the front end's to set. DPDK and libvhost-user share this exposure.) */
 	if (st.st_size < 0 || (uint64_t)st.st_size < offset + size)
-		return VL_ERR_VU_MAP;
+		return VL_ERR_VU_FILE_SHORT;
 
 	/* Cannot overflow: offset + size <= st_size < 2^63, and the granule is far smaller. */
 	uint64_t g = map_granule(&st);

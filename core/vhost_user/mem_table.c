@@ -135,6 +135,11 @@ static int table_change(struct vl_vu_dev *dev, bool keep_old, uint32_t drop,
 	rc = check_disjoint(nt.r, n, nkeep);
 	if (rc != VL_OK)
 		goto fail;
+	/* While logging is on the log must cover the new table too (QEMU grows the log before
+	 * it grows the memory; a table past it would have pages written that no bit records). */
+	rc = VL_ERR_LOG_TOO_SMALL;
+	if (vu_log_on(dev) && !vu_log_covers(&nt, dev->log_bytes))
+		goto fail;
 	for (uint32_t j = 0; j < nadd; j++) {
 		struct vl_mem_region *r = &nt.r[nkeep + j];
 
@@ -208,7 +213,7 @@ int vu_rem_mem_reg(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring
 		if (r->gpa == want.gpa && r->uaddr == want.uaddr && r->size == want.size)
 			return table_change(dev, true, i, NULL, NULL, 0);
 	}
-	return VL_ERR_VU_VALUE;
+	return VL_ERR_REGION_UNKNOWN;
 }
 
 int vu_get_max_mem_slots(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,

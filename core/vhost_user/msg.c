@@ -157,19 +157,44 @@ fail:
 
 int vu_msg_reply(int sock, uint32_t request, const uint64_t *payload)
 {
-	unsigned char buf[sizeof(struct vu_hdr) + sizeof(uint64_t)];
-	uint32_t size = payload ? (uint32_t)sizeof(*payload) : 0;
+	return vu_msg_reply_fd(sock, request, payload, payload ? (uint32_t)sizeof(*payload) : 0, -1);
+}
+
+int vu_msg_reply_fd(int sock, uint32_t request, const void *payload, uint32_t size, int fd)
+{
+	unsigned char buf[sizeof(struct vu_hdr) + VU_SIZE_INFLIGHT];
 	struct vu_hdr hdr = {.request = request, .flags = VU_VERSION | VU_FLAG_REPLY, .size = size};
 	size_t len = sizeof(hdr) + size;
 	size_t done = 0;
 	int64_t deadline = now_ms() + VL_VU_IO_TIMEOUT_MS;
 
+	if (size > VU_SIZE_INFLIGHT)
+		return VL_ERR_VU_IO;
 	memcpy(buf, &hdr, sizeof(hdr));
-	if (payload)
-		memcpy(buf + sizeof(hdr), payload, sizeof(*payload));
+	if (size)
+		memcpy(buf + sizeof(hdr), payload, size);
 	while (done < len) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = {.iov_base = buf + done, .iov_len = len - done};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+		/* The descriptor goes with the first byte sent, and only then. */
+		if (fd >= 0 && done == 0) {
+			memset(&ctl, 0, sizeof(ctl));
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = sizeof(ctl.buf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+		}
 		/* Never block: a peer that does not read its replies must not stall the loop. */
-		ssize_t n = send(sock, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n >= 0) {
 			done += (size_t)n;

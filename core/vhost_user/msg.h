@@ -118,6 +118,16 @@ struct vu_log_desc {
 	uint64_t offset;
 };
 
+/* GET_INFLIGHT_FD (request and reply) and SET_INFLIGHT_FD: the area's size and offset in the
+ * fd, and the queues it covers. */
+struct vu_inflight_desc {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+	uint16_t num_queues;
+	uint16_t queue_size;
+	uint32_t padding;
+};
+
 /* Payload sizes each request must carry exactly (SET_MEM_TABLE: 8 + 32 per region). */
 #define VU_SIZE_U64 8u
 #define VU_SIZE_STATE 8u
@@ -126,6 +136,7 @@ struct vu_log_desc {
 #define VU_SIZE_REGION 32u
 #define VU_SIZE_MEM_REG 40u
 #define VU_SIZE_LOG 16u
+#define VU_SIZE_INFLIGHT 24u
 
 _Static_assert(sizeof(struct vu_hdr) == 12, "vhost-user header");
 _Static_assert(sizeof(struct vu_state) == VU_SIZE_STATE, "vring state");
@@ -134,6 +145,7 @@ _Static_assert(sizeof(struct vu_region_desc) == VU_SIZE_REGION, "memory region")
 _Static_assert(sizeof(struct vu_mem_desc) == VU_SIZE_MEM_HDR + 8 * VU_SIZE_REGION, "mem table");
 _Static_assert(sizeof(struct vu_mem_reg_desc) == VU_SIZE_MEM_REG, "single region");
 _Static_assert(sizeof(struct vu_log_desc) == VU_SIZE_LOG, "log");
+_Static_assert(sizeof(struct vu_inflight_desc) == VU_SIZE_INFLIGHT, "inflight");
 
 /* One message as received: the payload in private memory, aligned for every view. */
 struct vu_msg {
@@ -145,6 +157,7 @@ struct vu_msg {
 		struct vu_mem_desc mem;
 		struct vu_mem_reg_desc reg;
 		struct vu_log_desc log;
+		struct vu_inflight_desc inflight;
 		uint8_t bytes[VU_PAYLOAD_MAX];
 	} p;
 	int fds[VU_MAX_FDS];  /* received descriptors; a handler keeping one sets it to -1 */
@@ -163,6 +176,9 @@ int vu_msg_recv(int sock, struct vu_msg *m);
  * a vring state, as its bytes), or none when payload is NULL (SET_LOG_BASE's reply).
  * Returns 0, VL_ERR_VU_CLOSED or VL_ERR_VU_IO. */
 int vu_msg_reply(int sock, uint32_t request, const uint64_t *payload);
+/* The same with `size` payload bytes (at most VU_SIZE_INFLIGHT) and, when fd >= 0, that
+ * descriptor attached to the first byte (GET_INFLIGHT_FD's reply). The caller keeps fd. */
+int vu_msg_reply_fd(int sock, uint32_t request, const void *payload, uint32_t size, int fd);
 
 /* Close every descriptor still held in m. */
 void vu_msg_close_fds(struct vu_msg *m);

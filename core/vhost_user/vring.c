@@ -172,6 +172,12 @@ int vu_ring_try_start(struct vl_vu_dev *dev, struct vu_ring *ring)
 
 	if (!vq)
 		return rc;
+	/* Before anything runs on it: a queue after a crash takes its inflight chains first. */
+	rc = vu_inflight_attach(dev, ring, vq);
+	if (rc != VL_OK) {
+		vl_vq_destroy(vq);
+		return rc;
+	}
 	ring->vq = vq;
 	ring->err_told = false;
 	vu_log_apply_vq(dev, vq);

@@ -42,6 +42,7 @@ struct vu_ring {
 	bool ready_told;        /* last readiness reported through queue_ready */
 	bool err_told;          /* a broken queue was reported on err_fd */
 	uint64_t resyncs;       /* split starts that took the guest's used->idx over the base */
+	uint32_t resubmitted;   /* chains the last start takes again from the inflight area */
 	struct vl_vq *vq;       /* the datapath queue (started + num + addr + table) */
 };
 
@@ -50,6 +51,7 @@ struct vl_vu_dev {
 	uint32_t nrings;
 	struct vu_ring *rings;
 	uint64_t features;           /* negotiated (SET_FEATURES) */
+	bool features_set;           /* SET_FEATURES came since the device was last reset */
 	uint64_t protocol_features;  /* negotiated (SET_PROTOCOL_FEATURES) */
 	uint8_t status;
 	bool status_set;             /* SET_STATUS came since the device was last reset: the
@@ -59,6 +61,12 @@ struct vl_vu_dev {
 	struct vu_map log_map;       /* the dirty log's mapping (SET_LOG_BASE) */
 	uint8_t *log;                /* the bitmap inside it, or NULL */
 	uint64_t log_bytes;
+	/* The inflight area (GET/SET_INFLIGHT_FD): one region per queue, each infl_per bytes,
+	 * for infl_nqueues rings of infl_qsize descriptors. NULL: none. */
+	struct vu_map infl_map;
+	uint8_t *infl;
+	uint64_t infl_per;
+	uint32_t infl_nqueues, infl_qsize;
 	uint32_t last_request;
 	struct vu_msg msg;           /* the message being handled (4 KiB: kept off the stack) */
 };
@@ -80,11 +88,17 @@ static inline enum vl_layout vu_layout(const struct vl_vu_dev *dev)
 }
 
 /* What a handler answers besides its return code: a reply payload of its own (8 bytes, or
- * none for SET_LOG_BASE), sent only when the handler succeeded. */
+ * none for SET_LOG_BASE, or GET_INFLIGHT_FD's 24 bytes and descriptor), sent only when the
+ * handler succeeded. A descriptor in a reply (fd_set) is closed by the dispatcher after it
+ * was sent, whatever the handler's result. */
 struct vu_reply {
 	bool send;
 	bool empty;      /* header only */
 	uint64_t payload;
+	uint32_t nbytes; /* != 0: bytes[] is the payload instead */
+	uint8_t bytes[VU_SIZE_INFLIGHT];
+	bool fd_set;
+	int fd;
 };
 
 typedef int (*vu_handler_fn)(struct vl_vu_dev *dev, struct vu_msg *m, struct vu_ring *ring,
@@ -104,6 +118,17 @@ int vu_set_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct 
 int vu_get_status(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_reset_device(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
 int vu_net_set_mtu(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
+
+/* inflight.c */
+int vu_get_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
+		       struct vu_reply *);
+int vu_set_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
+		       struct vu_reply *);
+/* Attach ring's part of the inflight area to its new queue (split rings; nothing for packed,
+ * which are not tracked, or without an area): VL_OK, VL_ERR_INFLIGHT (the area was made for
+ * another ring size) or what vl_vq_set_inflight returns. */
+int vu_inflight_attach(struct vl_vu_dev *dev, struct vu_ring *ring, struct vl_vq *vq);
+void vu_inflight_unmap(struct vl_vu_dev *dev);
 
 /* announce.c */
 int vu_send_rarp(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struct vu_reply *);
@@ -155,10 +180,17 @@ int vu_set_log_base(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *, struc
 void vu_log_apply_vq(const struct vl_vu_dev *dev, struct vl_vq *vq);
 void vu_log_apply(struct vl_vu_dev *dev);
 void vu_log_unmap(struct vl_vu_dev *dev);
+/* Is logging on: a log mapped and VHOST_F_LOG_ALL negotiated? */
+bool vu_log_on(const struct vl_vu_dev *dev);
+/* Does a log of `bytes` bytes (one bit per 4 KiB page from guest address 0) have a bit for
+ * the last page of every region of t? While logging is on it must: a page the log has no bit
+ * for is a write the front end never learns of, and a migrated guest with stale memory. */
+bool vu_log_covers(const struct vu_table *t, uint64_t bytes);
 
 /* Map `size` bytes at `offset` of fd (a regular file at least offset + size long; size > 0,
  * no wrap), read-write and shared. Returns the first byte in *host and what to unmap in *map;
- * 0 or VL_ERR_REGION_ZERO_SIZE / VL_ERR_REGION_OVERFLOW / VL_ERR_VU_MAP. (mem_table.c) */
+ * 0 or VL_ERR_REGION_ZERO_SIZE / VL_ERR_REGION_OVERFLOW / VL_ERR_VU_FILE_SHORT (the file
+ * ends before offset + size) / VL_ERR_VU_MAP (not a regular file, mmap failed). (map.c) */
 int vu_map_fd(int fd, uint64_t offset, uint64_t size, void **host, struct vu_map *map);
 void vu_unmap(struct vu_map *map);
 

@@ -241,10 +241,10 @@ static void test_mem_table_region_the_fd_cannot_back(void **state)
 	/* A region one page longer than its file, then one starting at its end. */
 	fds[1] = dup(f.mem_fd);
 	r[1].size = 4 * MIB + 4096;
-	assert_int_equal(table_fds(&f, r, 2, 2, fds, 2), VL_ERR_VU_MAP);
+	assert_int_equal(table_fds(&f, r, 2, 2, fds, 2), VL_ERR_VU_FILE_SHORT);
 	r[1].size = 4096;
 	r[1].offset = 4 * MIB;
-	assert_int_equal(table_fds(&f, r, 2, 2, fds, 2), VL_ERR_VU_MAP);
+	assert_int_equal(table_fds(&f, r, 2, 2, fds, 2), VL_ERR_VU_FILE_SHORT);
 	close(fds[1]);
 	/* Not a regular file. */
 	r[1] = r[0];
@@ -483,7 +483,7 @@ static void test_add_rem_mem_reg_qemu_sequence_packed(void **state)
 	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &extra, 2), VL_ERR_VU_FDS);
 	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &extra, 1), VL_OK);
 	assert_int_equal(guest_mappings(), kib0);
-	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &extra, 0), VL_ERR_VU_VALUE);
+	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &extra, 0), VL_ERR_REGION_UNKNOWN);
 	/* The region holding the rings cannot go while they run. */
 	assert_int_equal(mem_reg(&f, VUF_REM_MEM_REG, &rings, 0), VL_ERR_RING_UNMAPPED);
 	assert_int_equal(guest_mappings(), kib0);
@@ -561,7 +561,7 @@ static void test_log_base_overflow_or_wrong_fd_count(void **state)
 	assert_int_equal(log_base(&f, 4096, UINT64_MAX - 4000, lfd, 1), VL_ERR_REGION_OVERFLOW);
 	assert_int_equal(log_base(&f, UINT64_MAX, 1, lfd, 1), VL_ERR_REGION_OVERFLOW);
 	assert_int_equal(log_base(&f, 0, 0, lfd, 1), VL_ERR_REGION_ZERO_SIZE);
-	assert_int_equal(log_base(&f, 8192, 4096, lfd, 1), VL_ERR_VU_MAP); /* past the file */
+	assert_int_equal(log_base(&f, 8192, 4096, lfd, 1), VL_ERR_VU_FILE_SHORT); /* past the file */
 	assert_int_equal(log_base(&f, 4096, 0, lfd, 0), VL_ERR_VU_FDS);
 	assert_int_equal(log_base(&f, 4096, 0, lfd, 2), VL_ERR_VU_FDS);
 	assert_int_equal(vuf_msg(&f, VUF_SET_LOG_BASE, VUF_F_VERSION, &(uint64_t){0}, 8, lfd, 1),

@@ -38,6 +38,13 @@ enum vl_err {
 	VL_ERR_VU_MAP,           /* a region or log cannot be mapped (not a regular file,
 				  * shorter than claimed, mmap failed) */
 	VL_ERR_UNSUPPORTED,      /* this CPU or build lacks what the call needs */
+	/* Added with issue 58 (kept after the others: the numbers above do not move). */
+	VL_ERR_VU_FILE_SHORT,    /* shared memory (region, log, inflight area) claimed past the
+				  * end of the file its fd names */
+	VL_ERR_LOG_TOO_SMALL,    /* the dirty log's bits do not cover every guest region */
+	VL_ERR_REGION_UNKNOWN,   /* REM_MEM_REG names no region of the table */
+	VL_ERR_INFLIGHT,         /* an inflight area that does not fit the device's queues
+				  * (size, queue count or queue size) */
 	VL_ERR__COUNT
 };
 

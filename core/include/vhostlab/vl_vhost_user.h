@@ -67,6 +67,8 @@ extern "C" {
 #define VL_VU_PROTOCOL_F_RARP                2  /* SEND_RARP: announce the guest's MAC */
 #define VL_VU_PROTOCOL_F_REPLY_ACK           3  /* NEED_REPLY answered with 0 / 1 */
 #define VL_VU_PROTOCOL_F_MTU                 4  /* NET_SET_MTU */
+#define VL_VU_PROTOCOL_F_INFLIGHT_SHMFD      12 /* GET/SET_INFLIGHT_FD: chains in flight kept
+						     * across a back end's restart (split) */
 #define VL_VU_PROTOCOL_F_RESET_DEVICE        13 /* RESET_DEVICE */
 /* The virtio device status bit SET_STATUS carries that starts the rings (spec 2.1). */
 #define VL_STATUS_DRIVER_OK 0x04u
@@ -101,7 +103,8 @@ extern "C" {
 	 VL_FEATURE(VL_VU_PROTOCOL_F_RARP) |                                                   \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) | VL_FEATURE(VL_VU_PROTOCOL_F_MTU) |           \
 	 VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) | \
-	 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE))
+	 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE) |                                            \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_INFLIGHT_SHMFD))
 
 /* Queue pairs a device may have: the KICK/CALL/ERR messages carry the ring index in 8 bits,
  * so 256 rings. Ring 2n is pair n's receive queue (the device fills it: vl_net_enqueue),
@@ -212,6 +215,10 @@ bool vl_vu_dev_notify(struct vl_vu_dev *dev, uint32_t qidx);
  * rings across a back end's restart. Counted per connection (a reset clears it); 0 for qidx
  * out of range. */
 uint64_t vl_vu_dev_ring_resyncs(const struct vl_vu_dev *dev, uint32_t qidx);
+/* How many chains split ring qidx took again at its last start from the inflight area
+ * (INFLIGHT_SHMFD): those a back end before this one had taken and not returned. 0 without
+ * an area, on packed rings (not tracked) and for qidx out of range. */
+uint32_t vl_vu_dev_ring_resubmitted(const struct vl_vu_dev *dev, uint32_t qidx);
 
 /* ---- negotiated state ------------------------------------------------------------------ */
 

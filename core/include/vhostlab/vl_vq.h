@@ -383,6 +383,27 @@ const struct vl_vq_stats *vl_vq_stats(const struct vl_vq *vq);
  * every queue of a device. */
 void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes);
 
+/* Inflight tracking (vhost-user INFLIGHT_SHMFD; QEMU docs/interop/vhost-user.rst, "Inflight
+ * I/O tracking"). The front end keeps a region per queue across back-end restarts; the queue
+ * marks in it every head it takes and clears the mark once the used ring returns it, so a
+ * queue created after a crash takes first exactly the chains the old one had taken and not
+ * returned -- which the guest's used index alone cannot tell once chains come back out of
+ * order (zero-copy leases) -- in the order they were first taken, then continues with the
+ * avail ring.
+ *
+ * vl_inflight_queue_bytes: the bytes one queue's region takes for `size` descriptors in
+ * layout L (the spec's QueueRegionSplit / QueueRegionPacked, rounded up to 64).
+ *
+ * vl_vq_set_inflight: attach `region` (`bytes` long, shared memory that must stay mapped
+ * while attached) to a split queue before its first burst. A region never used (version 0)
+ * is initialised and the queue keeps its positions; one in use is recovered (the spec's
+ * reconnect steps, every field read once and checked) and the queue resumes at the guest's
+ * used index with *resubmit chains taken again first. VL_ERR_LAYOUT on a packed queue (not
+ * tracked), VL_ERR_INFLIGHT for a region too small, of another ring size or version, or
+ * whose last batch does not fit the ring, VL_ERR_NOMEM; the queue is then as it was. */
+uint64_t vl_inflight_queue_bytes(enum vl_layout L, uint32_t size);
+int vl_vq_set_inflight(struct vl_vq *vq, void *region, uint64_t bytes, uint32_t *resubmit);
+
 #ifdef __cplusplus
 }
 #endif
