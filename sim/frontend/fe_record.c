@@ -20,7 +20,14 @@ struct lab_fe_rec {
 	uint32_t nregions;
 	struct vl_mem_region regions[LAB_FE_MAX_REGIONS];
 	uint8_t *copy[LAB_FE_MAX_REGIONS];   /* the RAM as the trace has it so far */
-	uint16_t avail_idx[LAB_FE_QUEUES];   /* published indices the trace has */
+	uint16_t avail_idx[LAB_FE_QUEUES];   /* split: published indices the trace has */
+	/* Packed: the descriptors the driver wrote since the last flush, as `pdesc`
+	 * statements in the order the replay must write them (a chain's head last). They are
+	 * taken from the driver's own write (lab_fe_rec_packed_chain), never from the ring,
+	 * which the device writes too. */
+	struct lab_trace_op pend[LAB_FE_QUEUES][LAB_FE_MAX_QUEUE_SIZE];
+	uint32_t npend[LAB_FE_QUEUES];
+	struct vl_packed_desc scratch[LAB_FE_MAX_QUEUE_SIZE]; /* where the writes are redone */
 	int32_t last_failed;       /* op index of the last expectation the case saw fail */
 	int32_t last_within;       /* op index of a "nothing may come" look that got one */
 };
@@ -62,9 +69,6 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	uint32_t n;
 	const struct vl_mem_region *r = lab_gmem_regions(s->g, &n);
 
-	if (s->layout == VL_LAYOUT_PACKED)
-		no_trace(rec, "packed rings are not recorded yet (their descriptors are written by "
-			 "both sides)");
 	if (n > LAB_FE_MAX_REGIONS || n > LAB_TRACE_MAX_REGIONS)
 		no_trace(rec, "more guest RAM regions than a trace holds");
 	if (rec->na[0])
@@ -91,10 +95,22 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	rec->t.nqueues = LAB_FE_QUEUES;
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
 		const struct lab_vring *v = &s->q[qi].ring.s;
+		const struct lab_pring *p = &s->q[qi].ring.p;
 		struct lab_trace_queue *tq = &rec->t.queues[qi];
 
 		snprintf(tq->name, sizeof(tq->name), "%s", names[qi]);
 		tq->dir = qi == LAB_FE_RX ? LAB_TRACE_RX : LAB_TRACE_TX;
+		if (s->layout == VL_LAYOUT_PACKED) {
+			/* Nothing is posted yet: the driver's position and wrap counter are where
+			 * both sides start (SET_VRING_BASE in the replay over a socket). */
+			tq->size = p->size;
+			tq->desc = p->desc_gpa;
+			tq->driver = p->driver_gpa;
+			tq->device = p->device_gpa;
+			tq->start = p->next_avail;
+			tq->wrap = p->avail_wrap;
+			continue;
+		}
 		tq->size = v->size;
 		tq->desc = v->desc_gpa;
 		tq->driver = v->avail_gpa;
@@ -111,12 +127,22 @@ static bool overlaps(uint64_t gpa, uint64_t a, uint64_t n)
 	return gpa >= a && gpa < a + n;
 }
 
-/* Bytes the trace must not write as the guest's: the used rings, the avail index (the
- * `kick` publishes it) and the avail entries (`avail` statements write them). */
+/* Bytes the trace must not write as the guest's. Split: the used rings, the avail index
+ * (the `kick` publishes it) and the avail entries (`avail` statements write them). Packed:
+ * the descriptor ring (both sides write it; the driver's descriptors are `pdesc`
+ * statements) and the device event area. The driver event area is the guest's. */
 static bool device_or_kick_byte(const struct lab_fe_session *s, uint64_t gpa)
 {
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
 		const struct lab_vring *v = &s->q[qi].ring.s;
+		const struct lab_pring *p = &s->q[qi].ring.p;
+
+		if (s->layout == VL_LAYOUT_PACKED) {
+			if (overlaps(gpa, p->desc_gpa, 16ull * p->size) ||
+			    overlaps(gpa, p->device_gpa, sizeof(struct vl_packed_event)))
+				return true;
+			continue;
+		}
 
 		if (overlaps(gpa, v->used_gpa, 6 + 8ull * v->size) ||
 		    overlaps(gpa, v->avail_gpa + 2, 2 + 2ull * v->size))
@@ -229,6 +255,62 @@ static void emit_avail(struct lab_fe_rec *rec, const struct lab_fe_session *s, u
 	add(rec, &(struct lab_trace_op){.kind = LAB_T_KICK, .queue = qi});
 }
 
+/* Packed: the descriptors written since the last flush, then a `kick` that lets the
+ * in-process replay group them into chains (and signals the back end). */
+static void emit_pdescs(struct lab_fe_rec *rec, uint32_t qi)
+{
+	if (rec->npend[qi] == 0)
+		return;
+	for (uint32_t i = 0; i < rec->npend[qi]; i++)
+		add(rec, &rec->pend[qi][i]);
+	rec->npend[qi] = 0;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_KICK, .queue = qi});
+}
+
+void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t pos, bool wrap,
+			     uint16_t id, const struct lab_pdesc *elems, uint32_t n)
+{
+	struct lab_fe_rec *rec = s->rec;
+	uint32_t size = s->q[qidx].ring.p.size;
+
+	if (!rec || !rec->up || rec->na[0])
+		return;
+	if (size > LAB_FE_MAX_QUEUE_SIZE || n == 0 || n > size ||
+	    rec->npend[qidx] + n > LAB_FE_MAX_QUEUE_SIZE) {
+		no_trace(rec, "more packed descriptors between two flushes than the recorder holds");
+		return;
+	}
+	/* Redo the driver's write on a scratch ring: the same bytes, flags included, without
+	 * reading the shared ring, where the device may already have written its used entry. */
+	uint16_t at = pos;
+	bool w = wrap;
+
+	lab_rw_packed_chain(rec->scratch, size, &at, &w, id, elems, n);
+	/* The chain's other descriptors first, its head last, as a driver makes it available
+	 * (the replay writes every `pdesc` flags and all at once). */
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t p = (pos + (k + 1) % n) % size;
+		const struct vl_packed_desc *d = &rec->scratch[p];
+		uint64_t addr;
+		uint32_t len;
+		uint16_t did, flags;
+
+		memcpy(&addr, &d->addr, sizeof(addr));
+		memcpy(&len, &d->len, sizeof(len));
+		memcpy(&did, &d->id, sizeof(did));
+		memcpy(&flags, &d->flags, sizeof(flags));
+		rec->pend[qidx][rec->npend[qidx]++] = (struct lab_trace_op){
+			.kind = LAB_T_PDESC, .queue = qidx, .index = p, .addr = addr, .len = len,
+			.id = did, .flags = flags};
+	}
+}
+
+void lab_fe_rec_unrecordable(struct lab_fe_session *s, const char *why)
+{
+	if (s->rec)
+		no_trace(s->rec, why);
+}
+
 void lab_fe_rec_flush(struct lab_fe_session *s)
 {
 	struct lab_fe_rec *rec = s->rec;
@@ -239,8 +321,12 @@ void lab_fe_rec_flush(struct lab_fe_session *s)
 		for (uint32_t id = 0; id < s->q[qi].ring.size && id < LAB_FE_MAX_QUEUE_SIZE; id++)
 			lab_fe_rec_absorb(s, qi, id);
 	emit_writes(rec, s);
-	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++)
-		emit_avail(rec, s, qi);
+	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
+		if (s->layout == VL_LAYOUT_PACKED)
+			emit_pdescs(rec, qi);
+		else
+			emit_avail(rec, s, qi);
+	}
 }
 
 void lab_fe_rec_kick(struct lab_fe_session *s, uint32_t qidx)

@@ -14,8 +14,11 @@
  * the guest's writes: the used rings, and the buffers of chains in flight (taken into the
  * copy as they are).
  *
- * Split rings only for now: a packed ring's descriptors are written by both sides, and
- * telling them apart needs the driver's own log (not recorded yet). A case whose failure
+ * Packed rings: the descriptor ring is written by both sides, so the driver's descriptors
+ * are not taken from it but from the driver's own writes (lab_fe_rec_packed_chain, redone
+ * on a scratch ring), as `pdesc` statements with a chain's head last, then a `kick`; the
+ * queue starts at the driver's position and wrap counter. Descriptors written raw (hostile
+ * cases) make the case unrecordable (lab_fe_rec_unrecordable). A case whose failure
  * is not on the rings -- a message exchange, a message sent after the rings are up, a
  * check the recorder has no expectation for (calls, bytes other than a received frame's)
  * -- gets no trace and a note saying why. */
@@ -44,6 +47,14 @@ void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, in
  * whether it held: `expect mem` (a failed one is the case's failure when it is the last). */
 void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t id,
 			     uint32_t off, const uint8_t *want, uint32_t n, bool held);
+/* Packed: the driver just posted chain id of n elements from position pos with wrap
+ * counter wrap (before lab_fe_rec_flush). */
+struct lab_pdesc;
+void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t pos, bool wrap,
+			     uint16_t id, const struct lab_pdesc *elems, uint32_t n);
+/* The case wrote something the recorder cannot follow (raw packed descriptors): no trace,
+ * and why. */
+void lab_fe_rec_unrecordable(struct lab_fe_session *s, const char *why);
 /* Chain id of qidx came back: its buffers hold what the device wrote. */
 void lab_fe_rec_absorb(struct lab_fe_session *s, uint32_t qidx, uint32_t id);
 
