@@ -101,10 +101,11 @@ static void print_text(const struct replay_item *it, bool quiet)
 	if (r->status == LAB_REPLAY_PASS) {
 		if (!quiet)
 			printf("PASS %s: %u statements, %u expectations, %llu packets dequeued, "
-			       "%llu delivered, %llu discarded\n", it->file, r->ops_run,
+			       "%llu delivered, %llu discarded%s\n", it->file, r->ops_run,
 			       r->expectations, (unsigned long long)r->packets_dequeued,
 			       (unsigned long long)r->packets_enqueued,
-			       (unsigned long long)r->packets_discarded);
+			       (unsigned long long)r->packets_discarded,
+			       r->skipped ? ", vhost-user messages skipped (in process)" : "");
 		return;
 	}
 	if (r->status == LAB_REPLAY_NA) {
@@ -144,7 +145,7 @@ static void print_json(const struct replay_item *items, int n, int passed, int n
 		       (unsigned long long)r->packets_dequeued,
 		       (unsigned long long)r->packets_enqueued,
 		       (unsigned long long)r->packets_discarded);
-		if (it->socket)
+		if (it->socket || r->skipped)   /* in process: `message` statements */
 			printf(", \"skipped\": %u", r->skipped);
 		if (r->status == LAB_REPLAY_NA) {
 			printf(", \"reason\": ");

@@ -21,13 +21,22 @@
  * cases) make the case unrecordable (lab_fe_rec_unrecordable). A case whose failure
  * is not on the rings -- a message exchange, a message sent after the rings are up, a
  * check the recorder has no expectation for (calls, bytes other than a received frame's)
- * -- gets no trace and a note saying why. */
+ * -- gets no trace and a note saying why.
+ *
+ * Messages after the rings are up that a trace can say (GET_VRING_BASE, SET_VRING_ENABLE,
+ * a vring set up again: lab_fe_rec_message) become `message` statements; a wait for the
+ * reply that failed, or a GET_VRING_BASE answer the case refused, is the case's failure at
+ * that statement. Any other message after the rings are up leaves the case without a
+ * trace, naming it. */
 #ifndef LAB_FE_RECORD_H
 #define LAB_FE_RECORD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "fe_msg.h"
+#include "trace.h"
 
 struct lab_fe_session;
 struct lab_fe_rec;
@@ -57,6 +66,14 @@ void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t p
 void lab_fe_rec_unrecordable(struct lab_fe_session *s, const char *why);
 /* Chain id of qidx came back: its buffers hold what the device wrote. */
 void lab_fe_rec_absorb(struct lab_fe_session *s, uint32_t qidx, uint32_t id);
+
+/* A message about vring qidx was exchanged after the rings were up (sent: how many
+ * messages it took, rc: how the exchange ended): a `message KIND` statement carrying count
+ * (vring-enable: 0|1; vring-setup: the base). */
+void lab_fe_rec_message(struct lab_fe_session *s, enum lab_trace_msg kind, uint32_t qidx,
+			uint32_t count, uint32_t sent, enum lab_fe_rc rc);
+/* The case's check of the last GET_VRING_BASE reply: it had to be want, and was or not. */
+void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held);
 
 /* The case ended with `failed` (fail, wedge or crash) or not: write the trace to path and
  * return true, or return false with why not in note ("" when the case did not fail). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "probe_bodies.h"
 
@@ -215,6 +216,7 @@ enum probe_verdict probe_get_vring_base(struct probe_ctx *x)
 	} else {
 		want = r->s.avail_idx;
 	}
+	lab_fe_rec_expect_base(&x->s, want, num == want);
 	if (num != want)
 		return probe_fail(x, "GET_VRING_BASE returned 0x%x, expected 0x%x (3 chains "
 				  "posted and used)", num, want);

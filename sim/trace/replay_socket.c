@@ -413,6 +413,44 @@ static bool expect_mem(struct rs *x, const struct lab_trace_op *op)
 	return rp_expect_op(&x->r, op);
 }
 
+/* `message`: the vhost-user message about the queue's vring, sent as it is. A reply that
+ * is not the one expected is a divergence at the statement; no answer a wedge, a closed
+ * socket a crash (rs_fail_rc). */
+static bool message(struct rs *x, const struct lab_trace_op *op)
+{
+	const uint32_t v = x->vring_of[op->queue];
+	const struct lab_trace_queue *tq = x->v[v].q->tq;
+	char expected[256];
+	enum lab_fe_rc rc;
+	uint32_t num = 0;
+
+	switch (op->value) {
+	case LAB_TRACE_MSG_GET_VRING_BASE:
+		rc = lab_fe_get_vring_base(&x->s, v, &num);
+		if (rc != LAB_FE_OK)
+			return rs_fail_rc(x, rc, "GET_VRING_BASE");
+		if (!(op->given & LAB_TA_EXPECT))
+			return true;
+		count_expectation(&x->r);
+		lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
+		return num == op->count ||
+		       rp_diverge(&x->r, "message get-vring-base", expected, "GET_VRING_BASE for "
+				  "vring %u (queue %s) returned 0x%" PRIx32, v, tq->name, num);
+	case LAB_TRACE_MSG_VRING_ENABLE:
+		rc = lab_fe_enable(&x->s, v, op->count != 0);
+		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "SET_VRING_ENABLE");
+	default: {
+		const struct lab_fe_vring fv = {.index = v, .size = tq->size,
+						.base = (uint32_t)op->count, .desc = tq->desc,
+						.avail = tq->driver, .used = tq->device,
+						.kick = x->v[v].kick, .call = x->v[v].call};
+
+		rc = lab_fe_vring_setup(&x->s, &fv);
+		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "vring setup");
+	}
+	}
+}
+
 /* Guest statements that write a queue's rings. */
 static bool ring_statement(enum lab_trace_kind k)
 {
@@ -464,6 +502,8 @@ static bool run_op(struct rp *r, const struct lab_trace_op *op)
 		return skip(x, "in-process only");
 	case LAB_T_REMAP:
 		return send_table(x);
+	case LAB_T_MESSAGE:
+		return message(x, op);
 	case LAB_T_EXPECT_USED:
 	case LAB_T_EXPECT_USED_SET:
 		if (dep)
