@@ -26,6 +26,7 @@ import pytest
 
 VERSION_1 = 1 << 32
 RING_PACKED = 1 << 34
+HOST_ECN = 1 << 13
 PROTOCOL_FEATURES = 1 << 30
 REPLY_ACK = 1 << 3
 NEED_REPLY = 0x8
@@ -158,7 +159,10 @@ class EchoBackend:
 
     def handle(self, req, p, fds):
         if req == 1:
-            return struct.pack("<Q", VERSION_1 | PROTOCOL_FEATURES | RING_PACKED)
+            f = VERSION_1 | PROTOCOL_FEATURES | RING_PACKED
+            if self.mutant == "ecn-without-tso":
+                f |= HOST_ECN  # offered without HOST_TSO4/6, as DPDK 22.11's net_vhost does
+            return struct.pack("<Q", f)
         if req == 2:
             self.packed = bool(struct.unpack_from("<Q", p)[0] & RING_PACKED)
             return None

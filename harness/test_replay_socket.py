@@ -352,6 +352,9 @@ def test_v2_blocks_and_used_sets_over_socket(vhostlab, tmp):
     ("base-avail-only", "get-vring-base", "packed", "GET_VRING_BASE returned 0x4, expected "
      "0x40004", "message get-vring-base tx expect=0x40004", "message get-vring-base",
      "returned 0x4"),
+    # N-20: HOST_ECN offered without HOST_TSO4/6: a trace of the one message, no rings.
+    ("ecn-without-tso", "feature-deps", "split", "HOST_ECN without HOST_TSO4 or HOST_TSO6",
+     "message get-features expect=deps", "message get-features", "HOST_ECN without"),
     # S-15: resumed one entry early after GET_VRING_BASE and the ring set up again
     # (message get-vring-base, message vring-setup): the frame before the stop comes back.
     ("resume-rewind", "vring-base-resume", "split", "after resuming at base 0xfffe",

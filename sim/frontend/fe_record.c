@@ -61,6 +61,10 @@ static void no_trace(struct lab_fe_rec *rec, const char *why)
 
 static void add(struct lab_fe_rec *rec, const struct lab_trace_op *op)
 {
+	/* A trace begun without rings (lab_fe_rec_feature_deps) has no queue to name. */
+	if (rec->t.nqueues == 0 &&
+	    !(op->kind == LAB_T_MESSAGE && op->value == LAB_TRACE_MSG_GET_FEATURES))
+		no_trace(rec, "the case set rings up after a message the trace holds without them");
 	if (!rec->na[0] && !lab_trace_append(&rec->t, op))
 		no_trace(rec, "out of memory recording the trace");
 }
@@ -318,7 +322,7 @@ void lab_fe_rec_flush(struct lab_fe_session *s)
 {
 	struct lab_fe_rec *rec = s->rec;
 
-	if (!rec || !rec->up || rec->na[0])
+	if (!rec || !rec->up || rec->na[0] || rec->t.nqueues == 0)
 		return;
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++)
 		for (uint32_t id = 0; id < s->q[qi].ring.size && id < LAB_FE_MAX_QUEUE_SIZE; id++)
@@ -427,6 +431,33 @@ void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held)
 	op->count = want;
 	if (!held)
 		rec->last_failed = rec->last_base;
+}
+
+void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || rec->na[0])
+		return;
+	if (!rec->up) {
+		/* No rings: the smallest setup a trace has. The GET_FEATURES just sent is the
+		 * trace's, so the messages count from before it. */
+		rec->up = true;
+		rec->sent_at_up = s->c.sent - 1;
+		rec->last_within = rec->last_failed = rec->last_base = -1;
+		rec->t.features = VL_FEATURE(VL_F_VERSION_1);
+		rec->t.nregions = 1;
+		rec->t.regions[0] = (struct lab_trace_region){.gpa = 0, .size = 4096};
+		rec->t.nqueues = 0;
+	} else {
+		lab_fe_rec_flush(s);
+	}
+	rec->last_within = -1;
+	rec->msgs++;
+	if (!held)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_MESSAGE, .value = LAB_TRACE_MSG_GET_FEATURES,
+					.given = LAB_TA_EXPECT});
 }
 
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, char *note,

@@ -75,6 +75,12 @@ void lab_fe_rec_message(struct lab_fe_session *s, enum lab_trace_msg kind, uint3
 /* The case's check of the last GET_VRING_BASE reply: it had to be want, and was or not. */
 void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held);
 
+/* The case checked the GET_FEATURES answer it just got against virtio 5.1.3.1's
+ * dependencies (fe_feature_deps.h), and it held or not: `message get-features expect=deps`.
+ * Before the rings are up (the feature-deps case sets none up) the trace is this message
+ * alone, on a setup of one page of RAM and no queue. */
+void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held);
+
 /* The case ended with `failed` (fail, wedge or crash) or not: write the trace to path and
  * return true, or return false with why not in note ("" when the case did not fail). */
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed,

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fe_feature_deps.h"
 #include "fe_session.h"
 #include "replay_internal.h"
 #include "trace_names.h"
@@ -121,9 +122,9 @@ static bool plan(struct rs *x)
 		x->v[v].q = &x->r.q[i];
 		have[v] = true;
 	}
+	/* A trace without queues (only messages, e.g. `message get-features`) sets no vring
+	 * up: the session is the negotiation and the memory table. */
 	npairs = nrx > ntx ? nrx : ntx;
-	if (npairs == 0)
-		return rp_error(&x->r, "error:queue", "the trace has no queue");
 	x->nvrings = 2 * npairs;
 	memcpy(x->regions, t->regions, t->nregions * sizeof(*t->regions));
 	x->nregions = t->nregions;
@@ -418,11 +419,27 @@ static bool expect_mem(struct rs *x, const struct lab_trace_op *op)
  * socket a crash (rs_fail_rc). */
 static bool message(struct rs *x, const struct lab_trace_op *op)
 {
-	const uint32_t v = x->vring_of[op->queue];
-	const struct lab_trace_queue *tq = x->v[v].q->tq;
 	char expected[256];
 	enum lab_fe_rc rc;
 	uint32_t num = 0;
+
+	lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
+	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
+		uint64_t f;
+		const char *broken;
+
+		rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+		if (rc != LAB_FE_OK)
+			return rs_fail_rc(x, rc, "GET_FEATURES");
+		if (!(op->given & LAB_TA_EXPECT))
+			return true;
+		count_expectation(&x->r);
+		broken = lab_fe_feature_deps_broken(f);
+		return !broken || rp_diverge(&x->r, "message get-features", expected, "offered "
+					     "0x%" PRIx64 ": %s", f, broken);
+	}
+	const uint32_t v = x->vring_of[op->queue];
+	const struct lab_trace_queue *tq = x->v[v].q->tq;
 
 	switch (op->value) {
 	case LAB_TRACE_MSG_GET_VRING_BASE:
@@ -432,7 +449,6 @@ static bool message(struct rs *x, const struct lab_trace_op *op)
 		if (!(op->given & LAB_TA_EXPECT))
 			return true;
 		count_expectation(&x->r);
-		lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
 		return num == op->count ||
 		       rp_diverge(&x->r, "message get-vring-base", expected, "GET_VRING_BASE for "
 				  "vring %u (queue %s) returned 0x%" PRIx32, v, tq->name, num);

@@ -95,7 +95,8 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_MESSAGE] = "message",
 };
 
-const char *const lab_tn_messages[3] = {"get-vring-base", "vring-enable", "vring-setup"};
+const char *const lab_tn_messages[4] = {"get-vring-base", "vring-enable", "vring-setup",
+					"get-features"};
 
 const char *lab_trace_kind_name(enum lab_trace_kind k)
 {

@@ -496,13 +496,16 @@ static bool st_enqueue(struct tl *p, struct lab_trace_op *op)
 /* ---- vhost-user messages (version 2) ------------------------------------------------- */
 
 /* message get-vring-base QUEUE [expect=N] | vring-enable QUEUE 0|1 | vring-setup QUEUE
- * base=N. The vring's number is the queue's (replay_socket.c); N is the message's 32-bit
- * num (packed: position and wrap counter of avail in bits 0-15, of used in 16-31). */
+ * base=N | get-features [expect=deps]. The vring's number is the queue's
+ * (replay_socket.c); N is the message's 32-bit num (packed: position and wrap counter of
+ * avail in bits 0-15, of used in 16-31). */
 static bool st_message(struct tl *p, struct lab_trace_op *op)
 {
 	static const char *const usage = "message get-vring-base QUEUE [expect=N] | "
 					 "message vring-enable QUEUE 0|1 | "
-					 "message vring-setup QUEUE base=N";
+					 "message vring-setup QUEUE base=N | "
+					 "message get-features [expect=deps]";
+	static const char *const deps[] = {"deps"};
 	static const char *const keys_base[] = {"expect", NULL};
 	static const char *const keys_enable[] = {NULL};
 	static const char *const keys_setup[] = {"base", NULL};
@@ -512,10 +515,20 @@ static bool st_message(struct tl *p, struct lab_trace_op *op)
 		return tl_needs_v2(p, &p->tok[0]);
 	if (p->ntok < 2)
 		return tl_error_stmt(p, "missing the message; expected: %s", usage);
-	if (!tl_word(p, &p->tok[1], lab_tn_messages, 3, &k))
+	if (!tl_word(p, &p->tok[1], lab_tn_messages, 4, &k))
 		return false;
 	op->value = k;
 	switch (k) {
+	case LAB_TRACE_MSG_GET_FEATURES:
+		if (!tl_stmt(p, 2, "message get-features", "message get-features [expect=deps]",
+			     keys_base, 0, 0, false))
+			return false;
+		if (p->arg[0]) {
+			if (!tl_word(p, p->arg[0], deps, 1, &k))
+				return false;
+			op->given |= LAB_TA_EXPECT;
+		}
+		return true;
 	case LAB_TRACE_MSG_GET_VRING_BASE:
 		if (!tl_stmt(p, 2, "message get-vring-base", "message get-vring-base QUEUE "
 			     "[expect=N]", keys_base, 1, 1, false) ||

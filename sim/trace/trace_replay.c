@@ -413,7 +413,9 @@ bool rp_check_op(struct rp *r, const struct lab_trace_op *op)
 	if (op->kind == LAB_T_REPEAT || op->kind == LAB_T_EITHER || op->kind == LAB_T_OR ||
 	    op->kind == LAB_T_END)
 		return rp_error(r, "error:internal", "a block statement outside the block loop");
-	if (!queueless(op->kind) && op->queue >= r->t->nqueues)
+	if (!queueless(op->kind) &&
+	    !(op->kind == LAB_T_MESSAGE && op->value == LAB_TRACE_MSG_GET_FEATURES) &&
+	    op->queue >= r->t->nqueues)
 		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
 	return true;
 }

@@ -376,10 +376,16 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 	}
 }
 
-/* message WORD QUEUE, then what the message carries: expect=N, 0|1, base=N. */
+/* message WORD QUEUE, then what the message carries: expect=N, 0|1, base=N; get-features
+ * names no queue. */
 static void put_message(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
 {
-	putf(o, " %s", word(lab_tn_messages, 3, op->value));
+	putf(o, " %s", word(lab_tn_messages, 4, op->value));
+	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
+		if (op->given & LAB_TA_EXPECT)
+			puts_(o, " expect=deps");
+		return;
+	}
 	put_queue_ref(o, t, op->queue);
 	switch (op->value) {
 	case LAB_TRACE_MSG_GET_VRING_BASE:

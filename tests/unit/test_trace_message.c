@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for what `vhostlab probe --record` added to version 2 of the trace format
  * (docs/trace-format.md): the `message` statements (parse errors with line and column,
+ * a trace of messages alone without any queue,
  * refused in version 1 and inside an either branch; counted as skipped by the in-process
  * replay, which carries on), and the packed in-order reading of a used descriptor that
  * folds a batch: every buffer of the batch is an element of its own, in posting order, the
@@ -67,13 +68,16 @@ static void test_message_errors(void **state)
 	(void)state;
 	parse_err(SETUP_V1 "message vring-enable tx 0\n", 5, 1, "'message': needs version 2");
 	parse_err(SETUP "message\n", 5, 1, "missing the message");
-	parse_err(SETUP "message get-features tx\n", 5, 9, "get-features");
+	parse_err(SETUP "message get-status tx\n", 5, 9, "get-status");
 	parse_err(SETUP "message vring-enable tx 2\n", 5, 25, "2");
 	parse_err(SETUP "message vring-enable tx\n", 5, 1, "message vring-enable QUEUE 0|1");
 	parse_err(SETUP "message vring-enable rx 1\n", 5, 22, "rx");
 	parse_err(SETUP "message vring-setup tx\n", 5, 1, "base=");
 	parse_err(SETUP "message get-vring-base tx expect=0x100000000\n", 5, 27, "0x100000000");
 	parse_err(SETUP "message get-vring-base tx base=1\n", 5, 27, "base");
+	/* get-features names no queue; its one expectation is the dependency rule. */
+	parse_err(SETUP "message get-features tx\n", 5, 22, "message get-features [expect=deps]");
+	parse_err(SETUP "message get-features expect=all\n", 5, 22, "all");
 	/* A message is an action: not inside an either branch (expectations only). */
 	parse_err(SETUP "either {\nmessage vring-enable tx 1\n} or {\nexpect used tx none\n}\n",
 		  6, 1, "message");
@@ -103,6 +107,12 @@ static void test_message_skipped_in_process(void **state)
 	st = replay(SETUP "message vring-enable tx 0\nexpect used tx id=0 len=0\n", &res);
 	assert_int_equal(st, LAB_REPLAY_DIVERGED);
 	assert_int_equal(res.line, 6);
+	assert_int_equal(res.skipped, 1);
+	/* What `probe --record` writes for a case without rings: no queue at all. */
+	st = replay("vhostlab-trace 2\nfeatures version_1\nregion 0x0 0x1000\n"
+		    "message get-features expect=deps\n", &res);
+	assert_int_equal(st, LAB_REPLAY_PASS);
+	assert_int_equal(T.nqueues, 0);
 	assert_int_equal(res.skipped, 1);
 }
 

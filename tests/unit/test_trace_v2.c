@@ -183,6 +183,8 @@ static const char rich_v2[] =
 	"message get-vring-base tx expect=0x40004\n"
 	"message vring-enable tx 0\n"
 	"message vring-setup tx base=0xfffe\n"
+	"message get-features\n"
+	"message get-features expect=deps\n"
 	"expect used tx id=7\n"
 	"expect used tx len=3\n"
 	"expect used tx none\n"
@@ -223,16 +225,21 @@ static void test_round_trip(void **state)
 			assert_false(lab_trace_equal(&T, &u));
 			op->used[0].has_len = false;
 		} else if (op->kind == LAB_T_MESSAGE) {
-			/* The number is a field where the message carries one. */
-			bool counts = op->value != LAB_TRACE_MSG_GET_VRING_BASE ||
-				      (op->given & LAB_TA_EXPECT);
+			/* The number is a field where the message carries one; expect= is. */
+			bool counts = op->value == LAB_TRACE_MSG_VRING_ENABLE ||
+				      op->value == LAB_TRACE_MSG_VRING_SETUP ||
+				      (op->value == LAB_TRACE_MSG_GET_VRING_BASE &&
+				       (op->given & LAB_TA_EXPECT));
 
 			op->count++;
 			assert_int_equal(lab_trace_equal(&T, &u), !counts);
 			op->count--;
-			op->value = (op->value + 1) % 3;
+			op->given ^= LAB_TA_EXPECT;
 			assert_false(lab_trace_equal(&T, &u));
-			op->value = (op->value + 2) % 3;
+			op->given ^= LAB_TA_EXPECT;
+			op->value = (op->value + 1) % 4;
+			assert_false(lab_trace_equal(&T, &u));
+			op->value = (op->value + 3) % 4;
 		} else if (op->kind == LAB_T_EXPECT_USED && (op->given & LAB_TA_LEN) &&
 			   (op->given & LAB_TA_ID)) {
 			op->given &= ~(uint32_t)LAB_TA_LEN;
