@@ -293,8 +293,9 @@ void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t p
 	bool w = wrap;
 
 	lab_rw_packed_chain(rec->scratch, size, &at, &w, id, elems, n);
-	/* The chain's other descriptors first, its head last, as a driver makes it available
-	 * (the replay writes every `pdesc` flags and all at once). */
+	/* The chain's other descriptors first, its head last, as a driver makes it available:
+	 * the replay writes each `pdesc` whole, flags included, so the device must not see the
+	 * head before the rest. */
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t p = (pos + (k + 1) % n) % size;
 		const struct vl_packed_desc *d = &rec->scratch[p];
