@@ -22,14 +22,17 @@ static void replay_usage(FILE *out)
 		"\n"
 		"Replay trace files (docs/trace-format.md) against the core in a fresh simulated\n"
 		"guest each, and check every expectation in file order. Deterministic: the same\n"
-		"trace gives the same result on any machine.\n"
+		"trace gives the same result on any machine. In process, `message` statements\n"
+		"(vhost-user messages, version 2) are skipped and counted: the core is set up\n"
+		"by calls, there is no vhost-user session to send them on.\n"
 		"\n"
 		"With --socket, each trace's guest side is played over vhost-user against the back\n"
 		"end at PATH (any back end, a connection per trace): the trace's regions are the\n"
 		"guest's RAM, its queues vrings (k-th rx queue ring 2k, k-th tx queue ring 2k+1),\n"
 		"its features negotiated exactly. Statements only the in-process core can carry\n"
 		"out or show are skipped and counted, and so are the expectations that depend on\n"
-		"them (docs/trace-format.md, \"Replay over a socket\").\n"
+		"them (docs/trace-format.md, \"Replay over a socket\"); `message` statements are\n"
+		"sent.\n"
 		"\n"
 		"options:\n"
 		"  --socket PATH     replay over vhost-user against the back end at PATH\n"
@@ -101,10 +104,11 @@ static void print_text(const struct replay_item *it, bool quiet)
 	if (r->status == LAB_REPLAY_PASS) {
 		if (!quiet)
 			printf("PASS %s: %u statements, %u expectations, %llu packets dequeued, "
-			       "%llu delivered, %llu discarded\n", it->file, r->ops_run,
+			       "%llu delivered, %llu discarded%s\n", it->file, r->ops_run,
 			       r->expectations, (unsigned long long)r->packets_dequeued,
 			       (unsigned long long)r->packets_enqueued,
-			       (unsigned long long)r->packets_discarded);
+			       (unsigned long long)r->packets_discarded,
+			       r->skipped ? ", vhost-user messages skipped (in process)" : "");
 		return;
 	}
 	if (r->status == LAB_REPLAY_NA) {
@@ -144,7 +148,7 @@ static void print_json(const struct replay_item *items, int n, int passed, int n
 		       (unsigned long long)r->packets_dequeued,
 		       (unsigned long long)r->packets_enqueued,
 		       (unsigned long long)r->packets_discarded);
-		if (it->socket)
+		if (it->socket || r->skipped)   /* in process: `message` statements */
 			printf(", \"skipped\": %u", r->skipped);
 		if (r->status == LAB_REPLAY_NA) {
 			printf(", \"reason\": ");

@@ -98,6 +98,27 @@ def test_other_projects_failures_are_the_diagnosed_ones():
             assert seen[key]["verdict"] == verdict and evidence in seen[key]["detail"], key
 
 
+def test_every_failure_has_its_trace_or_says_why():
+    """probe --record: each case another project's back end does not pass has a trace file
+    in the repository, a version 2 trace, or a note saying why it has none; and every trace
+    file stored is one a case names (none left over from an older run)."""
+    named = set()
+    for d in committed():
+        for c in d["result"]["cases"]:
+            if c["verdict"] == "pass" or c["verdict"] == "n/a":
+                continue
+            where = (d["backend"], d["ring"], c["id"])
+            if c.get("trace"):
+                path = REPO_ROOT / c["trace"]
+                assert path.is_file(), where
+                assert path.read_text().startswith("vhostlab-trace 2\n"), where
+                named.add(path.resolve())
+            else:
+                assert "trace" in c and c.get("trace_note"), where
+    stored = {p.resolve() for p in (OUT / "traces").glob("*/*.trace")}
+    assert stored == named, sorted(str(p) for p in stored ^ named)
+
+
 # ---- rendering rules, on made-up documents ------------------------------------------------
 
 def made_up(backend: str, cases: list[dict]) -> dict:

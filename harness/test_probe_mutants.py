@@ -1,9 +1,11 @@
 """`vhostlab probe` against mutant back ends: each new class of check must be able to fail.
 
-EchoBackend is a small vhost-user back end written here: split rings only, VERSION_1 +
-PROTOCOL_FEATURES with REPLY_ACK, guest memory mapped from the memfds of SET_MEM_TABLE, and a
-poll loop that takes each TX chain, returns it with used length 0 and writes its frame into
-the next RX buffer (num_buffers 1; dropped when there is none or it is too small), calling the driver unless avail.flags asks not to. As
+EchoBackend is a small vhost-user back end written here: split or packed rings (RING_PACKED
+offered), VERSION_1 + PROTOCOL_FEATURES with REPLY_ACK, guest memory mapped from the memfds
+of SET_MEM_TABLE, and a poll loop that takes each TX chain, returns it with used length 0
+and writes its frame into the next RX buffer (num_buffers 1; dropped when there is none or
+it is too small), calling the driver unless avail.flags (split) or the driver event area
+(packed) asks not to. As
 written it passes the cases below (the first test checks that); each mutant breaks one rule
 and the test checks the case that owns the rule fails, with its evidence.
 """
@@ -23,17 +25,22 @@ from pathlib import Path
 import pytest
 
 VERSION_1 = 1 << 32
+RING_PACKED = 1 << 34
+HOST_ECN = 1 << 13
 PROTOCOL_FEATURES = 1 << 30
 REPLY_ACK = 1 << 3
 NEED_REPLY = 0x8
 F_NEXT, F_WRITE, F_INDIRECT = 1, 2, 4
+F_AVAIL, F_USED = 1 << 7, 1 << 15  # packed descriptor flags
 
 
 class Ring:
     def __init__(self):
         self.num = 0
         self.desc = self.avail = self.used = 0
-        self.last_avail = 0
+        self.last_avail = 0  # split: next avail index (= used index); packed: position
+        self.avail_wrap = True  # packed: the wrap counter at last_avail
+        self.used_pos, self.used_wrap = 0, True  # packed: where the next used entry goes
         self.call = -1
         self.ready = False
         self.stopped = False  # GET_VRING_BASE was asked
@@ -66,7 +73,7 @@ class EchoBackend:
                 conn.close()
                 continue
             with conn:
-                self.regions, self.rings = [], [Ring(), Ring()]
+                self.regions, self.rings, self.packed = [], [Ring(), Ring()], False
                 self.talk(conn)
             for _, _, mm in self.regions:
                 mm.close()
@@ -152,7 +159,13 @@ class EchoBackend:
 
     def handle(self, req, p, fds):
         if req == 1:
-            return struct.pack("<Q", VERSION_1 | PROTOCOL_FEATURES)
+            f = VERSION_1 | PROTOCOL_FEATURES | RING_PACKED
+            if self.mutant == "ecn-without-tso":
+                f |= HOST_ECN  # offered without HOST_TSO4/6, as DPDK 22.11's net_vhost does
+            return struct.pack("<Q", f)
+        if req == 2:
+            self.packed = bool(struct.unpack_from("<Q", p)[0] & RING_PACKED)
+            return None
         if req == 15:
             return struct.pack("<Q", REPLY_ACK)
         if req == 5:
@@ -178,6 +191,17 @@ class EchoBackend:
                     self.hung = True
                     return "close"
                 ring.num = num
+            elif req == 10 and self.packed:
+                # Avail position and wrap in bits 0-15, used in 16-31.
+                ring.last_avail, ring.avail_wrap = num & 0x7FFF, bool(num & 0x8000)
+                ring.used_pos, ring.used_wrap = (num >> 16) & 0x7FFF, bool(num >> 31)
+            elif req == 11 and self.packed:
+                ring.ready, ring.stopped = False, True
+                avail = ring.last_avail | (0x8000 if ring.avail_wrap else 0)
+                used = ring.used_pos | (0x8000 if ring.used_wrap else 0)
+                if self.mutant == "base-avail-only":
+                    used = 0  # the used half left out (DPDK 22.11's answer)
+                return struct.pack("<II", idx, avail | used << 16)
             elif req == 10:
                 ring.last_avail = num
                 if self.mutant == "resume-rewind" and ring.stopped:
@@ -221,9 +245,88 @@ class EchoBackend:
         if ring.call >= 0 and (not no_interrupt or self.mutant == "calls-always"):
             os.write(ring.call, struct.pack("<Q", 1))
 
+    def rx_bytes(self, data, rlen):
+        """What goes into an RX buffer of rlen bytes for TX chain bytes `data` (header and
+        frame), or None when the frame is dropped."""
+        frame = data[12:]
+        if self.mutant == "truncate" and frame:
+            frame = frame[:rlen - 12]  # cut to the buffer instead of dropping
+        if not frame or 12 + len(frame) > rlen:
+            return None  # dropped: nothing to send, or no room in one buffer
+        hdr = bytearray(12)
+        hdr[10] = 1
+        if self.mutant == "hdr-passthrough":
+            hdr = bytearray(data[:12])  # the TX header, num_buffers and all
+        return bytes(hdr) + frame
+
+    # ---- packed rings (virtio 2.8) --------------------------------------------------------
+    def pchain(self, ring):
+        """The chain available at ring.last_avail: its (addr, len, flags) and the id of its
+        last descriptor, or None."""
+        out, pos, wrap = [], ring.last_avail, ring.avail_wrap
+        for _ in range(ring.num):
+            addr, ln, did, fl = struct.unpack("<QIHH", self.read(ring.desc + 16 * pos, 16))
+            if bool(fl & F_AVAIL) != wrap or bool(fl & F_USED) == wrap:
+                return None
+            out.append((addr, ln, fl))
+            pos += 1
+            if pos == ring.num:
+                pos, wrap = 0, not wrap
+            if not fl & F_NEXT:
+                return out, did
+        return None
+
+    def ptake(self, ring, n):
+        for _ in range(n):
+            ring.last_avail += 1
+            if ring.last_avail == ring.num:
+                ring.last_avail, ring.avail_wrap = 0, not ring.avail_wrap
+
+    def pput_used(self, ring, did, n, ln):
+        """One used descriptor for a chain of n descriptors: length and id, then the flags
+        that make it used in this lap (WRITE when the length counts bytes written: 2.8.4)."""
+        at = ring.desc + 16 * ring.used_pos
+        self.write(at + 8, struct.pack("<IH", ln, did))
+        flags = (F_AVAIL | F_USED if ring.used_wrap else 0) | (F_WRITE if ln else 0)
+        self.write(at + 14, struct.pack("<H", flags))
+        for _ in range(n):
+            ring.used_pos += 1
+            if ring.used_pos == ring.num:
+                ring.used_pos, ring.used_wrap = 0, not ring.used_wrap
+        disabled = self.u16(ring.avail + 2) == 1  # driver event flags: DISABLE
+        if ring.call >= 0 and (not disabled or self.mutant == "calls-always"):
+            os.write(ring.call, struct.pack("<Q", 1))
+
+    def poll_packed(self, rx, tx):
+        while True:
+            got = self.pchain(tx)
+            if got is None:
+                return
+            descs, did = got
+            self.ptake(tx, len(descs))
+            if any(fl & F_INDIRECT for _, _, fl in descs):
+                data = b""
+            else:
+                data = b"".join(self.read(a, ln) for a, ln, _ in descs)
+            self.pput_used(tx, did, len(descs), 0)
+            rgot = self.pchain(rx)
+            if rgot is None:
+                continue  # no RX buffer: the frame is dropped
+            rdescs, rid = rgot
+            out = self.rx_bytes(data, rdescs[0][1])
+            if out is None:
+                continue
+            self.write(rdescs[0][0], out)
+            self.ptake(rx, len(rdescs))
+            self.pput_used(rx, rid, len(rdescs), len(out))
+
+    # ---- split rings and the loop ---------------------------------------------------------
     def poll(self):
         rx, tx = self.rings
         if not (rx.ready and tx.ready and self.regions):
+            return
+        if self.packed:
+            self.poll_packed(rx, tx)
             return
         while self.u16(tx.avail + 2) != tx.last_avail:
             head = self.u16(tx.avail + 4 + 2 * (tx.last_avail % tx.num))
@@ -240,19 +343,13 @@ class EchoBackend:
             self.put_used(tx, head, 0)
             if self.u16(rx.avail + 2) == rx.last_avail:
                 continue  # no RX buffer: the frame is dropped (the probe posts room first)
-            frame = data[12:]
             rhead = self.u16(rx.avail + 4 + 2 * (rx.last_avail % rx.num))
             raddr, rlen, _ = self.chain(rx, rhead)[0]
-            if self.mutant == "truncate" and frame:
-                frame = frame[:rlen - 12]  # cut to the buffer instead of dropping
-            if not frame or 12 + len(frame) > rlen:
-                continue  # dropped: nothing to send, or no room in one buffer
-            hdr = bytearray(12)
-            hdr[10] = 1
-            if self.mutant == "hdr-passthrough":
-                hdr = bytearray(data[:12])  # the TX header, num_buffers and all
-            self.write(raddr, bytes(hdr) + frame)
-            self.put_used(rx, rhead, 12 + len(frame))
+            out = self.rx_bytes(data, rlen)
+            if out is None:
+                continue
+            self.write(raddr, out)
+            self.put_used(rx, rhead, len(out))
 
 
 # Requests this back end implements (an unknown one with NEED_REPLY gets status 1).
@@ -265,14 +362,15 @@ def tmp():
         yield Path(d)
 
 
-def probe_cases(vhostlab, tmp, mutant, cases):
+def probe_cases(vhostlab, tmp, mutant, cases, ring="split"):
     sock = tmp / "m.sock"
     be = EchoBackend(sock, mutant)
     try:
-        res = vhostlab("probe", "--json", "--socket", str(sock), "--ring", "split",
+        res = vhostlab("probe", "--json", "--socket", str(sock), "--ring", ring,
                        "--timeout-ms", "500", "--case", ",".join(cases), timeout=60)
     finally:
         be.close()
+        sock.unlink(missing_ok=True)  # a second run in the same directory binds it again
     assert res.returncode in (0, 1), res.describe()
     doc = res.json()
     got = {c["id"]: c for c in doc["cases"]}
@@ -285,9 +383,36 @@ CASES = ["no-device-writes", "chain-shapes", "no-calls-disabled", "unknown-reque
          "vring-base-resume"]
 
 
+# The packed ring's: the split cases the packed back end runs the same way, and
+# get-vring-base, whose packed answer carries the used half too.
+PACKED_CASES = ["no-device-writes", "chain-shapes", "no-calls-disabled", "tx-num-buffers",
+                "no-spread", "get-vring-base", "vring-base-resume"]
+
+
 def test_the_unmutated_back_end_passes_every_case_the_mutants_break(vhostlab, tmp):
     res, got = probe_cases(vhostlab, tmp, None, CASES)
     assert all(c["verdict"] == "pass" for c in got.values()), res.describe()
+    res, got = probe_cases(vhostlab, tmp, None, PACKED_CASES, ring="packed")
+    assert all(c["verdict"] == "pass" for c in got.values()), res.describe()
+    assert all(c["ring"] == "packed" for c in got.values()), res.describe()
+
+
+@pytest.mark.parametrize(
+    "mutant, case, evidence",
+    [
+        # U-09 on a packed ring: GET_VRING_BASE answers the avail half only.
+        ("base-avail-only", "get-vring-base", "returned 0x4, expected 0x40004"),
+        # N-02 and N-05 as on split, through the packed ring's descriptors.
+        ("truncate", "no-spread", "an RX buffer was used"),
+        ("hdr-passthrough", "tx-num-buffers", "num_buffers 65535"),
+    ],
+)
+def test_a_packed_mutant_fails_the_case_that_owns_its_rule(vhostlab, tmp, mutant, case,
+                                                           evidence):
+    res, got = probe_cases(vhostlab, tmp, mutant, [case], ring="packed")
+    c = got[case]
+    assert c["verdict"] == "fail" and c["ring"] == "packed", res.describe()
+    assert evidence in c["detail"], res.describe()
 
 
 @pytest.mark.parametrize(

@@ -335,20 +335,38 @@ def test_v2_blocks_and_used_sets_over_socket(vhostlab, tmp):
 # ---- probe --record -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mutant, case, evidence, last, sig, observed", [
+@pytest.mark.parametrize("mutant, case, ring, evidence, last, sig, observed", [
     # N-02: an RX buffer used for a frame that does not fit it: the "nothing may come"
-    # look that got one.
-    ("truncate", "no-spread", "an RX buffer was used", "expect used rx none",
+    # look that got one. Split, and packed (pdesc statements, the driver's own writes).
+    ("truncate", "no-spread", "split", "an RX buffer was used", "expect used rx none",
+     "expect used:extra", "len 1000"),
+    ("truncate", "no-spread", "packed", "an RX buffer was used", "expect used rx none",
      "expect used:extra", "len 1000"),
     # N-05: the TX header's num_buffers carried to RX: the received header's check.
-    ("hdr-passthrough", "tx-num-buffers", "RX header num_buffers 65535", " 2 hex:0100",
-     "expect mem:data", "byte 0 is 0xff, expected 0x01"),
+    ("hdr-passthrough", "tx-num-buffers", "split", "RX header num_buffers 65535",
+     " 2 hex:0100", "expect mem:data", "byte 0 is 0xff, expected 0x01"),
+    ("hdr-passthrough", "tx-num-buffers", "packed", "RX header num_buffers 65535",
+     " 2 hex:0100", "expect mem:data", "byte 0 is 0xff, expected 0x01"),
+    # U-09: GET_VRING_BASE on a packed ring answered without its used half: a message
+    # statement with the answer the case wanted.
+    ("base-avail-only", "get-vring-base", "packed", "GET_VRING_BASE returned 0x4, expected "
+     "0x40004", "message get-vring-base tx expect=0x40004", "message get-vring-base",
+     "returned 0x4"),
+    # N-20: HOST_ECN offered without HOST_TSO4/6: a trace of the one message, no rings.
+    ("ecn-without-tso", "feature-deps", "split", "HOST_ECN without HOST_TSO4 or HOST_TSO6",
+     "message get-features expect=deps", "message get-features", "HOST_ECN without"),
+    # S-15: resumed one entry early after GET_VRING_BASE and the ring set up again
+    # (message get-vring-base, message vring-setup): the frame before the stop comes back.
+    ("resume-rewind", "vring-base-resume", "split", "after resuming at base 0xfffe",
+     "", "expect mem:data", "expected 0x48"),
 ])
-def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp, mutant, case, evidence, last,
-                                                  sig, observed):
+def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp, mutant, case, ring, evidence,
+                                                  last, sig, observed):
     """A mutant of harness/test_probe_mutants.py fails a case; --record writes the case as a
     trace, which fails the same way (at its last line) over the socket against the mutant,
-    and passes against the unmutated back end and against vhostlab serve."""
+    and passes against the unmutated back end and against vhostlab serve, with nothing
+    skipped. Cases that send messages after the rings are up record them as `message`
+    statements."""
     from test_probe_mutants import EchoBackend
 
     rec = tmp / "rec"
@@ -356,16 +374,20 @@ def test_probe_record_reproduces_a_mutant_failure(vhostlab, tmp, mutant, case, e
     msock = tmp / "m.sock"
     be = EchoBackend(msock, mutant)
     try:
-        res = vhostlab("probe", "--json", "--socket", str(msock), "--ring", "split",
+        res = vhostlab("probe", "--json", "--socket", str(msock), "--ring", ring,
                        "--timeout-ms", "500", "--case", case, "--record", str(rec))
         c = res.json()["cases"][0]
         assert c["verdict"] == "fail" and evidence in c["detail"], c
-        trace = rec / f"{case}-split.trace"
+        trace = rec / f"{case}-{ring}.trace"
         assert c["trace"] == str(trace) and c["trace_note"] == "", c
         assert trace.exists() and trace.read_text().startswith("vhostlab-trace 2\n")
         lines = trace.read_text().splitlines()
         nlines = len(lines)
         assert lines[-1].endswith(last), lines[-1]
+        if case == "vring-base-resume":
+            # The stop and the resume, in the order the case sent them, then its frame.
+            at = lines.index("message get-vring-base tx")
+            assert lines[at + 1] == "message vring-setup tx base=0xfffe", lines[at:at + 2]
         _, on_mutant, _ = replay_json(vhostlab, "--socket", str(msock), "--timeout-ms", "500",
                                       str(trace))
     finally:

@@ -20,9 +20,18 @@ struct lab_fe_rec {
 	uint32_t nregions;
 	struct vl_mem_region regions[LAB_FE_MAX_REGIONS];
 	uint8_t *copy[LAB_FE_MAX_REGIONS];   /* the RAM as the trace has it so far */
-	uint16_t avail_idx[LAB_FE_QUEUES];   /* published indices the trace has */
+	uint16_t avail_idx[LAB_FE_QUEUES];   /* split: published indices the trace has */
+	/* Packed: the descriptors the driver wrote since the last flush, as `pdesc`
+	 * statements in the order the replay must write them (a chain's head last). They are
+	 * taken from the driver's own write (lab_fe_rec_packed_chain), never from the ring,
+	 * which the device writes too. */
+	struct lab_trace_op pend[LAB_FE_QUEUES][LAB_FE_MAX_QUEUE_SIZE];
+	uint32_t npend[LAB_FE_QUEUES];
+	struct vl_packed_desc scratch[LAB_FE_MAX_QUEUE_SIZE]; /* where the writes are redone */
 	int32_t last_failed;       /* op index of the last expectation the case saw fail */
 	int32_t last_within;       /* op index of a "nothing may come" look that got one */
+	int32_t last_base;         /* op index of the last `message get-vring-base` */
+	uint32_t msgs;             /* messages after the rings were up that the trace says */
 };
 
 struct lab_fe_rec *lab_fe_rec_create(void)
@@ -52,6 +61,10 @@ static void no_trace(struct lab_fe_rec *rec, const char *why)
 
 static void add(struct lab_fe_rec *rec, const struct lab_trace_op *op)
 {
+	/* A trace begun without rings (lab_fe_rec_feature_deps) has no queue to name. */
+	if (rec->t.nqueues == 0 &&
+	    !(op->kind == LAB_T_MESSAGE && op->value == LAB_TRACE_MSG_GET_FEATURES))
+		no_trace(rec, "the case set rings up after a message the trace holds without them");
 	if (!rec->na[0] && !lab_trace_append(&rec->t, op))
 		no_trace(rec, "out of memory recording the trace");
 }
@@ -62,9 +75,6 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	uint32_t n;
 	const struct vl_mem_region *r = lab_gmem_regions(s->g, &n);
 
-	if (s->layout == VL_LAYOUT_PACKED)
-		no_trace(rec, "packed rings are not recorded yet (their descriptors are written by "
-			 "both sides)");
 	if (n > LAB_FE_MAX_REGIONS || n > LAB_TRACE_MAX_REGIONS)
 		no_trace(rec, "more guest RAM regions than a trace holds");
 	if (rec->na[0])
@@ -73,6 +83,7 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	rec->sent_at_up = s->c.sent;
 	rec->last_within = -1;
 	rec->last_failed = -1;
+	rec->last_base = -1;
 	rec->t.features = s->acked & ~VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES);
 	rec->nregions = n;
 	rec->t.nregions = n;
@@ -91,10 +102,22 @@ void lab_fe_rec_up(struct lab_fe_session *s)
 	rec->t.nqueues = LAB_FE_QUEUES;
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
 		const struct lab_vring *v = &s->q[qi].ring.s;
+		const struct lab_pring *p = &s->q[qi].ring.p;
 		struct lab_trace_queue *tq = &rec->t.queues[qi];
 
 		snprintf(tq->name, sizeof(tq->name), "%s", names[qi]);
 		tq->dir = qi == LAB_FE_RX ? LAB_TRACE_RX : LAB_TRACE_TX;
+		if (s->layout == VL_LAYOUT_PACKED) {
+			/* Nothing is posted yet: the driver's position and wrap counter are where
+			 * both sides start (SET_VRING_BASE in the replay over a socket). */
+			tq->size = p->size;
+			tq->desc = p->desc_gpa;
+			tq->driver = p->driver_gpa;
+			tq->device = p->device_gpa;
+			tq->start = p->next_avail;
+			tq->wrap = p->avail_wrap;
+			continue;
+		}
 		tq->size = v->size;
 		tq->desc = v->desc_gpa;
 		tq->driver = v->avail_gpa;
@@ -111,12 +134,22 @@ static bool overlaps(uint64_t gpa, uint64_t a, uint64_t n)
 	return gpa >= a && gpa < a + n;
 }
 
-/* Bytes the trace must not write as the guest's: the used rings, the avail index (the
- * `kick` publishes it) and the avail entries (`avail` statements write them). */
+/* Bytes the trace must not write as the guest's. Split: the used rings, the avail index
+ * (the `kick` publishes it) and the avail entries (`avail` statements write them). Packed:
+ * the descriptor ring (both sides write it; the driver's descriptors are `pdesc`
+ * statements) and the device event area. The driver event area is the guest's. */
 static bool device_or_kick_byte(const struct lab_fe_session *s, uint64_t gpa)
 {
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
 		const struct lab_vring *v = &s->q[qi].ring.s;
+		const struct lab_pring *p = &s->q[qi].ring.p;
+
+		if (s->layout == VL_LAYOUT_PACKED) {
+			if (overlaps(gpa, p->desc_gpa, 16ull * p->size) ||
+			    overlaps(gpa, p->device_gpa, sizeof(struct vl_packed_event)))
+				return true;
+			continue;
+		}
 
 		if (overlaps(gpa, v->used_gpa, 6 + 8ull * v->size) ||
 		    overlaps(gpa, v->avail_gpa + 2, 2 + 2ull * v->size))
@@ -229,18 +262,79 @@ static void emit_avail(struct lab_fe_rec *rec, const struct lab_fe_session *s, u
 	add(rec, &(struct lab_trace_op){.kind = LAB_T_KICK, .queue = qi});
 }
 
+/* Packed: the descriptors written since the last flush, then a `kick` that lets the
+ * in-process replay group them into chains (and signals the back end). */
+static void emit_pdescs(struct lab_fe_rec *rec, uint32_t qi)
+{
+	if (rec->npend[qi] == 0)
+		return;
+	for (uint32_t i = 0; i < rec->npend[qi]; i++)
+		add(rec, &rec->pend[qi][i]);
+	rec->npend[qi] = 0;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_KICK, .queue = qi});
+}
+
+void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t pos, bool wrap,
+			     uint16_t id, const struct lab_pdesc *elems, uint32_t n)
+{
+	struct lab_fe_rec *rec = s->rec;
+	uint32_t size = s->q[qidx].ring.p.size;
+
+	if (!rec || !rec->up || rec->na[0])
+		return;
+	if (size > LAB_FE_MAX_QUEUE_SIZE || n == 0 || n > size ||
+	    rec->npend[qidx] + n > LAB_FE_MAX_QUEUE_SIZE) {
+		no_trace(rec, "more packed descriptors between two flushes than the recorder holds");
+		return;
+	}
+	/* Redo the driver's write on a scratch ring: the same bytes, flags included, without
+	 * reading the shared ring, where the device may already have written its used entry. */
+	uint16_t at = pos;
+	bool w = wrap;
+
+	lab_rw_packed_chain(rec->scratch, size, &at, &w, id, elems, n);
+	/* The chain's other descriptors first, its head last, as a driver makes it available:
+	 * the replay writes each `pdesc` whole, flags included, so the device must not see the
+	 * head before the rest. */
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t p = (pos + (k + 1) % n) % size;
+		const struct vl_packed_desc *d = &rec->scratch[p];
+		uint64_t addr;
+		uint32_t len;
+		uint16_t did, flags;
+
+		memcpy(&addr, &d->addr, sizeof(addr));
+		memcpy(&len, &d->len, sizeof(len));
+		memcpy(&did, &d->id, sizeof(did));
+		memcpy(&flags, &d->flags, sizeof(flags));
+		rec->pend[qidx][rec->npend[qidx]++] = (struct lab_trace_op){
+			.kind = LAB_T_PDESC, .queue = qidx, .index = p, .addr = addr, .len = len,
+			.id = did, .flags = flags};
+	}
+}
+
+void lab_fe_rec_unrecordable(struct lab_fe_session *s, const char *why)
+{
+	if (s->rec)
+		no_trace(s->rec, why);
+}
+
 void lab_fe_rec_flush(struct lab_fe_session *s)
 {
 	struct lab_fe_rec *rec = s->rec;
 
-	if (!rec || !rec->up || rec->na[0])
+	if (!rec || !rec->up || rec->na[0] || rec->t.nqueues == 0)
 		return;
 	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++)
 		for (uint32_t id = 0; id < s->q[qi].ring.size && id < LAB_FE_MAX_QUEUE_SIZE; id++)
 			lab_fe_rec_absorb(s, qi, id);
 	emit_writes(rec, s);
-	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++)
-		emit_avail(rec, s, qi);
+	for (uint32_t qi = 0; qi < LAB_FE_QUEUES; qi++) {
+		if (s->layout == VL_LAYOUT_PACKED)
+			emit_pdescs(rec, qi);
+		else
+			emit_avail(rec, s, qi);
+	}
 }
 
 void lab_fe_rec_kick(struct lab_fe_session *s, uint32_t qidx)
@@ -307,6 +401,66 @@ void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t i
 		free(op.pat.bytes);
 }
 
+void lab_fe_rec_message(struct lab_fe_session *s, enum lab_trace_msg kind, uint32_t qidx,
+			uint32_t count, uint32_t sent, enum lab_fe_rc rc)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || !rec->up || rec->na[0])
+		return;
+	/* The guest's writes before the message come before it in the trace. */
+	lab_fe_rec_flush(s);
+	rec->last_within = -1;
+	rec->msgs += sent;
+	if (kind == LAB_TRACE_MSG_GET_VRING_BASE)
+		rec->last_base = (int32_t)rec->t.nops;
+	if (rc != LAB_FE_OK)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_MESSAGE, .queue = qidx, .value = kind,
+					.count = count});
+}
+
+void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || !rec->up || rec->na[0] || rec->last_base < 0)
+		return;
+	struct lab_trace_op *op = &rec->t.ops[rec->last_base];
+
+	op->given |= LAB_TA_EXPECT;
+	op->count = want;
+	if (!held)
+		rec->last_failed = rec->last_base;
+}
+
+void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || rec->na[0])
+		return;
+	if (!rec->up) {
+		/* No rings: the smallest setup a trace has. The GET_FEATURES just sent is the
+		 * trace's, so the messages count from before it. */
+		rec->up = true;
+		rec->sent_at_up = s->c.sent - 1;
+		rec->last_within = rec->last_failed = rec->last_base = -1;
+		rec->t.features = VL_FEATURE(VL_F_VERSION_1);
+		rec->t.nregions = 1;
+		rec->t.regions[0] = (struct lab_trace_region){.gpa = 0, .size = 4096};
+		rec->t.nqueues = 0;
+	} else {
+		lab_fe_rec_flush(s);
+	}
+	rec->last_within = -1;
+	rec->msgs++;
+	if (!held)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_MESSAGE, .value = LAB_TRACE_MSG_GET_FEATURES,
+					.given = LAB_TA_EXPECT});
+}
+
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, char *note,
 		       size_t notelen)
 {
@@ -325,9 +479,9 @@ bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, 
 			 "were up: a trace holds what happens on the rings");
 		return false;
 	}
-	if (s->c.sent != rec->sent_at_up) {
+	if (s->c.sent - rec->sent_at_up != rec->msgs) {
 		snprintf(note, notelen, "the case sends vhost-user messages after the rings are up "
-			 "(the last: %s): a trace holds what happens on the rings",
+			 "that no trace statement says (the last: %s)",
 			 lab_fe_request_name(s->c.last_sent));
 		return false;
 	}

@@ -14,17 +14,29 @@
  * the guest's writes: the used rings, and the buffers of chains in flight (taken into the
  * copy as they are).
  *
- * Split rings only for now: a packed ring's descriptors are written by both sides, and
- * telling them apart needs the driver's own log (not recorded yet). A case whose failure
+ * Packed rings: the descriptor ring is written by both sides, so the driver's descriptors
+ * are not taken from it but from the driver's own writes (lab_fe_rec_packed_chain, redone
+ * on a scratch ring), as `pdesc` statements with a chain's head last, then a `kick`; the
+ * queue starts at the driver's position and wrap counter. Descriptors written raw (hostile
+ * cases) make the case unrecordable (lab_fe_rec_unrecordable). A case whose failure
  * is not on the rings -- a message exchange, a message sent after the rings are up, a
  * check the recorder has no expectation for (calls, bytes other than a received frame's)
- * -- gets no trace and a note saying why. */
+ * -- gets no trace and a note saying why.
+ *
+ * Messages after the rings are up that a trace can say (GET_VRING_BASE, SET_VRING_ENABLE,
+ * a vring set up again: lab_fe_rec_message) become `message` statements; a wait for the
+ * reply that failed, or a GET_VRING_BASE answer the case refused, is the case's failure at
+ * that statement. Any other message after the rings are up leaves the case without a
+ * trace, naming it. */
 #ifndef LAB_FE_RECORD_H
 #define LAB_FE_RECORD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "fe_msg.h"
+#include "trace.h"
 
 struct lab_fe_session;
 struct lab_fe_rec;
@@ -44,8 +56,30 @@ void lab_fe_rec_used(struct lab_fe_session *s, uint32_t qidx, bool must_come, in
  * whether it held: `expect mem` (a failed one is the case's failure when it is the last). */
 void lab_fe_rec_expect_bytes(struct lab_fe_session *s, uint32_t qidx, uint32_t id,
 			     uint32_t off, const uint8_t *want, uint32_t n, bool held);
+/* Packed: the driver just posted chain id of n elements from position pos with wrap
+ * counter wrap (before lab_fe_rec_flush). */
+struct lab_pdesc;
+void lab_fe_rec_packed_chain(struct lab_fe_session *s, uint32_t qidx, uint16_t pos, bool wrap,
+			     uint16_t id, const struct lab_pdesc *elems, uint32_t n);
+/* The case wrote something the recorder cannot follow (raw packed descriptors): no trace,
+ * and why. */
+void lab_fe_rec_unrecordable(struct lab_fe_session *s, const char *why);
 /* Chain id of qidx came back: its buffers hold what the device wrote. */
 void lab_fe_rec_absorb(struct lab_fe_session *s, uint32_t qidx, uint32_t id);
+
+/* A message about vring qidx was exchanged after the rings were up (sent: how many
+ * messages it took, rc: how the exchange ended): a `message KIND` statement carrying count
+ * (vring-enable: 0|1; vring-setup: the base). */
+void lab_fe_rec_message(struct lab_fe_session *s, enum lab_trace_msg kind, uint32_t qidx,
+			uint32_t count, uint32_t sent, enum lab_fe_rc rc);
+/* The case's check of the last GET_VRING_BASE reply: it had to be want, and was or not. */
+void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held);
+
+/* The case checked the GET_FEATURES answer it just got against virtio 5.1.3.1's
+ * dependencies (fe_feature_deps.h), and it held or not: `message get-features expect=deps`.
+ * Before the rings are up (the feature-deps case sets none up) the trace is this message
+ * alone, on a setup of one page of RAM and no queue. */
+void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held);
 
 /* The case ended with `failed` (fail, wedge or crash) or not: write the trace to path and
  * return true, or return false with why not in note ("" when the case did not fail). */

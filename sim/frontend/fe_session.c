@@ -255,7 +255,7 @@ enum lab_fe_rc lab_fe_queue_start(struct lab_fe_session *s, uint32_t qidx, uint3
 
 /* The lab's region table maps every gpa at user address == gpa (guest_mem.c), so the
  * "user addresses" of SET_VRING_ADDR are the rings' guest-physical addresses. */
-enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base)
+static enum lab_fe_rc queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base)
 {
 	struct lab_fe_queue *q = &s->q[qidx];
 	struct vl_vq_config cfg;
@@ -266,6 +266,22 @@ enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint
 				 .used = cfg.device_gpa, .kick = q->kick, .call = q->call};
 
 	return lab_fe_vring_setup(s, &v);
+}
+
+enum lab_fe_rc lab_fe_queue_resume(struct lab_fe_session *s, uint32_t qidx, uint32_t base)
+{
+	const uint32_t sent = s->c.sent;
+	struct lab_fe_rec *rec = s->rec;
+
+	/* One `message vring-setup` says every message of it, the SET_VRING_ENABLE too: the
+	 * recorder is off while they go. */
+	s->rec = NULL;
+	enum lab_fe_rc rc = queue_resume(s, qidx, base);
+
+	s->rec = rec;
+	if (s->rec)
+		lab_fe_rec_message(s, LAB_TRACE_MSG_VRING_SETUP, qidx, base, s->c.sent - sent, rc);
+	return rc;
 }
 
 enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t size,
@@ -284,10 +300,15 @@ enum lab_fe_rc lab_fe_bring_up(struct lab_fe_session *s, uint64_t want, uint32_t
 
 enum lab_fe_rc lab_fe_enable(struct lab_fe_session *s, uint32_t qidx, bool on)
 {
-	return send_state(s, LAB_FE_SET_VRING_ENABLE, qidx, on ? 1u : 0u);
+	const uint32_t sent = s->c.sent;
+	enum lab_fe_rc rc = send_state(s, LAB_FE_SET_VRING_ENABLE, qidx, on ? 1u : 0u);
+
+	if (s->rec)
+		lab_fe_rec_message(s, LAB_TRACE_MSG_VRING_ENABLE, qidx, on, s->c.sent - sent, rc);
+	return rc;
 }
 
-enum lab_fe_rc lab_fe_get_vring_base(struct lab_fe_session *s, uint32_t qidx, uint32_t *num)
+static enum lab_fe_rc get_vring_base(struct lab_fe_session *s, uint32_t qidx, uint32_t *num)
 {
 	uint32_t st[2] = {qidx, 0};
 	enum lab_fe_rc rc = lab_fe_send(&s->c, LAB_FE_GET_VRING_BASE, LAB_FE_F_VERSION, st,
@@ -307,6 +328,16 @@ enum lab_fe_rc lab_fe_get_vring_base(struct lab_fe_session *s, uint32_t qidx, ui
 	}
 	*num = reply[1];
 	return LAB_FE_OK;
+}
+
+enum lab_fe_rc lab_fe_get_vring_base(struct lab_fe_session *s, uint32_t qidx, uint32_t *num)
+{
+	const uint32_t sent = s->c.sent;
+	enum lab_fe_rc rc = get_vring_base(s, qidx, num);
+
+	if (s->rec)
+		lab_fe_rec_message(s, LAB_TRACE_MSG_GET_VRING_BASE, qidx, 0, s->c.sent - sent, rc);
+	return rc;
 }
 
 void lab_fe_kick(struct lab_fe_session *s, uint32_t qidx)

@@ -38,6 +38,8 @@ int lab_fe_post_chain(struct lab_fe_session *s, uint32_t qidx, const struct lab_
 		uint32_t n, const struct lab_fe_alloc *allocs, uint32_t nallocs)
 {
 	struct lab_fe_queue *q = &s->q[qidx];
+	const uint16_t ppos = q->ring.p.next_avail;
+	const bool pwrap = q->ring.p.avail_wrap;
 	int id = nallocs <= LAB_FE_CHAIN_ALLOCS ? lab_ring_post(&q->ring, elems, n) : -1;
 
 	if (id < 0) {
@@ -49,6 +51,8 @@ int lab_fe_post_chain(struct lab_fe_session *s, uint32_t qidx, const struct lab_
 	}
 	/* Recording: the chain's buffers and descriptors are written, the avail index not yet
 	 * published (and the chain's buffers not yet counted as the device's). */
+	if (s->rec && s->layout == VL_LAYOUT_PACKED)
+		lab_fe_rec_packed_chain(s, qidx, ppos, pwrap, (uint16_t)id, elems, n);
 	if (s->rec)
 		lab_fe_rec_flush(s);
 	memset(q->alloc[id], 0, sizeof(q->alloc[id]));

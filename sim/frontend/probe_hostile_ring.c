@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "hostile.h"
 #include "probe_bodies.h"
@@ -200,6 +201,9 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 	uint16_t pos0 = r->p.next_avail;
 	bool wrap0 = r->p.avail_wrap;
 
+	if (x->s.layout == VL_LAYOUT_PACKED)
+		lab_fe_rec_unrecordable(&x->s, "the case's generator writes packed descriptors "
+					"raw, past the driver's books the recorder follows");
 	if (lab_hostile_post(&env, c, &hid) != 0)
 		return probe_fail(x, "probe: the %s generator ran out of guest RAM or descriptors",
 				  lab_hostile_name(c));

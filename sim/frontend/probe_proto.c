@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fe_feature_deps.h"
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "probe_bodies.h"
 
@@ -21,28 +23,6 @@ enum probe_verdict probe_version_1(struct probe_ctx *x)
 	return probe_pass(x, "offered 0x%" PRIx64, f);
 }
 
-/* A feature and what it may not be offered without (virtio 5.1.3.1). */
-static const struct {
-	unsigned bit;
-	uint64_t needs_any;
-	const char *what;
-} deps[] = {
-	{VL_F_NET_HOST_TSO4, F(VL_F_NET_CSUM), "HOST_TSO4 without CSUM"},
-	{VL_F_NET_HOST_TSO6, F(VL_F_NET_CSUM), "HOST_TSO6 without CSUM"},
-	{VL_F_NET_HOST_UFO, F(VL_F_NET_CSUM), "HOST_UFO without CSUM"},
-	{VL_F_NET_HOST_USO, F(VL_F_NET_CSUM), "HOST_USO without CSUM"},
-	{VL_F_NET_HOST_ECN, F(VL_F_NET_HOST_TSO4) | F(VL_F_NET_HOST_TSO6),
-	 "HOST_ECN without HOST_TSO4 or HOST_TSO6"},
-	{VL_F_NET_GUEST_TSO4, F(VL_F_NET_GUEST_CSUM), "GUEST_TSO4 without GUEST_CSUM"},
-	{VL_F_NET_GUEST_TSO6, F(VL_F_NET_GUEST_CSUM), "GUEST_TSO6 without GUEST_CSUM"},
-	{VL_F_NET_GUEST_UFO, F(VL_F_NET_GUEST_CSUM), "GUEST_UFO without GUEST_CSUM"},
-	{VL_F_NET_GUEST_USO4, F(VL_F_NET_GUEST_CSUM), "GUEST_USO4 without GUEST_CSUM"},
-	{VL_F_NET_GUEST_USO6, F(VL_F_NET_GUEST_CSUM), "GUEST_USO6 without GUEST_CSUM"},
-	{VL_F_NET_GUEST_ECN, F(VL_F_NET_GUEST_TSO4) | F(VL_F_NET_GUEST_TSO6),
-	 "GUEST_ECN without GUEST_TSO4 or GUEST_TSO6"},
-	{VL_F_NET_MQ, F(VL_F_NET_CTRL_VQ), "MQ without CTRL_VQ"},
-};
-
 enum probe_verdict probe_feature_deps(struct probe_ctx *x)
 {
 	uint64_t f;
@@ -50,9 +30,11 @@ enum probe_verdict probe_feature_deps(struct probe_ctx *x)
 
 	if (rc != LAB_FE_OK)
 		return probe_from_rc(x, rc);
-	for (size_t i = 0; i < sizeof(deps) / sizeof(deps[0]); i++)
-		if ((f & F(deps[i].bit)) && !(f & deps[i].needs_any))
-			return probe_fail(x, "offered 0x%" PRIx64 ": %s", f, deps[i].what);
+	const char *broken = lab_fe_feature_deps_broken(f);
+
+	lab_fe_rec_feature_deps(&x->s, !broken);
+	if (broken)
+		return probe_fail(x, "offered 0x%" PRIx64 ": %s", f, broken);
 	return probe_pass(x, "offered 0x%" PRIx64 ": no bit without its prerequisites", f);
 }
 
@@ -215,6 +197,7 @@ enum probe_verdict probe_get_vring_base(struct probe_ctx *x)
 	} else {
 		want = r->s.avail_idx;
 	}
+	lab_fe_rec_expect_base(&x->s, want, num == want);
 	if (num != want)
 		return probe_fail(x, "GET_VRING_BASE returned 0x%x, expected 0x%x (3 chains "
 				  "posted and used)", num, want);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "probe_bodies.h"
 
@@ -149,6 +150,8 @@ enum probe_verdict probe_stale_slot(struct probe_ctx *x)
 	if (!gpa)
 		return probe_from_rc(x, LAB_FE_ERROR);
 	memcpy(lab_gmem_guest_ptr(x->s.g, gpa, sizeof(whole)), whole, sizeof(whole));
+	lab_fe_rec_unrecordable(&x->s, "the case writes packed descriptors raw, past the "
+				"driver's books the recorder follows");
 	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
 		uint16_t pos = p->next_avail, flags;
 		uint32_t id, len;

@@ -492,8 +492,25 @@ static int pop_split(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *l
 	return 1;
 }
 
+/* The next buffer of a folded in-order batch: the oldest in posting order, length 0 but
+ * for the batch's last, the one the device named, which gets the descriptor's length. */
+static int batch_next(struct rp_queue *q, uint32_t *id, uint32_t *len)
+{
+	uint16_t x = q->order[q->order_head];
+
+	q->order_head = (q->order_head + 1) % q->size;
+	q->order_count--;
+	q->id_busy[x] = false;
+	q->batch_left--;
+	*id = x;
+	*len = q->batch_left ? 0 : q->batch_len;
+	return 1;
+}
+
 static int pop_packed(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len)
 {
+	if (q->batch_left)
+		return batch_next(q, id, len);
 	uint8_t *at = q->desc + 16u * q->next_used;
 	uint16_t flags = load16_acquire(at + 14), id16;
 	bool a = (flags & LAB_TRACE_DESC_AVAIL) != 0, u = (flags & LAB_TRACE_DESC_USED) != 0;
@@ -511,16 +528,23 @@ static int pop_packed(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *
 		return -1;
 	}
 	if (q->in_order) {
-		/* Every buffer posted before it is used too (spec 2.8.11: in-order batches). */
+		/* Every buffer posted before it is used too (spec 2.8.11: in-order batches): each
+		 * is read as an element of its own, in posting order, so what a trace expects
+		 * does not depend on how the device folded its batches. The descriptors of all of
+		 * them are passed now. */
+		uint32_t n = 0;
 		uint16_t x;
 
 		do {
-			x = q->order[q->order_head];
-			q->order_head = (q->order_head + 1) % q->size;
-			q->order_count--;
-			q->id_busy[x] = false;
+			x = q->order[(q->order_head + n) % q->size];
 			skip += q->id_ndescs[x];
-		} while (x != id16 && q->order_count);
+			n++;
+		} while (x != id16 && n < q->order_count);
+		q->batch_left = n;
+		q->batch_len = *len;
+		q->free_descs += skip;
+		packed_advance(q, &q->next_used, &q->used_wrap, skip);
+		return batch_next(q, id, len);
 	} else {
 		/* Remove id from the posting order (it matters only under in-order). */
 		for (uint32_t i = 0; i < q->order_count; i++) {
@@ -558,7 +582,7 @@ bool rp_id_was_outstanding(const struct rp_queue *q, uint32_t id)
 struct rp_used_snap {
 	uint16_t last_used, next_used;
 	bool used_wrap;
-	uint32_t order_head, order_count, free_descs;
+	uint32_t order_head, order_count, free_descs, batch_left, batch_len;
 	bool *desc_busy, *id_busy;       /* [size] each */
 	uint16_t *chain_len, *order;
 	uint32_t *head_out;
@@ -598,6 +622,8 @@ struct rp_used_snap *rp_used_save(const struct rp_queue *q)
 	s->order_head = q->order_head;
 	s->order_count = q->order_count;
 	s->free_descs = q->free_descs;
+	s->batch_left = q->batch_left;
+	s->batch_len = q->batch_len;
 	memcpy(s->desc_busy, q->desc_busy, n * sizeof(bool));
 	memcpy(s->id_busy, q->id_busy, n * sizeof(bool));
 	memcpy(s->chain_len, q->chain_len, n * sizeof(uint16_t));
@@ -616,6 +642,8 @@ void rp_used_restore(struct rp_queue *q, const struct rp_used_snap *s)
 	q->order_head = s->order_head;
 	q->order_count = s->order_count;
 	q->free_descs = s->free_descs;
+	q->batch_left = s->batch_left;
+	q->batch_len = s->batch_len;
 	memcpy(q->desc_busy, s->desc_busy, n * sizeof(bool));
 	memcpy(q->id_busy, s->id_busy, n * sizeof(bool));
 	memcpy(q->chain_len, s->chain_len, n * sizeof(uint16_t));

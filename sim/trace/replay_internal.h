@@ -45,6 +45,9 @@ struct rp_queue {
 	uint16_t *order;                 /* [size] ids in flight in posting order (ring) */
 	uint32_t order_head, order_count;
 	uint32_t free_descs;
+	/* In order: buffers of a used descriptor that named a later id (a folded batch) still
+	 * to be read as elements of their own, and the length its last one gets. */
+	uint32_t batch_left, batch_len;
 	/* Host side. */
 	struct rp_pkt *pkts;
 	uint32_t npkts, cap_pkts;

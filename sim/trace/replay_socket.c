@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fe_feature_deps.h"
 #include "fe_session.h"
 #include "replay_internal.h"
 #include "trace_names.h"
@@ -121,9 +122,9 @@ static bool plan(struct rs *x)
 		x->v[v].q = &x->r.q[i];
 		have[v] = true;
 	}
+	/* A trace without queues (only messages, e.g. `message get-features`) sets no vring
+	 * up: the session is the negotiation and the memory table. */
 	npairs = nrx > ntx ? nrx : ntx;
-	if (npairs == 0)
-		return rp_error(&x->r, "error:queue", "the trace has no queue");
 	x->nvrings = 2 * npairs;
 	memcpy(x->regions, t->regions, t->nregions * sizeof(*t->regions));
 	x->nregions = t->nregions;
@@ -413,6 +414,59 @@ static bool expect_mem(struct rs *x, const struct lab_trace_op *op)
 	return rp_expect_op(&x->r, op);
 }
 
+/* `message`: the vhost-user message about the queue's vring, sent as it is. A reply that
+ * is not the one expected is a divergence at the statement; no answer a wedge, a closed
+ * socket a crash (rs_fail_rc). */
+static bool message(struct rs *x, const struct lab_trace_op *op)
+{
+	char expected[256];
+	enum lab_fe_rc rc;
+	uint32_t num = 0;
+
+	lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
+	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
+		uint64_t f;
+		const char *broken;
+
+		rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
+		if (rc != LAB_FE_OK)
+			return rs_fail_rc(x, rc, "GET_FEATURES");
+		if (!(op->given & LAB_TA_EXPECT))
+			return true;
+		count_expectation(&x->r);
+		broken = lab_fe_feature_deps_broken(f);
+		return !broken || rp_diverge(&x->r, "message get-features", expected, "offered "
+					     "0x%" PRIx64 ": %s", f, broken);
+	}
+	const uint32_t v = x->vring_of[op->queue];
+	const struct lab_trace_queue *tq = x->v[v].q->tq;
+
+	switch (op->value) {
+	case LAB_TRACE_MSG_GET_VRING_BASE:
+		rc = lab_fe_get_vring_base(&x->s, v, &num);
+		if (rc != LAB_FE_OK)
+			return rs_fail_rc(x, rc, "GET_VRING_BASE");
+		if (!(op->given & LAB_TA_EXPECT))
+			return true;
+		count_expectation(&x->r);
+		return num == op->count ||
+		       rp_diverge(&x->r, "message get-vring-base", expected, "GET_VRING_BASE for "
+				  "vring %u (queue %s) returned 0x%" PRIx32, v, tq->name, num);
+	case LAB_TRACE_MSG_VRING_ENABLE:
+		rc = lab_fe_enable(&x->s, v, op->count != 0);
+		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "SET_VRING_ENABLE");
+	default: {
+		const struct lab_fe_vring fv = {.index = v, .size = tq->size,
+						.base = (uint32_t)op->count, .desc = tq->desc,
+						.avail = tq->driver, .used = tq->device,
+						.kick = x->v[v].kick, .call = x->v[v].call};
+
+		rc = lab_fe_vring_setup(&x->s, &fv);
+		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "vring setup");
+	}
+	}
+}
+
 /* Guest statements that write a queue's rings. */
 static bool ring_statement(enum lab_trace_kind k)
 {
@@ -464,6 +518,8 @@ static bool run_op(struct rp *r, const struct lab_trace_op *op)
 		return skip(x, "in-process only");
 	case LAB_T_REMAP:
 		return send_table(x);
+	case LAB_T_MESSAGE:
+		return message(x, op);
 	case LAB_T_EXPECT_USED:
 	case LAB_T_EXPECT_USED_SET:
 		if (dep)

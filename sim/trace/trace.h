@@ -152,7 +152,20 @@ enum lab_trace_kind {
 	LAB_T_EITHER,           /* (none): `either {` opens the first branch */
 	LAB_T_OR,               /* (none): `} or {` ends one branch and opens the next */
 	LAB_T_EXPECT_USED_SET,  /* queue, used (nitems): the next nitems used elements in any order */
+	LAB_T_MESSAGE,          /* queue (not for get-features), value (enum lab_trace_msg),
+				 * count: a vhost-user message (v2; see below) */
 	LAB_T__KIND_COUNT
+};
+
+/* `message` statements (version 2): what a front end says about a vring after the setup.
+ * GET_VRING_BASE: stop the ring; count = the reply's num it must be (LAB_TA_EXPECT), or any.
+ * VRING_ENABLE: SET_VRING_ENABLE with count 0 or 1. VRING_SETUP: the ring set up again on
+ * the areas it has (SET_VRING_NUM, SET_VRING_BASE with count, ADDR, KICK, CALL, ENABLE 1),
+ * as a front end resumes one GET_VRING_BASE stopped. GET_FEATURES (no queue): with
+ * LAB_TA_EXPECT, the offered bits must keep virtio 5.1.3.1's dependencies (`expect=deps`). */
+enum lab_trace_msg {
+	LAB_TRACE_MSG_GET_VRING_BASE, LAB_TRACE_MSG_VRING_ENABLE, LAB_TRACE_MSG_VRING_SETUP,
+	LAB_TRACE_MSG_GET_FEATURES
 };
 
 enum lab_trace_df { LAB_TRACE_DF_OFF, LAB_TRACE_DF_DETECT, LAB_TRACE_DF_ADVERSARIAL };
@@ -182,6 +195,7 @@ enum {
 	LAB_TA_ID = 1u << 15,       /* expect used: id= given */
 	LAB_TA_LEN = 1u << 16,      /* expect used: len= given */
 	LAB_TA_ANY = 1u << 17,      /* expect broken QUEUE any */
+	LAB_TA_EXPECT = 1u << 18,   /* message get-vring-base: expect= given */
 };
 
 struct lab_trace_buf {      /* a post buffer: GPA+LEN[:w] */

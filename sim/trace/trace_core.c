@@ -210,6 +210,11 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 		       (g & LAB_TA_LINE_WAIT ? F_FLAGS : 0);
 	case LAB_T_REMAP:
 		return 0;
+	case LAB_T_MESSAGE:
+		if (op->value == LAB_TRACE_MSG_GET_FEATURES)   /* expect=deps is in `given` */
+			return F_VALUE;
+		return F_QUEUE | F_VALUE |
+		       (op->value != LAB_TRACE_MSG_GET_VRING_BASE || (g & LAB_TA_EXPECT) ? F_COUNT : 0);
 	case LAB_T_ENQUEUE:
 		return F_QUEUE | F_PKTS;
 	case LAB_T_EXPECT_PACKET:

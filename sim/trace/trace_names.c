@@ -92,7 +92,11 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_EITHER] = "either",
 	[LAB_T_OR] = "or",
 	[LAB_T_EXPECT_USED_SET] = "expect used-set",
+	[LAB_T_MESSAGE] = "message",
 };
+
+const char *const lab_tn_messages[4] = {"get-vring-base", "vring-enable", "vring-setup",
+					"get-features"};
 
 const char *lab_trace_kind_name(enum lab_trace_kind k)
 {

@@ -493,6 +493,67 @@ static bool st_enqueue(struct tl *p, struct lab_trace_op *op)
 	return true;
 }
 
+/* ---- vhost-user messages (version 2) ------------------------------------------------- */
+
+/* message get-vring-base QUEUE [expect=N] | vring-enable QUEUE 0|1 | vring-setup QUEUE
+ * base=N | get-features [expect=deps]. The vring's number is the queue's
+ * (replay_socket.c); N is the message's 32-bit num (packed: position and wrap counter of
+ * avail in bits 0-15, of used in 16-31). */
+static bool st_message(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const usage = "message get-vring-base QUEUE [expect=N] | "
+					 "message vring-enable QUEUE 0|1 | "
+					 "message vring-setup QUEUE base=N | "
+					 "message get-features [expect=deps]";
+	static const char *const deps[] = {"deps"};
+	static const char *const keys_base[] = {"expect", NULL};
+	static const char *const keys_enable[] = {NULL};
+	static const char *const keys_setup[] = {"base", NULL};
+	unsigned k;
+
+	if (p->t->version < 2)
+		return tl_needs_v2(p, &p->tok[0]);
+	if (p->ntok < 2)
+		return tl_error_stmt(p, "missing the message; expected: %s", usage);
+	if (!tl_word(p, &p->tok[1], lab_tn_messages, 4, &k))
+		return false;
+	op->value = k;
+	switch (k) {
+	case LAB_TRACE_MSG_GET_FEATURES:
+		if (!tl_stmt(p, 2, "message get-features", "message get-features [expect=deps]",
+			     keys_base, 0, 0, false))
+			return false;
+		if (p->arg[0]) {
+			if (!tl_word(p, p->arg[0], deps, 1, &k))
+				return false;
+			op->given |= LAB_TA_EXPECT;
+		}
+		return true;
+	case LAB_TRACE_MSG_GET_VRING_BASE:
+		if (!tl_stmt(p, 2, "message get-vring-base", "message get-vring-base QUEUE "
+			     "[expect=N]", keys_base, 1, 1, false) ||
+		    !tl_queue(p, tl_pos(p, 0), &op->queue))
+			return false;
+		if (p->arg[0]) {
+			if (!tl_range(p, p->arg[0], 0, UINT32_MAX, &op->count))
+				return false;
+			op->given |= LAB_TA_EXPECT;
+		}
+		return true;
+	case LAB_TRACE_MSG_VRING_ENABLE:
+		return tl_stmt(p, 2, "message vring-enable", "message vring-enable QUEUE 0|1",
+			       keys_enable, 2, 2, false) &&
+		       tl_queue(p, tl_pos(p, 0), &op->queue) &&
+		       tl_range(p, tl_pos(p, 1), 0, 1, &op->count);
+	default:
+		if (!tl_stmt(p, 2, "message vring-setup", "message vring-setup QUEUE base=N",
+			     keys_setup, 1, 1, false) ||
+		    !tl_queue(p, tl_pos(p, 0), &op->queue) || !tl_need(p, 0))
+			return false;
+		return tl_range(p, p->arg[0], 0, UINT32_MAX, &op->count);
+	}
+}
+
 /* ---- dispatch ----------------------------------------------------------------------- */
 
 static const struct {
@@ -519,6 +580,7 @@ static const struct {
 	{"kicks", LAB_T_KICKS, st_kicks},
 	{"set", LAB_T_SET, st_set},
 	{"remap", LAB_T_REMAP, st_remap},
+	{"message", LAB_T_MESSAGE, st_message},
 };
 
 bool tl_action(struct tl *p)
@@ -545,7 +607,7 @@ bool tl_action(struct tl *p)
 					"idesc, avail, kick, post, mutate, double-fetch, fault, "
 					"dequeue, discard, free, complete, enqueue, kicks, "
 					"set, remap or expect%s", p->t->version >= 2 ?
-					" (or repeat, either, })" : "");
+					" (or message, repeat, either, })" : "");
 		op.kind = actions[i].kind;
 		p->what = actions[i].word;
 		ok = actions[i].read(p, &op);

@@ -21,6 +21,7 @@ bool lab_trace_op_portable(const struct lab_trace_op *op)
 	case LAB_T_DEQUEUE:    /* over a socket: let the back end run */
 	case LAB_T_DISCARD:    /* likewise: what it does with the chains is its own business */
 	case LAB_T_REMAP:      /* a new memory table over the same regions */
+	case LAB_T_MESSAGE:    /* sent as it is; in process: skipped (no vhost-user session) */
 	case LAB_T_REPEAT:
 	case LAB_T_END:
 	case LAB_T_EITHER:

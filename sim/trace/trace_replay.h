@@ -55,7 +55,8 @@ struct lab_replay_result {
 	uint64_t packets_dequeued, packets_enqueued;
 	uint64_t packets_discarded;   /* good chains `discard` returned */
 	/* Over a socket (replay_socket.h): statements not carried out because they are
-	 * in-process only, or expectations that depend on one (0 in process). */
+	 * in-process only, or expectations that depend on one. In process: the `message`
+	 * statements (no vhost-user session to send them on). */
 	uint32_t skipped;
 };
 

@@ -376,6 +376,31 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 	}
 }
 
+/* message WORD QUEUE, then what the message carries: expect=N, 0|1, base=N; get-features
+ * names no queue. */
+static void put_message(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
+{
+	putf(o, " %s", word(lab_tn_messages, 4, op->value));
+	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
+		if (op->given & LAB_TA_EXPECT)
+			puts_(o, " expect=deps");
+		return;
+	}
+	put_queue_ref(o, t, op->queue);
+	switch (op->value) {
+	case LAB_TRACE_MSG_GET_VRING_BASE:
+		if (op->given & LAB_TA_EXPECT)
+			putf(o, " expect=0x%" PRIx64, op->count);
+		break;
+	case LAB_TRACE_MSG_VRING_ENABLE:
+		putf(o, " %" PRIu64, op->count);
+		break;
+	default:
+		putf(o, " base=0x%" PRIx64, op->count);
+		break;
+	}
+}
+
 static void put_op(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
 {
 	switch (op->kind) {   /* version 2's blocks */
@@ -395,6 +420,10 @@ static void put_op(struct out *o, const struct lab_trace *t, const struct lab_tr
 		break;
 	}
 	puts_(o, lab_trace_kind_name(op->kind));
+	if (op->kind == LAB_T_MESSAGE) {
+		put_message(o, t, op);
+		return;
+	}
 	if (op->kind >= LAB_T_EXPECT_DEQUEUED)   /* the expectations, used-set last */
 		put_expect(o, t, op);
 	else if (op->kind >= LAB_T_DEQUEUE)

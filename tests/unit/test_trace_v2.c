@@ -179,6 +179,12 @@ static const char rich_v2[] =
 	"  }\n"
 	"  dequeue tx 1\n"
 	"}\n"
+	"message get-vring-base tx\n"
+	"message get-vring-base tx expect=0x40004\n"
+	"message vring-enable tx 0\n"
+	"message vring-setup tx base=0xfffe\n"
+	"message get-features\n"
+	"message get-features expect=deps\n"
 	"expect used tx id=7\n"
 	"expect used tx len=3\n"
 	"expect used tx none\n"
@@ -218,6 +224,22 @@ static void test_round_trip(void **state)
 			op->used[0].has_len = true;
 			assert_false(lab_trace_equal(&T, &u));
 			op->used[0].has_len = false;
+		} else if (op->kind == LAB_T_MESSAGE) {
+			/* The number is a field where the message carries one; expect= is. */
+			bool counts = op->value == LAB_TRACE_MSG_VRING_ENABLE ||
+				      op->value == LAB_TRACE_MSG_VRING_SETUP ||
+				      (op->value == LAB_TRACE_MSG_GET_VRING_BASE &&
+				       (op->given & LAB_TA_EXPECT));
+
+			op->count++;
+			assert_int_equal(lab_trace_equal(&T, &u), !counts);
+			op->count--;
+			op->given ^= LAB_TA_EXPECT;
+			assert_false(lab_trace_equal(&T, &u));
+			op->given ^= LAB_TA_EXPECT;
+			op->value = (op->value + 1) % 4;
+			assert_false(lab_trace_equal(&T, &u));
+			op->value = (op->value + 3) % 4;
 		} else if (op->kind == LAB_T_EXPECT_USED && (op->given & LAB_TA_LEN) &&
 			   (op->given & LAB_TA_ID)) {
 			op->given &= ~(uint32_t)LAB_TA_LEN;
@@ -448,6 +470,7 @@ static void test_portable(void **state)
 		{LAB_T_EXPECT_CALL, 0, false}, {LAB_T_EXPECT_HELD, 0, false},
 		{LAB_T_EXPECT_DIRTY, 0, false}, {LAB_T_REPEAT, 0, true}, {LAB_T_END, 0, true},
 		{LAB_T_EITHER, 0, true}, {LAB_T_OR, 0, true}, {LAB_T_EXPECT_USED_SET, 0, true},
+		{LAB_T_MESSAGE, 0, true},
 	};
 	bool seen[LAB_T__KIND_COUNT] = {false};
 

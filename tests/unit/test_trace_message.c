@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for what `vhostlab probe --record` added to version 2 of the trace format
+ * (docs/trace-format.md): the `message` statements (parse errors with line and column,
+ * a trace of messages alone without any queue,
+ * refused in version 1 and inside an either branch; counted as skipped by the in-process
+ * replay, which carries on), and the packed in-order reading of a used descriptor that
+ * folds a batch: every buffer of the batch is an element of its own, in posting order, the
+ * last with the descriptor's length, however the device folded it (an either branch that
+ * read part of a batch is undone). The round trip of the messages is test_trace_v2's. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/trace.h"
+#include "trace/trace_replay.h"
+
+/* Four lines: statements after them start on line 5. */
+#define SETUP_AFTER_HDR                      \
+	"features version_1\n"               \
+	"region 0x0 0x10000\n"               \
+	"queue tx tx size=8 at=0x0\n"
+#define SETUP "vhostlab-trace 2\n" SETUP_AFTER_HDR
+#define SETUP_V1 "vhostlab-trace 1\n" SETUP_AFTER_HDR
+
+static struct lab_trace T;
+
+static void parse_err(const char *text, unsigned line, unsigned col, const char *what)
+{
+	char err[512] = "", prefix[32];
+	struct lab_trace t;
+
+	if (lab_trace_parse(&t, text, strlen(text), "t", err, sizeof(err)))
+		fail_msg("parsed, expected an error at %u:%u (%s):\n%s", line, col, what, text);
+	snprintf(prefix, sizeof(prefix), "t:%u:%u: ", line, col);
+	if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, what))
+		fail_msg("expected \"%s...%s...\", got \"%s\"", prefix, what, err);
+	lab_trace_free(&t);
+}
+
+static enum lab_replay_status replay(const char *text, struct lab_replay_result *res)
+{
+	struct lab_replay_opts o = {.hooks = true};
+	char err[512] = "";
+
+	lab_trace_free(&T);
+	if (!lab_trace_parse(&T, text, strlen(text), "t", err, sizeof(err)))
+		fail_msg("unexpected parse error: %s", err);
+	return lab_replay_run(&T, &o, res);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	lab_trace_free(&T);
+	return 0;
+}
+
+/* ---- message: parsing --------------------------------------------------------------- */
+
+static void test_message_errors(void **state)
+{
+	(void)state;
+	parse_err(SETUP_V1 "message vring-enable tx 0\n", 5, 1, "'message': needs version 2");
+	parse_err(SETUP "message\n", 5, 1, "missing the message");
+	parse_err(SETUP "message get-status tx\n", 5, 9, "get-status");
+	parse_err(SETUP "message vring-enable tx 2\n", 5, 25, "2");
+	parse_err(SETUP "message vring-enable tx\n", 5, 1, "message vring-enable QUEUE 0|1");
+	parse_err(SETUP "message vring-enable rx 1\n", 5, 22, "rx");
+	parse_err(SETUP "message vring-setup tx\n", 5, 1, "base=");
+	parse_err(SETUP "message get-vring-base tx expect=0x100000000\n", 5, 27, "0x100000000");
+	parse_err(SETUP "message get-vring-base tx base=1\n", 5, 27, "base");
+	/* get-features names no queue; its one expectation is the dependency rule. */
+	parse_err(SETUP "message get-features tx\n", 5, 22, "message get-features [expect=deps]");
+	parse_err(SETUP "message get-features expect=all\n", 5, 22, "all");
+	/* A message is an action: not inside an either branch (expectations only). */
+	parse_err(SETUP "either {\nmessage vring-enable tx 1\n} or {\nexpect used tx none\n}\n",
+		  6, 1, "message");
+}
+
+/* ---- message: in process ------------------------------------------------------------ */
+
+static void test_message_skipped_in_process(void **state)
+{
+	struct lab_replay_result res;
+
+	(void)state;
+	/* The in-process core has no vhost-user session: each message is counted as skipped
+	 * and the statements after it run as before. */
+	enum lab_replay_status st = replay(SETUP "fill 0x1000 12 zero\n"
+					   "post tx 0x1000+12 0x1100+100\n"
+					   "message get-vring-base tx expect=0x1\n"
+					   "message vring-setup tx base=1\n"
+					   "message vring-enable tx 1\n"
+					   "kick tx\ndequeue tx 8\nexpect dequeued tx 1\n"
+					   "expect used tx id=0 len=0\n", &res);
+
+	assert_int_equal(st, LAB_REPLAY_PASS);
+	assert_int_equal(res.skipped, 3);
+	assert_int_equal(res.expectations, 2);
+	/* And a divergence after them is still found where it is. */
+	st = replay(SETUP "message vring-enable tx 0\nexpect used tx id=0 len=0\n", &res);
+	assert_int_equal(st, LAB_REPLAY_DIVERGED);
+	assert_int_equal(res.line, 6);
+	assert_int_equal(res.skipped, 1);
+	/* What `probe --record` writes for a case without rings: no queue at all. */
+	st = replay("vhostlab-trace 2\nfeatures version_1\nregion 0x0 0x1000\n"
+		    "message get-features expect=deps\n", &res);
+	assert_int_equal(st, LAB_REPLAY_PASS);
+	assert_int_equal(T.nqueues, 0);
+	assert_int_equal(res.skipped, 1);
+}
+
+/* ---- packed, in order: a folded batch ------------------------------------------------ */
+
+/* Three chains on a packed in-order ring: id 0 at position 0, id 1 at 1-2, id 2 at 3. The
+ * trace then writes, as a device that folds the batch would, ONE used descriptor at
+ * position 0 naming id 2 with length 7 (0x8: len, id, flags AVAIL|USED for wrap 1). */
+#define PACKED_BATCH                                         \
+	"vhostlab-trace 2\n"                                 \
+	"features version_1 ring_packed in_order\n"          \
+	"region 0x0 0x10000\n"                               \
+	"queue tx tx size=8 at=0x0\n"                        \
+	"fill 0x1000 12 zero\n"                              \
+	"post tx 0x1000+112\n"                               \
+	"post tx 0x1000+12 0x1100+100\n"                     \
+	"post tx 0x1000+112\n"                               \
+	"kick tx\n"                                          \
+	"write 0x8 0700000002008080\n"
+
+static void test_in_order_batch_read_one_by_one(void **state)
+{
+	struct lab_replay_result res;
+
+	(void)state;
+	/* Each buffer is an element, in posting order; the named one last, with the length.
+	 * All four descriptors are passed: the next chain (id 0 again, position 4) is read at
+	 * position 4. */
+	assert_int_equal(replay(PACKED_BATCH
+				"expect used tx id=0 len=0\n"
+				"expect used tx id=1 len=0\n"
+				"expect used tx id=2 len=7\n"
+				"expect used tx none\n"
+				"post tx 0x1000+112\n"
+				"kick tx\n"
+				"write 0x48 0000000000008080\n"
+				"expect used tx id=0 len=0\n"
+				"expect used tx none\n", &res),
+			 LAB_REPLAY_PASS);
+	/* Reading the batch as one element (the named id first) is a divergence. */
+	assert_int_equal(replay(PACKED_BATCH "expect used tx id=2 len=7\n", &res),
+			 LAB_REPLAY_DIVERGED);
+	assert_int_equal(res.line, 11);
+	assert_string_equal(res.signature, "expect used:id");
+	/* An either branch that read into the batch is undone: the next branch reads it from
+	 * its first buffer again. */
+	assert_int_equal(replay(PACKED_BATCH
+				"either {\n"
+				"  expect used tx id=0 len=0\n"
+				"  expect used tx id=2\n"
+				"} or {\n"
+				"  expect used-set tx id=1 id=0\n"
+				"}\n"
+				"expect used tx id=2 len=7\n"
+				"expect used tx none\n", &res),
+			 LAB_REPLAY_PASS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_message_errors),
+		cmocka_unit_test_teardown(test_message_skipped_in_process, teardown),
+		cmocka_unit_test_teardown(test_in_order_batch_read_one_by_one, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
