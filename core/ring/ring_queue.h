@@ -47,7 +47,6 @@ struct vl_used_elem {
 struct vl_packed_chain {
 	uint16_t start;
 	uint16_t ndescs;
-	bool wrap;       /* the driver wrap counter its descriptors were made available with */
 };
 
 /* Which way data flows through a chain; decides which descriptor flag is an offence. */
