@@ -36,11 +36,13 @@ struct vl_chain {
 			  * indirect table counts as its one ring descriptor) */
 };
 
-/* A used element waiting in the shadow used ring until the burst's flush. */
+/* A used element waiting in the shadow used ring until the burst's flush. In the order of a
+ * packed descriptor's len and id (vl_packed_flush_used reads the element as one word and
+ * stores its low 48 bits as they are). */
 struct vl_used_elem {
+	uint32_t len;
 	uint16_t id;
 	uint16_t ndescs;
-	uint32_t len;
 };
 
 /* A chain the packed scan found available: where it starts and how long it is. */
