@@ -193,8 +193,18 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint6
 			return VL_DROP_NONE;
 		}
 	}
-	return vl_chain_add_range(rq->cur.mem, addr, len, vl_dir_access(dir), rq->pieces,
-				  VL_CHAIN_MAX_PIECES, np, total);
+	/* The general walk gets copies of the counters: were the caller's own addresses passed
+	 * out of line, they would escape, and the caller (a net body, where np and total are
+	 * locals) would keep them in memory on the usual path too. (Callgrind, copies at every
+	 * out-of-line walk: packed 64 B dequeue 247.8 -> 233.9 instructions a packet, split
+	 * 64 B 219.0 -> 213.1.) */
+	uint32_t n = *np, t = *total;
+	const enum vl_drop why = vl_chain_add_range(rq->cur.mem, addr, len, vl_dir_access(dir),
+						    rq->pieces, VL_CHAIN_MAX_PIECES, &n, &t);
+
+	*np = n;
+	*total = t;
+	return why;
 }
 
 /* The table of an indirect descriptor that straddles host mappings, copied into
