@@ -76,43 +76,66 @@ void vl_packed_scan(struct vl_ring *rq, uint32_t want)
 		}
 		if (k == run)
 			continue;
-		/* flags: the descriptor at pos, read by the run and not a one-descriptor chain. */
-		const uint16_t start = pos;
-		uint32_t n = 1;
+		/* flags: the descriptor at pos, read by the run and not a one-descriptor chain.
+		 * Chains of several descriptors follow each other here without going back
+		 * through the run's set-up (a guest that sends headers and data apart makes
+		 * every chain one of them); the first one-descriptor chain after them is taken
+		 * here too, and the run goes on after it. */
+		for (;;) {
+			const uint16_t start = pos;
+			uint32_t n = 1;
 
-		if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits)
-			goto end;
-		pflags[pos] = flags;
-		if (++pos == size) {
-			pos = 0;
-			wrap = !wrap;
-			bits = avail_bits(wrap);
-		}
-		while (flags & VL_DESC_F_NEXT) {
-			/* A chain longer than what is left of the ring would run into itself. */
-			if (descs + n >= size) {
-				vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
+			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits)
 				goto end;
-			}
-			flags = vl_guest_load16_acquire(&ring[pos].flags);
-			/* The driver makes a chain's head available after all its other
-			 * descriptors (spec 2.8.6): a visible head with a missing tail is a lie,
-			 * and the positions that follow cannot be trusted. */
-			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits) {
-				vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
-				goto end;
-			}
 			pflags[pos] = flags;
-			n++;
 			if (++pos == size) {
 				pos = 0;
 				wrap = !wrap;
 				bits = avail_bits(wrap);
 			}
+			while (flags & VL_DESC_F_NEXT) {
+				/* A chain longer than what is left of the ring would run into
+				 * itself. */
+				if (descs + n >= size) {
+					vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
+					goto end;
+				}
+				flags = vl_guest_load16_acquire(&ring[pos].flags);
+				/* The driver makes a chain's head available after all its other
+				 * descriptors (spec 2.8.6): a visible head with a missing tail is
+				 * a lie, and the positions that follow cannot be trusted. */
+				if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED)) != bits) {
+					vl_ring_break(rq, VL_DROP_CHAIN_INCOMPLETE);
+					goto end;
+				}
+				pflags[pos] = flags;
+				n++;
+				if (++pos == size) {
+					pos = 0;
+					wrap = !wrap;
+					bits = avail_bits(wrap);
+				}
+			}
+			chains[scanned++] =
+				(struct vl_packed_chain){.start = start, .ndescs = (uint16_t)n};
+			descs += n;
+			room = want - scanned < size - descs ? want - scanned : size - descs;
+			if (room == 0)
+				break;
+			flags = vl_guest_load16_acquire(&ring[pos].flags);
+			if ((flags & (VL_PDESC_F_AVAIL | VL_PDESC_F_USED | VL_DESC_F_NEXT)) == bits) {
+				pflags[pos] = flags;
+				chains[scanned++] = (struct vl_packed_chain){.start = pos, .ndescs = 1};
+				descs++;
+				room--;
+				if (++pos == size) {
+					pos = 0;
+					wrap = !wrap;
+					bits = avail_bits(wrap);
+				}
+				break;
+			}
 		}
-		chains[scanned++] = (struct vl_packed_chain){.start = start, .ndescs = (uint16_t)n};
-		descs += n;
-		room = want - scanned < size - descs ? want - scanned : size - descs;
 	}
 	rq->pscanned = scanned;
 	rq->pscan_descs = descs;
