@@ -253,7 +253,13 @@ static inline bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
 	/* As in rx_reserve: pos < size <= 32768, ahead <= 65535. */
 	const uint32_t want = pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
 
-	if (vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
+	/* Packed: when this burst's scan already found a chain at pos, vl_ring_avail would
+	 * answer more than pos (it returns the smaller of the chains found and want, both
+	 * past pos) and nothing else matters here; the window is asked only past them. One
+	 * compare per packet instead of the window call (callgrind: packed 64 B enqueue
+	 * 255.9 -> 243.2 instructions a packet). */
+	if ((L != VL_LAYOUT_PACKED || pos >= vq->rq.pscanned) &&
+	    vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
 		return false;
 	f->np = 0;
 	f->len = 0;
