@@ -239,9 +239,12 @@ static inline void rx_fill(struct vl_vq *vq, const enum vl_layout L,
 	}
 }
 
-/* Fetch the chain at the window position the next packet starts at. False when the window
- * has none there (rx_reserve then decides between waiting and dropping, without reading the
- * guest again: the split window and the packed scan are kept per burst). */
+/* Fetch the chain at the window position the next packet starts at into f. False when the
+ * window has none there (rx_reserve then decides between waiting and dropping, without
+ * reading the guest again: the split window and the packed scan are kept per burst). f is
+ * the caller's local, whose address goes out of line only on the way to rx_reserve, after
+ * the usual case is decided: passed there from the start, the fetch's counters lived in
+ * memory (callgrind: 9 instructions a packed 64-byte packet). */
 static inline bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
 				  const struct rx_burst *b, uint16_t ahead,
 				  struct rx_first *f)
@@ -250,12 +253,19 @@ static inline bool rx_fetch_first(struct vl_vq *vq, const enum vl_layout L,
 	/* As in rx_reserve: pos < size <= 32768, ahead <= 65535. */
 	const uint32_t want = pos + (L == VL_LAYOUT_PACKED && ahead > 1 ? ahead : 1u);
 
-	if (vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
+	/* Packed: when this burst's scan already found a chain at pos, vl_ring_avail would
+	 * answer more than pos (it returns the smaller of the chains found and want, both
+	 * past pos) and nothing else matters here; the window is asked only past them. One
+	 * compare per packet instead of the window call (callgrind: packed 64 B enqueue
+	 * 255.9 -> 243.2 instructions a packet). */
+	if ((L != VL_LAYOUT_PACKED || pos >= vq->rq.pscanned) &&
+	    vl_ring_avail(&vq->rq, L, (uint16_t)(want < 0xffffu ? want : 0xffffu)) <= pos)
 		return false;
 	f->np = 0;
 	f->len = 0;
 	vl_lab_chain_begin();
-	f->why = vl_ring_fetch(&vq->rq, L, (uint16_t)pos, VL_DIR_DEVICE_WRITES, &f->c, &f->np, &f->len);
+	f->why = vl_ring_fetch(&vq->rq, L, (uint16_t)pos, VL_DIR_DEVICE_WRITES, &f->c, &f->np,
+			       &f->len);
 	vl_lab_chain_end();
 	return true;
 }
@@ -289,17 +299,19 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 			continue;
 		const uint32_t need = vq->hdr_len + pkt->pkt_len;
 		const uint16_t ahead = (uint16_t)(count - handled);
-		struct rx_first f;
-		const bool have = rx_fetch_first(vq, L, &b, ahead, &f);
+		struct rx_first first;
+		const bool have = rx_fetch_first(vq, L, &b, ahead, &first);
 
-		if (have && rx_fits_one(vq, pkt, &f, need)) {
+		if (have && rx_fits_one(vq, pkt, &first, need)) {
 			/* Each delivered packet took at least one chain of the window:
 			 * delivered < size, a valid rx_hdrs slot. */
-			rx_fill_one(vq, L, pkt, &f.c, need, delivered++);
+			rx_fill_one(vq, L, pkt, &first.c, need, delivered++);
 			b.committed++;
 			rx_delivered(vq, pkt, status, handled, &bytes);
 			continue;
 		}
+		/* A copy for rx_reserve: first's own address never leaves this body. */
+		const struct rx_first f = first;
 		enum reserve_result r = L == VL_LAYOUT_PACKED ?
 			rx_reserve_packed(vq, &b, need, ahead, &nbufs, &ndeferred, &pos,
 					  have ? &f : NULL) :

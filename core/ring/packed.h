@@ -105,8 +105,17 @@ static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_ring *rq, 
 	const uint16_t p = pc->start;
 	const uint16_t flags = rq->pflags[p]; /* read once, by the scan */
 
-	if (pc->ndescs != 1)
-		return vl_packed_fetch(rq, pos, dir, c, np, total);
+	if (pc->ndescs != 1) {
+		/* Copies out of line, as in vl_chain_add_desc (it says why). */
+		struct vl_chain c2;
+		uint32_t n = *np, t = *total;
+		const enum vl_drop why = vl_packed_fetch(rq, pos, dir, &c2, &n, &t);
+
+		*c = c2;
+		*np = n;
+		*total = t;
+		return why;
+	}
 	const uint16_t id = vl_guest_load16(&rq->pdesc[p].id);
 
 	if (id >= rq->size) {
@@ -119,8 +128,14 @@ static VL_ALWAYS_INLINE enum vl_drop vl_packed_fetch_inline(struct vl_ring *rq, 
 	const uint64_t addr = vl_guest_load64(&rq->pdesc[p].addr);
 	const uint32_t len = vl_guest_load32(&rq->pdesc[p].len);
 
-	if (flags & VL_DESC_F_INDIRECT)
-		return vl_packed_walk_indirect(rq, addr, len, dir, np, total);
+	if (flags & VL_DESC_F_INDIRECT) {
+		uint32_t n = *np, t = 0;
+		const enum vl_drop why = vl_packed_walk_indirect(rq, addr, len, dir, &n, &t);
+
+		*np = n;
+		*total = t;
+		return why;
+	}
 	return vl_chain_add_desc(rq, addr, len, flags, dir, np, total);
 }
 

@@ -38,18 +38,19 @@ struct vl_chain {
 			  * indirect table counts as its one ring descriptor) */
 };
 
-/* A used element waiting in the shadow used ring until the burst's flush. */
+/* A used element waiting in the shadow used ring until the burst's flush. In the order of a
+ * packed descriptor's len and id (vl_packed_flush_used reads the element as one word and
+ * stores its low 48 bits as they are). */
 struct vl_used_elem {
+	uint32_t len;
 	uint16_t id;
 	uint16_t ndescs;
-	uint32_t len;
 };
 
 /* A chain the packed scan found available: where it starts and how long it is. */
 struct vl_packed_chain {
 	uint16_t start;
 	uint16_t ndescs;
-	bool wrap;       /* the driver wrap counter its descriptors were made available with */
 };
 
 /* Which way data flows through a chain; decides which descriptor flag is an offence. */
@@ -209,8 +210,18 @@ static VL_ALWAYS_INLINE enum vl_drop vl_chain_add_desc(struct vl_ring *rq, uint6
 			return VL_DROP_NONE;
 		}
 	}
-	return vl_chain_add_range(rq->cur.mem, addr, len, vl_dir_access(dir), rq->pieces,
-				  VL_CHAIN_MAX_PIECES, np, total);
+	/* The general walk gets copies of the counters: were the caller's own addresses passed
+	 * out of line, they would escape, and the caller (a net body, where np and total are
+	 * locals) would keep them in memory on the usual path too. (Callgrind, copies at every
+	 * out-of-line walk: packed 64 B dequeue 247.8 -> 233.9 instructions a packet, split
+	 * 64 B 219.0 -> 213.1.) */
+	uint32_t n = *np, t = *total;
+	const enum vl_drop why = vl_chain_add_range(rq->cur.mem, addr, len, vl_dir_access(dir),
+						    rq->pieces, VL_CHAIN_MAX_PIECES, &n, &t);
+
+	*np = n;
+	*total = t;
+	return why;
 }
 
 /* The table of an indirect descriptor that straddles host mappings, copied into

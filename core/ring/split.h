@@ -92,9 +92,19 @@ static VL_ALWAYS_INLINE enum vl_drop vl_split_fetch(struct vl_ring *rq, uint16_t
 	/* One indirect descriptor: no ring walk (it cannot loop), straight to its table. */
 	if ((d.flags & (VL_DESC_F_NEXT | VL_DESC_F_INDIRECT)) == VL_DESC_F_INDIRECT) {
 		c->ndescs = 1;
-		return vl_split_walk_indirect(rq, d.addr, d.len, dir, np, total);
+		/* Copies out of line, as in vl_chain_add_desc (it says why). */
+		uint32_t n = *np, t = *total;
+		const enum vl_drop why = vl_split_walk_indirect(rq, d.addr, d.len, dir, &n, &t);
+
+		*np = n;
+		*total = t;
+		return why;
 	}
-	enum vl_drop why = vl_split_walk(rq, h, &d, dir, np, total);
+	uint32_t n = *np, t = *total;
+	enum vl_drop why = vl_split_walk(rq, h, &d, dir, &n, &t);
+
+	*np = n;
+	*total = t;
 
 	/* Ring descriptors the chain holds (an indirect table counts as its one descriptor):
 	 * what the guest cannot post again until the chain comes back. The walk counts the head
