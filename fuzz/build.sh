@@ -70,7 +70,8 @@ ar rcs "$BUILD_DIR/libvhostlab_fuzz.a" "$BUILD_DIR"/fuzz/*.o
 $CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/fuzz_asan_options.c" -o "$BUILD_DIR/asan_options.o"
 for t in "${TARGETS[@]}"; do
     # shellcheck disable=SC2086
-    $CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/$t.c" -o "$BUILD_DIR/$t.o"
+    # -I core: fuzz_offload calls the core's offload code below its public API (core/net/).
+    $CC $CFLAGS "${LAB_FLAGS[@]}" -I"$ROOT/core" -c "$ROOT/fuzz/$t.c" -o "$BUILD_DIR/$t.o"
     # shellcheck disable=SC2086 # LIB_FUZZING_ENGINE may be a flag or a library path
     $CXX $CXXFLAGS "$BUILD_DIR/$t.o" "$BUILD_DIR/asan_options.o" "$BUILD_DIR/libvhostlab_fuzz.a" \
         $LIB_FUZZING_ENGINE -o "$OUT/$t"
@@ -80,7 +81,7 @@ done
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
     "${SIM_SRCS[@]}" "$ROOT"/fuzz/gen_corpus.c "$ROOT"/fuzz/gen_dp_seeds.c \
-    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c
+    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c "$ROOT"/fuzz/gen_offload_seeds.c
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 

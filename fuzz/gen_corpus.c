@@ -302,6 +302,7 @@ static void gen_trace_parse(void)
 static const char *const targets[] = {
 	"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue", "fuzz_packed_enqueue",
 	"fuzz_scenario", "fuzz_differential", "fuzz_trace_parse", "fuzz_vhost_user",
+	"fuzz_offload",
 };
 
 static void gen_target(const char *t)
@@ -322,6 +323,8 @@ static void gen_target(const char *t)
 		gen_trace_parse();
 	else if (!strcmp(t, "fuzz_vhost_user"))
 		gen_vhost_user();
+	else if (!strcmp(t, "fuzz_offload"))
+		gen_offload();
 	else {
 		fprintf(stderr, "gen_corpus: unknown target %s\n", t);
 		failures++;
