@@ -87,7 +87,8 @@ done
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
     "${SIM_SRCS[@]}" "$ROOT"/fuzz/gen_corpus.c "$ROOT"/fuzz/gen_dp_seeds.c \
-    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c "$ROOT"/fuzz/gen_offload_seeds.c
+    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c "$ROOT"/fuzz/gen_offload_seeds.c \
+    "$ROOT"/fuzz/gen_fe_seeds.c
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 

@@ -9,14 +9,14 @@
 set(VL_FUZZ_SRC ${CMAKE_CURRENT_LIST_DIR})
 set(VL_FUZZ_TARGETS fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue
     fuzz_packed_enqueue fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user
-    fuzz_offload)
+    fuzz_offload fuzz_fe_replies)
 # Everything fuzz-related lands in <build>/fuzz, where fuzz/run.sh looks for it.
 set(VL_FUZZ_BIN ${CMAKE_BINARY_DIR}/fuzz)
 include_guard(GLOBAL)
 
 add_executable(vl_gen_corpus ${VL_FUZZ_SRC}/gen_corpus.c ${VL_FUZZ_SRC}/gen_dp_seeds.c
   ${VL_FUZZ_SRC}/gen_dp_hostile.c ${VL_FUZZ_SRC}/gen_vu_seeds.c
-  ${VL_FUZZ_SRC}/gen_offload_seeds.c)
+  ${VL_FUZZ_SRC}/gen_offload_seeds.c ${VL_FUZZ_SRC}/gen_fe_seeds.c)
 target_compile_options(vl_gen_corpus PRIVATE ${VL_WARNINGS})
 target_compile_definitions(vl_gen_corpus PRIVATE _GNU_SOURCE)
 target_link_libraries(vl_gen_corpus PRIVATE vl_lab_input)

@@ -303,7 +303,7 @@ static void gen_trace_parse(void)
 static const char *const targets[] = {
 	"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue", "fuzz_packed_enqueue",
 	"fuzz_scenario", "fuzz_differential", "fuzz_trace_parse", "fuzz_vhost_user",
-	"fuzz_offload",
+	"fuzz_offload", "fuzz_fe_replies",
 };
 
 static void gen_target(const char *t)
@@ -326,6 +326,8 @@ static void gen_target(const char *t)
 		gen_vhost_user();
 	else if (!strcmp(t, "fuzz_offload"))
 		gen_offload();
+	else if (!strcmp(t, "fuzz_fe_replies"))
+		gen_fe_replies();
 	else {
 		fprintf(stderr, "gen_corpus: unknown target %s\n", t);
 		failures++;

@@ -3,7 +3,7 @@
  * generator of each target. gen_corpus.c: output, scenario, differential and trace-parser
  * seeds, main; gen_dp_seeds.c: the datapath seed builder and the well-formed seeds;
  * gen_dp_hostile.c: one datapath seed per hostile class; gen_vu_seeds.c: fuzz_vhost_user;
- * gen_offload_seeds.c: fuzz_offload. */
+ * gen_offload_seeds.c: fuzz_offload; gen_fe_seeds.c: fuzz_fe_replies. */
 #ifndef VL_GEN_CORPUS_H
 #define VL_GEN_CORPUS_H
 
@@ -51,5 +51,6 @@ void gen_datapath(const char *target, bool packed, bool rx);
 void gen_dp_hostile(const char *target, bool packed, bool rx);
 void gen_vhost_user(void);
 void gen_offload(void); /* gen_offload_seeds.c */
+void gen_fe_replies(void); /* gen_fe_seeds.c */
 
 #endif
