@@ -65,19 +65,30 @@ compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/fuzz" $CC $CFLAGS "${LAB_FLAGS[@]}" -- "${SIM_SRCS[@]}"
 ar rcs "$BUILD_DIR/libvhostlab_fuzz.a" "$BUILD_DIR"/fuzz/*.o
 
+# Every target's ASan defaults (a smaller quarantine: fuzz/fuzz_asan_options.c).
+# shellcheck disable=SC2086
+$CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/fuzz_asan_options.c" -o "$BUILD_DIR/asan_options.o"
+# The structure-aware mutator (fuzz/struct_mutator.h), defined by the targets that have one
+# under VL_FUZZ_MUTATOR.
+# shellcheck disable=SC2086
+$CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/struct_mutator.c" -o "$BUILD_DIR/struct_mutator.o"
 for t in "${TARGETS[@]}"; do
     # shellcheck disable=SC2086
-    $CC $CFLAGS "${LAB_FLAGS[@]}" -c "$ROOT/fuzz/$t.c" -o "$BUILD_DIR/$t.o"
+    # -I core: fuzz_offload calls the core's offload code below its public API (core/net/).
+    $CC $CFLAGS "${LAB_FLAGS[@]}" -I"$ROOT/core" -DVL_FUZZ_MUTATOR -c "$ROOT/fuzz/$t.c" \
+        -o "$BUILD_DIR/$t.o"
     # shellcheck disable=SC2086 # LIB_FUZZING_ENGINE may be a flag or a library path
-    $CXX $CXXFLAGS "$BUILD_DIR/$t.o" "$BUILD_DIR/libvhostlab_fuzz.a" $LIB_FUZZING_ENGINE \
-        -o "$OUT/$t"
+    $CXX $CXXFLAGS "$BUILD_DIR/$t.o" "$BUILD_DIR/asan_options.o" "$BUILD_DIR/struct_mutator.o" \
+        "$BUILD_DIR/libvhostlab_fuzz.a" \
+        $LIB_FUZZING_ENGINE -o "$OUT/$t"
 done
 
 # ---- seed corpora: gen_corpus, built for the build machine without fuzzing flags ------
 compile "$BUILD_DIR/host" "$CC" -O1 "${CORE_FLAGS[@]}" -- "${CORE_SRCS[@]}"
 compile "$BUILD_DIR/host" "$CC" -O1 "${LAB_FLAGS[@]}" -DVL_SOURCE_DIR="\"$ROOT\"" -- \
     "${SIM_SRCS[@]}" "$ROOT"/fuzz/gen_corpus.c "$ROOT"/fuzz/gen_dp_seeds.c \
-    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c
+    "$ROOT"/fuzz/gen_dp_hostile.c "$ROOT"/fuzz/gen_vu_seeds.c "$ROOT"/fuzz/gen_offload_seeds.c \
+    "$ROOT"/fuzz/gen_fe_seeds.c
 "$CC" "$BUILD_DIR"/host/*.o -o "$BUILD_DIR/gen_corpus"
 "$BUILD_DIR/gen_corpus" "$BUILD_DIR/seeds"
 

@@ -20,3 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_set_target("fuzz_split_dequeue");
 	return fz_dp_run(data, size, VL_LAYOUT_SPLIT, false);
 }
+
+#ifdef VL_FUZZ_MUTATOR
+/* Mutations cut and splice at the operations (fuzz/struct_mutator.h). */
+#include "dp_mutator.h"
+FZ_DP_MUTATOR(VL_LAYOUT_SPLIT, false)
+#endif

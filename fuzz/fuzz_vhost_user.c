@@ -462,3 +462,59 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r.msgs, r.fatal, r.bursts, r.pkts);
 	return 0;
 }
+
+#ifdef VL_FUZZ_MUTATOR
+/* Mutations cut and splice at the operations (fuzz/struct_mutator.h): where each starts,
+ * reading their arguments as the op_* functions above do. */
+#include "struct_mutator.h"
+
+static void skip(struct fz_in *in, size_t len)
+{
+	in->off = len < in->n - in->off ? in->off + len : in->n;
+}
+
+static size_t vu_starts(const uint8_t *data, size_t size, size_t *st, size_t max)
+{
+	struct fz_in in = fz_in_make(data, size);
+	size_t n = 0;
+
+	for (uint32_t ops = 0; ops < FZ_VU_MAX_OPS && fz_more(&in) && n < max; ops++) {
+		st[n++] = in.off;
+		switch (fz_u8(&in) % FZ_VU_OP__COUNT) {
+		case FZ_VU_MSG: {
+			if (fz_u8(&in) == 0xff)
+				(void)fz_u32(&in);
+			(void)fz_u8(&in);
+			skip(&in, fz_u8(&in) % 11u);
+			uint32_t sz = fz_u16(&in);
+
+			if (sz <= FZ_VU_PAYLOAD_LIMIT)
+				skip(&in, sz < FZ_VU_MAX_SENT ? sz : FZ_VU_MAX_SENT);
+			break;
+		}
+		case FZ_VU_GUEST:
+			(void)fz_u32(&in);
+			skip(&in, fz_u8(&in));
+			break;
+		case FZ_VU_POST:
+			skip(&in, 4);
+			break;
+		case FZ_VU_BURST:
+			skip(&in, 3);
+			break;
+		default:
+			skip(&in, 5);
+			skip(&in, fz_u16(&in) % (FZ_VU_MAX_SENT + 1));
+			break;
+		}
+	}
+	return n;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	static const struct fz_seq_shape shape = {0, vu_starts, FZ_VU_OP__COUNT};
+
+	return fz_seq_mutate(&shape, data, size, max_size, seed);
+}
+#endif

@@ -96,7 +96,8 @@ static void gen_scenario(void)
 			.qsize = cfgs[i].qsize,
 			.burst = (uint8_t)(i % 3 == 0 ? 31 : i % 3 == 1 ? 7 : 0),
 			.packets = (uint8_t)(i * 11),
-			.containment = (uint8_t)(i % 4),
+			/* Every third seed a long run (sc_run.c: 50..200 packets each way). */
+			.containment = (uint8_t)(i % 4 | (i % 3 == 0 ? 0xf0u : 0u)),
 			.seed = 1000 + i,
 			.nsizes = (uint8_t)(i % 4 == 2 ? 1 : 3),
 		};
@@ -302,6 +303,7 @@ static void gen_trace_parse(void)
 static const char *const targets[] = {
 	"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue", "fuzz_packed_enqueue",
 	"fuzz_scenario", "fuzz_differential", "fuzz_trace_parse", "fuzz_vhost_user",
+	"fuzz_offload", "fuzz_fe_replies",
 };
 
 static void gen_target(const char *t)
@@ -322,6 +324,10 @@ static void gen_target(const char *t)
 		gen_trace_parse();
 	else if (!strcmp(t, "fuzz_vhost_user"))
 		gen_vhost_user();
+	else if (!strcmp(t, "fuzz_offload"))
+		gen_offload();
+	else if (!strcmp(t, "fuzz_fe_replies"))
+		gen_fe_replies();
 	else {
 		fprintf(stderr, "gen_corpus: unknown target %s\n", t);
 		failures++;

@@ -2,7 +2,8 @@
 /* What the files of gen_corpus share: the output (save), the datapath seed builder and the
  * generator of each target. gen_corpus.c: output, scenario, differential and trace-parser
  * seeds, main; gen_dp_seeds.c: the datapath seed builder and the well-formed seeds;
- * gen_dp_hostile.c: one datapath seed per hostile class; gen_vu_seeds.c: fuzz_vhost_user. */
+ * gen_dp_hostile.c: one datapath seed per hostile class; gen_vu_seeds.c: fuzz_vhost_user;
+ * gen_offload_seeds.c: fuzz_offload; gen_fe_seeds.c: fuzz_fe_replies. */
 #ifndef VL_GEN_CORPUS_H
 #define VL_GEN_CORPUS_H
 
@@ -49,5 +50,7 @@ void good_then_burst(struct seed *sd, uint16_t off);
 void gen_datapath(const char *target, bool packed, bool rx);
 void gen_dp_hostile(const char *target, bool packed, bool rx);
 void gen_vhost_user(void);
+void gen_offload(void); /* gen_offload_seeds.c */
+void gen_fe_replies(void); /* gen_fe_seeds.c */
 
 #endif

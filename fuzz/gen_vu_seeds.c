@@ -14,16 +14,16 @@
 	 VU_F(VL_F_RING_EVENT_IDX) | VU_F(VL_F_RING_INDIRECT_DESC) |                           \
 	 VU_F(VL_VU_F_PROTOCOL_FEATURES))
 
-/* DPDK virtio-user's start-up sequence (real-front-ends.md) for `nrings` rings of `qsize`. */
-static void vu_dpdk(struct fz_out *o, bool packed, uint64_t features, uint32_t nrings,
-		    uint32_t qsize)
+#define VU_DPDK_PROTO                                                                        \
+	(VL_FEATURE(VL_VU_PROTOCOL_F_MQ) | VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |             \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) | VL_FEATURE(VL_VU_PROTOCOL_F_LOG_SHMFD) |          \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_MTU) | VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS))
+
+/* DPDK virtio-user's start-up sequence (real-front-ends.md) for `nrings` rings of `qsize`,
+ * negotiating the protocol features `proto`. */
+static void vu_start(struct fz_out *o, bool packed, uint64_t features, uint32_t nrings,
+		     uint32_t qsize, uint64_t proto)
 {
-	const uint64_t proto = VL_FEATURE(VL_VU_PROTOCOL_F_MQ) |
-			       VL_FEATURE(VL_VU_PROTOCOL_F_REPLY_ACK) |
-			       VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) |
-			       VL_FEATURE(VL_VU_PROTOCOL_F_LOG_SHMFD) |
-			       VL_FEATURE(VL_VU_PROTOCOL_F_MTU) |
-			       VL_FEATURE(VL_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS);
 	uint64_t st = 0xb;
 
 	if (packed)
@@ -45,6 +45,12 @@ static void vu_dpdk(struct fz_out *o, bool packed, uint64_t features, uint32_t n
 		fzvu_state(o, FZ_VU_SET_VRING_ENABLE, q, 1);
 	st = 0xf;
 	fzvu_msg(o, FZ_VU_SET_STATUS, FZ_VU_VERSION | FZ_VU_NEED_REPLY, NULL, 0, &st, 8);
+}
+
+static void vu_dpdk(struct fz_out *o, bool packed, uint64_t features, uint32_t nrings,
+		    uint32_t qsize)
+{
+	vu_start(o, packed, features, nrings, qsize, VU_DPDK_PROTO);
 }
 
 /* Guest buffers both ways, then bursts. */
@@ -369,6 +375,83 @@ static void vu_body_cut(struct fz_out *o, bool packed)
 	vu_traffic(o, 2);
 }
 
+/* ---- lifecycle (lifecycle-recipes.md): reset, restart, announce, memory changes live -- */
+
+#define VU_LIFE_PROTO                                                                        \
+	(VU_DPDK_PROTO | VL_FEATURE(VL_VU_PROTOCOL_F_RARP) |                                    \
+	 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE))
+
+/* SET_STATUS 0 mid-traffic (the driver resets the device), then a full restart. */
+static void vu_body_status_reset(struct fz_out *o, bool packed)
+{
+	uint64_t st = 0;
+
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_LIFE_PROTO);
+	vu_traffic(o, 2);
+	fzvu_msg(o, FZ_VU_SET_STATUS, FZ_VU_VERSION | FZ_VU_NEED_REPLY, NULL, 0, &st, 8);
+	fzvu_none(o, FZ_VU_GET_STATUS);
+	fzvu_burst(o, 4, 100); /* nothing may move on a reset device */
+	vu_start(o, packed, VU_NET_FEATURES, 2, 128, VU_LIFE_PROTO);
+	vu_traffic(o, 2);
+}
+
+/* RESET_DEVICE while buffers are posted, then a restart in the other ring size; and once
+ * more without the protocol feature that allows it. */
+static void vu_body_reset_device(struct fz_out *o, bool packed)
+{
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_LIFE_PROTO);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_post(o, 0, 8, 1024);
+	fzvu_msg(o, FZ_VU_RESET_DEVICE, FZ_VU_VERSION | FZ_VU_NEED_REPLY, NULL, 0, NULL, 0);
+	fzvu_burst(o, 4, 100);
+	vu_start(o, packed, VU_NET_FEATURES, 2, 256, VU_LIFE_PROTO);
+	vu_traffic(o, 2);
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_DPDK_PROTO);
+	fzvu_none(o, FZ_VU_RESET_DEVICE);
+	vu_traffic(o, 2);
+}
+
+/* SEND_RARP after a migration: the MAC in the payload's first 6 bytes, a short payload, and
+ * without the RARP protocol feature. */
+static void vu_body_rarp(struct fz_out *o, bool packed)
+{
+	const uint8_t mac[8] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0, 0};
+
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_LIFE_PROTO);
+	vu_traffic(o, 2);
+	fzvu_msg(o, FZ_VU_SEND_RARP, FZ_VU_VERSION | FZ_VU_NEED_REPLY, NULL, 0, mac, 8);
+	fzvu_msg(o, FZ_VU_SEND_RARP, FZ_VU_VERSION, NULL, 0, mac, 6);
+	vu_traffic(o, 2);
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_DPDK_PROTO);
+	fzvu_msg(o, FZ_VU_SEND_RARP, FZ_VU_VERSION | FZ_VU_NEED_REPLY, NULL, 0, mac, 8);
+}
+
+/* Memory regions removed and added while the rings run (two regions: the rings and the
+ * first buffers in the lower one), a log base and LOG_ALL in between, the region holding
+ * the rings removed (refused while they run), then the rings stopped by GET_VRING_BASE. */
+static void vu_body_mem_live(struct fz_out *o, bool packed)
+{
+	uint64_t log[2] = {4096, 0};
+	uint8_t kind = FZ_VU_FD_LOG;
+	const uint64_t f = VU_NET_FEATURES | (packed ? VU_F(VL_F_RING_PACKED) : 0);
+
+	vu_start(o, packed, VU_NET_FEATURES, 2, 64, VU_LIFE_PROTO);
+	fzvu_mem_table(o, 2);
+	fzvu_post(o, 1, 8, 300);
+	fzvu_mem_reg(o, FZ_VU_REM_MEM_REG, FZ_VU_MEM_SIZE / 2, FZ_VU_MEM_SIZE / 2);
+	fzvu_burst(o, 4, 200);
+	fzvu_mem_reg(o, FZ_VU_ADD_MEM_REG, FZ_VU_MEM_SIZE / 2, FZ_VU_MEM_SIZE / 4);
+	fzvu_mem_reg(o, FZ_VU_ADD_MEM_REG, 3 * FZ_VU_MEM_SIZE / 4, FZ_VU_MEM_SIZE / 4);
+	fzvu_msg(o, FZ_VU_SET_LOG_BASE, FZ_VU_VERSION | FZ_VU_NEED_REPLY, &kind, 1, log, 16);
+	fzvu_u64(o, FZ_VU_SET_FEATURES, f | VU_F(VL_VU_F_LOG_ALL));
+	vu_traffic(o, 2);
+	fzvu_mem_reg(o, FZ_VU_REM_MEM_REG, 0, FZ_VU_MEM_SIZE / 2);
+	fzvu_mem_reg(o, FZ_VU_REM_MEM_REG, 3 * FZ_VU_MEM_SIZE / 4, FZ_VU_MEM_SIZE / 4);
+	fzvu_burst(o, 4, 300);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 1, 0);
+	fzvu_state(o, FZ_VU_GET_VRING_BASE, 0, 0);
+}
+
 void gen_vhost_user(void)
 {
 	for (int packed = 0; packed < 2; packed++) {
@@ -383,6 +466,10 @@ void gen_vhost_user(void)
 		vu_seed("lifecycle-bad", packed, vu_body_lifecycle_bad);
 		vu_seed("log-early", packed, vu_body_log_early);
 		vu_seed("inflight", packed, vu_body_inflight);
+		vu_seed("lifecycle-status-reset", packed, vu_body_status_reset);
+		vu_seed("lifecycle-reset-device", packed, vu_body_reset_device);
+		vu_seed("lifecycle-rarp", packed, vu_body_rarp);
+		vu_seed("lifecycle-mem-live", packed, vu_body_mem_live);
 	}
 }
 

@@ -3,7 +3,7 @@
 #
 #   fuzz/run.sh [--seconds N] [--build DIR] [--corpus DIR] [--json] [TARGET...]
 #
-# For each target (default: all eight): replay every input it has -- the generated seeds, the
+# For each target (default: all ten): replay every input it has -- the generated seeds, the
 # persistent corpus and the named regressions in fuzz/regressions/<target>/ -- where any crash
 # is a failure, then fuzz for N seconds (default 60) into the persistent corpus, and print a
 # table: target, executions, exec/s, corpus size (files), coverage (libFuzzer's final "cov:"),
@@ -13,7 +13,8 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ALL_TARGETS=(fuzz_split_dequeue fuzz_split_enqueue fuzz_packed_dequeue fuzz_packed_enqueue
-             fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user)
+             fuzz_scenario fuzz_differential fuzz_trace_parse fuzz_vhost_user fuzz_offload
+             fuzz_fe_replies)
 SECONDS_PER_TARGET=60
 BUILD="$ROOT/build/fuzz"
 WORK="$ROOT/build/fuzz-corpus"

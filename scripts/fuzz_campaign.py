@@ -42,7 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ALL_TARGETS = ["fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue",
                "fuzz_packed_enqueue", "fuzz_scenario", "fuzz_differential",
-               "fuzz_trace_parse", "fuzz_vhost_user"]
+               "fuzz_trace_parse", "fuzz_vhost_user", "fuzz_offload",
+               "fuzz_fe_replies"]
 # Targets `vhostlab trace from-fuzz` converts (docs/cli.md).
 TRACEABLE = {"fuzz_split_dequeue", "fuzz_split_enqueue", "fuzz_packed_dequeue",
              "fuzz_packed_enqueue", "fuzz_scenario"}

@@ -12,7 +12,10 @@
 /* addr: sel u8, then by sel % 8 (dp_format.h). */
 static uint64_t dec_addr(const struct lab_hg *hg, struct fz_in *in)
 {
-	uint64_t ram = lab_hg_ram_gpa(hg);
+	/* hg is NULL when only the operations' extents are wanted (fz_dp_op_starts). */
+	const uint64_t ram = hg ? lab_hg_ram_gpa(hg) : 0;
+	const uint64_t ring = hg ? lab_hg_ring_gpa(hg) : 0;
+	const uint64_t hole = hg ? lab_hg_hole_gpa(hg) : 0;
 
 	switch (fz_u8(in) % 8) {
 	case 0:
@@ -20,14 +23,14 @@ static uint64_t dec_addr(const struct lab_hg *hg, struct fz_in *in)
 	case 2:
 		return ram + fz_u16(in) % (FZ_DP_RAM + 0x100u);
 	case 3:
-		return lab_hg_ring_gpa(hg) + fz_u16(in) % FZ_DP_RING_AREA;
+		return ring + fz_u16(in) % FZ_DP_RING_AREA;
 	case 4: {
 		uint64_t page = fz_u8(in) % 17u;
 
 		return ram + page * LAB_PAGE_SIZE - fz_u8(in);
 	}
 	case 5:
-		return lab_hg_hole_gpa(hg) + fz_u16(in);
+		return hole + fz_u16(in);
 	case 6:
 		return fz_u64(in);
 	default:
@@ -151,6 +154,25 @@ static void dec_op(const struct lab_hg *hg, struct fz_in *in, enum fz_op op, boo
 		break;
 	}
 	}
+}
+
+size_t fz_dp_op_starts(const uint8_t *data, size_t size, enum vl_layout layout, bool rx,
+		       size_t *starts, size_t max)
+{
+	struct fz_in in = fz_in_make(data, size);
+	size_t n = 0;
+
+	in.off = FZ_DP_HDR_LEN;
+	for (uint32_t ops = 0; ops < FZ_DP_MAX_OPS && fz_more(&in) && n < max; ops++) {
+		struct lab_hg_action a;
+
+		starts[n++] = in.off;
+		enum fz_op op = (enum fz_op)(fz_u8(&in) % FZ_OP__COUNT);
+
+		memset(&a, 0, sizeof(a));
+		dec_op(NULL, &in, op, layout == VL_LAYOUT_SPLIT, rx, &a);
+	}
+	return n;
 }
 
 static bool fz_trace(void)

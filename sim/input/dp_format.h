@@ -203,4 +203,10 @@ void fz_enc_op0(struct fz_out *o, enum fz_op op);               /* COMPLETE SETM
 /* Run one datapath input: layout and direction fixed by the target. */
 int fz_dp_run(const uint8_t *data, size_t size, enum vl_layout layout, bool rx);
 
+/* Where each operation of a datapath input starts (byte offsets, the opcode's; at most max,
+ * as many as fz_dp_run would decode), read the way the decoder reads them: what the
+ * structure-aware mutator (fuzz/dp_mutator.c) cuts and splices at. Returns the count. */
+size_t fz_dp_op_starts(const uint8_t *data, size_t size, enum vl_layout layout, bool rx,
+		       size_t *starts, size_t max);
+
 #endif

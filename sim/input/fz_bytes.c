@@ -127,22 +127,31 @@ void fz_put8(struct fz_out *o, uint8_t v)
 	fz_put_bytes(o, &v, 1);
 }
 
+/* Multi-byte values go in with one fz_put_bytes each: the differential target logs every
+ * record through these, and four calls (capacity check and copy) per 32-bit value were a
+ * tenth of its time. */
+static void put_le(struct fz_out *o, uint64_t v, size_t n)
+{
+	uint8_t b[8];
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	fz_put_bytes(o, b, n);
+}
+
 void fz_put16(struct fz_out *o, uint16_t v)
 {
-	fz_put8(o, (uint8_t)v);
-	fz_put8(o, (uint8_t)(v >> 8));
+	put_le(o, v, 2);
 }
 
 void fz_put32(struct fz_out *o, uint32_t v)
 {
-	fz_put16(o, (uint16_t)v);
-	fz_put16(o, (uint16_t)(v >> 16));
+	put_le(o, v, 4);
 }
 
 void fz_put64(struct fz_out *o, uint64_t v)
 {
-	fz_put32(o, (uint32_t)v);
-	fz_put32(o, (uint32_t)(v >> 32));
+	put_le(o, v, 8);
 }
 
 int fz_out_save(const struct fz_out *o, const char *dir, const char *name)

@@ -13,7 +13,8 @@
 
 /* flags u8 (FZ_SC_F_*), mode u8 (bits 0-1 faults, 2-3 granularity code: coarse, 4 KiB,
  * 8 KiB, 64 KiB; 4-6 batch code), queue size code u8 (split 2 << (q % 8), packed 2 + q),
- * burst u8 (1 + b % 64), packets u8 (50 + p % 151), containment u8 (1 + c % 16), seed u64,
+ * burst u8 (1 + b % 64), packets u8 (short run: 8 + p % 25; long run: 50 + p % 151),
+ * containment u8 (period 1 + c % 16; high nibble 0xf: a long run, fz_sc_is_long), seed u64,
  * nsizes u8 (1 + n % 8), nsizes x size u16 (0 reads as 1). */
 #define FZ_SC_F_PACKED (1u << 0)
 #define FZ_SC_F_MERGEABLE (1u << 1)
@@ -33,6 +34,8 @@ struct fz_sc_input {
 };
 
 void fz_enc_scenario(struct fz_out *o, const struct fz_sc_input *s);
+/* Whether a containment byte asks for a long run (sc_run.c: 50..200 packets, 16 MiB). */
+bool fz_sc_is_long(uint8_t containment);
 void fz_dec_scenario(struct fz_in *in, struct fz_sc_input *s);
 
 /* ---- fuzz_differential input --------------------------------------------------------- */

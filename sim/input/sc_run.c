@@ -2,7 +2,8 @@
 /* The fuzz_scenario input run: the bytes decoded into a valid-but-odd lab_scenario_config --
  * ring layout, mergeable, indirect, in-order, event idx, VERSION_1, zero-copy, dirty log,
  * fault mode, batching threshold, guest RAM granularity, queue size, burst, containment scan
- * period, seed, 50..200 packets each way and up to 8 packet sizes -- and lab_scenario_run,
+ * period, seed, 8..32 packets each way (a long run: 50..200) and up to 8 packet sizes -- and
+ * lab_scenario_run,
  * which applies every oracle of the lab. Any oracle failure calls fz_fail. Format: struct
  * fz_sc_input (sc_df_format.h) and fuzz/README.md. */
 #include <stdio.h>
@@ -17,9 +18,29 @@
 
 /* Guest RAM a run may ask for (the lab sizes it from queue size, burst and packet sizes);
  * beyond it the queue, then the burst, then the sizes are scaled down so every input stays
- * fast. 4 KiB regions cost two mappings each: less there. */
+ * fast. 4 KiB regions cost two mappings each: less there. A short run (below) gets a
+ * quarter of it, less the megabyte every run has (ram_estimate's last term). */
 #define FZ_SC_RAM_MAX (16ull << 20)
 #define FZ_SC_RAM_MAX_4K (4ull << 20)
+#define FZ_SC_RAM_SHORT (4ull << 20)
+#define FZ_SC_RAM_SHORT_4K (2ull << 20)
+
+/* Short and long runs. A run's time is set up plus packets times their size, and the long
+ * runs (50..200 packets each way, up to 16 MiB of guest RAM) took 10..500 ms each: about 10
+ * executions per second. Most inputs are now short runs of 8..32 packets each way in at most
+ * a quarter of that RAM; an input is a long run, exactly as before, only when the high
+ * nibble of its containment byte (unused: the period is 1 + c % 16) is all ones, so about
+ * one random input in 16 is long and the depth the earlier findings needed (a hundred and
+ * more packets behind zero-copy leases, 58 KiB packets against a full RX ring) stays
+ * reachable. The regression inputs carry that nibble. */
+#define FZ_SC_LONG_NIBBLE 0xf0u
+#define FZ_SC_SHORT_MIN 8u
+#define FZ_SC_SHORT_SPAN 25u /* 8..32 packets */
+
+bool fz_sc_is_long(uint8_t containment)
+{
+	return (containment & FZ_SC_LONG_NIBBLE) == FZ_SC_LONG_NIBBLE;
+}
 
 /* The lab's own estimate (sim/scenario.c, ram_needed), kept in step by hand: a mismatch
  * only changes which inputs get scaled down. */
@@ -61,7 +82,10 @@ static void decode(const uint8_t *data, size_t size, struct lab_scenario_config 
 	/* Split sizes are powers of two (2..256); packed any size 2..257. */
 	c->queue_size = c->layout == VL_LAYOUT_SPLIT ? 2u << (s.qsize % 8) : 2u + s.qsize;
 	c->burst = 1u + s.burst % 64u;
-	c->packets = 50u + s.packets % 151u;
+	const bool long_run = fz_sc_is_long(s.containment);
+
+	c->packets = long_run ? 50u + s.packets % 151u
+			      : FZ_SC_SHORT_MIN + s.packets % FZ_SC_SHORT_SPAN;
 	c->containment_every = 1u + s.containment % 16u;
 	c->seed = s.seed;
 	c->nsizes = 1u + s.nsizes % FZ_SC_MAX_SIZES;
@@ -70,8 +94,12 @@ static void decode(const uint8_t *data, size_t size, struct lab_scenario_config 
 	c->progress = NULL;
 
 	uint32_t hdr_len = (c->mergeable || c->modern || c->layout == VL_LAYOUT_PACKED) ? 12 : 10;
-	uint64_t limit = c->granularity == 4096 ? FZ_SC_RAM_MAX_4K : FZ_SC_RAM_MAX;
+	const bool g4k = c->granularity == 4096;
+	const uint64_t limit = long_run ? (g4k ? FZ_SC_RAM_MAX_4K : FZ_SC_RAM_MAX)
+					: (g4k ? FZ_SC_RAM_SHORT_4K : FZ_SC_RAM_SHORT);
 
+	/* Each step shrinks something until queue 8, burst 4 and every size 2, whose estimate
+	 * (about 1.1 MiB) is below every limit: the loop ends. */
 	while (ram_estimate(c, hdr_len) > limit) {
 		if (c->queue_size > 8) {
 			c->queue_size /= 2; /* a power of two stays one */
