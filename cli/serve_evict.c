@@ -82,7 +82,7 @@ void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, dou
 	}
 }
 
-void serve_evict_tick(struct serve *s, double now)
+void serve_evict_tick_pair(struct serve *s, uint32_t q, double now)
 {
 	if (!tuned(s))
 		return;
@@ -90,15 +90,18 @@ void serve_evict_tick(struct serve *s, double now)
 
 	for (uint32_t i = 0; i < s->nports; i++) {
 		struct serve_port *p = &s->port[i];
+		struct serve_pair *sp = &p->pairs[q];
+		struct vl_vq *vq = sp->vq[SERVE_RING_TX];
 
-		for (uint32_t q = 0; q < s->o.queues; q++) {
-			struct serve_pair *sp = &p->pairs[q];
-			struct vl_vq *vq = sp->vq[SERVE_RING_TX];
-
-			if (!vq)
-				continue;
-			apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns, moved(vq)));
-			announce(s, p, q);
-		}
+		if (!vq)
+			continue;
+		apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns, moved(vq)));
+		announce(s, p, q);
 	}
+}
+
+void serve_evict_tick(struct serve *s, double now)
+{
+	for (uint32_t q = 0; q < s->o.queues; q++)
+		serve_evict_tick_pair(s, q, now);
 }
