@@ -6,7 +6,10 @@
  * (dequeue from the pair's TX ring, enqueue into its RX ring: loopback). Meanwhile the main
  * thread, the control thread, sends the front end's control messages the way they reach a
  * running device: new memory tables, rings stopped with GET_VRING_BASE and restarted,
- * SET_VRING_ENABLE 0 / 1, a dirty log started and stopped. Before each message it pauses
+ * SET_VRING_ENABLE 0 / 1, a dirty log started and stopped, SET_STATUS 0 (every ring stopped
+ * where it is, then restarted from GET_VRING_BASE with DRIVER_OK) and RESET_DEVICE (every
+ * ring forgotten: the guest sets its rings up anew, and what was in flight is given up,
+ * the one place the byte oracle's count starts over). Before each message it pauses
  * every worker at a burst boundary (vl_vq_gate_pause), lets the device handle it, and
  * resumes them; the workers fetch their queues again after a pause.
  *
@@ -200,6 +203,13 @@ static void *worker_main(void *arg)
 
 /* ---- the control thread's messages ------------------------------------------------------ */
 
+enum op { OP_MEM_TABLE, OP_RING, OP_ENABLE, OP_LOG, OP_STATUS, OP_RESET, OP__COUNT };
+
+static const char *const op_names[OP__COUNT] = {
+	"table swaps", "ring stops/starts", "enable toggles", "log toggles",
+	"status 0 / restarts", "device resets",
+};
+
 struct control {
 	struct vuf *f;
 	struct worker w[PAIRS];
@@ -212,7 +222,9 @@ struct control {
 	uint16_t base[2 * PAIRS];
 	uint32_t base_hi[2 * PAIRS];
 	uint64_t features;               /* negotiated at the start (LOG_ALL toggled) */
-	uint64_t ops[4];
+	enum vl_layout layout;
+	bool status_off;                 /* SET_STATUS 0 sent, rings not restarted yet */
+	uint64_t ops[OP__COUNT];
 };
 
 static void pause_all(struct control *c)
@@ -247,8 +259,9 @@ static void op_mem_table(struct control *c, uint32_t k)
 	assert_int_equal(vuf_mem_table(c->f, r, n), VL_OK);
 }
 
-/* Ring q restarts where it stopped: NUM, BASE, ADDR, a new KICK, ENABLE. */
-static void ring_restart(struct control *c, uint32_t q);
+/* Ring q restarts where it stopped: NUM, BASE, ADDR, a new KICK, ENABLE; its queue is back
+ * at once unless the status still waits for DRIVER_OK (expect_ready false). */
+static void ring_restart(struct control *c, uint32_t q, bool expect_ready);
 
 /* GET_VRING_BASE stops a ring (its queue is destroyed); the next time, it restarts. One ring
  * at a time is stopped, so traffic keeps moving on most rings. */
@@ -258,7 +271,7 @@ static void op_ring(struct control *c, uint32_t k)
 
 	for (uint32_t r = 0; r < 2 * PAIRS; r++) {
 		if (c->stopped[r]) {
-			ring_restart(c, r);
+			ring_restart(c, r, true);
 			return;
 		}
 	}
@@ -277,7 +290,7 @@ static void op_ring(struct control *c, uint32_t k)
 	}
 }
 
-static void ring_restart(struct control *c, uint32_t q)
+static void ring_restart(struct control *c, uint32_t q, bool expect_ready)
 {
 	struct vuf *f = c->f;
 	uint64_t d, a, u;
@@ -293,8 +306,10 @@ static void ring_restart(struct control *c, uint32_t q)
 	assert_true(f->kick[q] >= 0);
 	assert_int_equal(vuf_ring_fd(f, VUF_SET_VRING_KICK, q, f->kick[q]), VL_OK);
 	assert_int_equal(vuf_state(f, VUF_SET_VRING_ENABLE, q, 1), VL_OK);
-	assert_non_null(vl_vu_dev_queue(f->dev, q));
+	if (expect_ready)
+		assert_non_null(vl_vu_dev_queue(f->dev, q));
 	c->stopped[q] = false;
+	c->disabled[q] = false;
 }
 
 static void set_enable(struct control *c, uint32_t q, bool on)
@@ -347,6 +362,84 @@ static void op_log(struct control *c)
 	}
 }
 
+static void set_status(struct control *c, uint64_t status)
+{
+	assert_int_equal(vuf_msg(c->f, VUF_SET_STATUS, VUF_F_VERSION | VUF_F_NEED_REPLY, &status, 8,
+				 NULL, 0), VL_OK);
+	assert_int_equal(vuf_reply(c->f, VUF_SET_STATUS, NULL), 0);
+}
+
+/* Every ring running and enabled again (before a status 0 or a reset, so that each ring
+ * is in the one state those start from). */
+static void all_running(struct control *c)
+{
+	for (uint32_t q = 0; q < 2 * PAIRS; q++) {
+		if (c->disabled[q])
+			set_enable(c, q, true);
+		if (c->stopped[q])
+			ring_restart(c, q, true);
+	}
+}
+
+/* SET_STATUS 0: every ring stops where it is (QEMU stopping the device); the next time,
+ * GET_VRING_BASE of each and its restart from there, then DRIVER_OK starts them all. */
+static void op_status(struct control *c)
+{
+	struct vuf *f = c->f;
+
+	if (!c->status_off) {
+		all_running(c);
+		set_status(c, 0);
+		for (uint32_t q = 0; q < 2 * PAIRS; q++)
+			assert_null(vl_vu_dev_queue(f->dev, q));
+		c->status_off = true;
+		return;
+	}
+	for (uint32_t q = 0; q < 2 * PAIRS; q++) {
+		uint32_t size;
+		uint64_t v;
+
+		assert_int_equal(vuf_state(f, VUF_GET_VRING_BASE, q, 0), VL_OK);
+		v = vuf_reply(f, VUF_GET_VRING_BASE, &size);
+		c->base_hi[q] = (uint32_t)v;
+		ring_restart(c, q, false);
+	}
+	set_status(c, 0xf);
+	for (uint32_t q = 0; q < 2 * PAIRS; q++)
+		assert_non_null(vl_vu_dev_queue(f->dev, q));
+	c->status_off = false;
+}
+
+/* RESET_DEVICE: the device forgets its rings and features (and the log). The guest sets its
+ * rings up from scratch, as a driver reloading would; what was in flight is gone, so each
+ * worker's guest expects the packets it sends from now on, and the back end's packets
+ * waiting for room are freed (the workers are paused: their state is ours to change). */
+static void op_reset(struct control *c)
+{
+	struct vuf *f = c->f;
+
+	all_running(c);
+	assert_int_equal(vuf_none(f, VUF_RESET_DEVICE), VL_OK);
+	for (uint32_t q = 0; q < 2 * PAIRS; q++)
+		assert_null(vl_vu_dev_queue(f->dev, q));
+	assert_int_equal(vuf_u64(f, VUF_SET_FEATURES, c->features), VL_OK);
+	c->log_on = false;
+	for (uint32_t q = 0; q < 2 * PAIRS; q++) {
+		vuf_ring_init(f, q, c->layout, QSIZE, false);
+		vuf_ring_setup(f, q);
+		assert_int_equal(vuf_state(f, VUF_SET_VRING_ENABLE, q, 1), VL_OK);
+		assert_non_null(vl_vu_dev_queue(f->dev, q));
+	}
+	for (uint32_t i = 0; i < PAIRS; i++) {
+		struct worker *w = &c->w[i];
+
+		vl_pkt_free_bulk(w->pend, w->npend);
+		w->npend = 0;
+		w->seq_recv = w->seq_sent;
+		w->log_on = false;
+	}
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -367,11 +460,13 @@ static double stress_seconds(void)
  * thread until every packet sent came back. */
 static void drain(struct control *c)
 {
+	if (c->status_off)
+		op_status(c);
 	for (uint32_t q = 0; q < 2 * PAIRS; q++) {
 		if (c->disabled[q])
 			set_enable(c, q, true);
 		if (c->stopped[q])
-			ring_restart(c, q);
+			ring_restart(c, q, true);
 	}
 	for (uint32_t i = 0; i < PAIRS; i++) {
 		struct worker *w = &c->w[i];
@@ -408,10 +503,12 @@ static void run(enum vl_layout layout)
 	uint64_t feat = FEATURES | (layout == VL_LAYOUT_PACKED ? F(VL_F_RING_PACKED) : 0);
 
 	c.features = feat;
+	c.layout = layout;
 	vuf_dpdk_start(&f, feat, layout, QSIZE, 2 * PAIRS);
 	assert_int_equal(vuf_u64(&f, VUF_SET_PROTOCOL_FEATURES,
 				 F(VL_VU_PROTOCOL_F_MQ) | F(VL_VU_PROTOCOL_F_LOG_SHMFD) |
-					 F(VL_VU_PROTOCOL_F_REPLY_ACK) | F(VL_VU_PROTOCOL_F_STATUS)),
+					 F(VL_VU_PROTOCOL_F_REPLY_ACK) | F(VL_VU_PROTOCOL_F_STATUS) |
+					 F(VL_VU_PROTOCOL_F_RESET_DEVICE)),
 			 VL_OK);
 	c.log_fd = memfd_create("stress-log", MFD_CLOEXEC);
 	assert_true(c.log_fd >= 0);
@@ -433,7 +530,7 @@ static void run(enum vl_layout layout)
 		assert_int_equal(pthread_create(&c.w[i].thread, NULL, worker_main, &c.w[i]), 0);
 
 	double end = now_s() + stress_seconds();
-	uint32_t k = 0;
+	uint32_t k = 0, turn = 0;   /* messages sent; turns of the rotation */
 	unsigned rng = 12345;
 
 	while (now_s() < end && !atomic_load(&failed)) {
@@ -441,13 +538,33 @@ static void run(enum vl_layout layout)
 		rng = rng * 1103515245u + 12345u;
 		usleep((rng >> 16) % 500);
 		pause_all(&c);
-		uint32_t op = k % 4;
+		/* Mostly the messages of a running device, in turn; every 16th a status 0,
+		 * every 32nd a reset. A ring stopped, a ring disabled or a status 0 is undone
+		 * by the next message, so the workers run with it for one gap between two
+		 * messages and traffic keeps flowing most of the time. */
+		bool stopped = false, disabled = false;
+
+		for (uint32_t q = 0; q < 2 * PAIRS; q++) {
+			stopped |= c.stopped[q];
+			disabled |= c.disabled[q];
+		}
+		enum op op;
+
+		if (c.status_off || stopped || disabled) {
+			op = c.status_off ? OP_STATUS : stopped ? OP_RING : OP_ENABLE;
+		} else {
+			op = turn % 32 == 31 ? OP_RESET : turn % 16 == 15 ? OP_STATUS :
+			     (enum op)(turn % 4);
+			turn++;
+		}
 
 		switch (op) {
-		case 0: op_mem_table(&c, k / 4); break;
-		case 1: op_ring(&c, k / 4); break;
-		case 2: op_enable(&c, k / 4); break;
-		default: op_log(&c); break;
+		case OP_MEM_TABLE: op_mem_table(&c, turn / 4); break;
+		case OP_RING: op_ring(&c, turn / 4); break;
+		case OP_ENABLE: op_enable(&c, turn / 4); break;
+		case OP_LOG: op_log(&c); break;
+		case OP_STATUS: op_status(&c); break;
+		default: op_reset(&c); break;
 		}
 		c.ops[op]++;
 		resume_all(&c);
@@ -484,11 +601,11 @@ static void run(enum vl_layout layout)
 		while (w->npend)
 			vl_pkt_free(w->pend[--w->npend]);
 	}
-	printf("%s: %" PRIu64 " table swaps, %" PRIu64 " ring stops/starts, %" PRIu64
-	       " enable toggles, %" PRIu64 " log toggles\n",
-	       layout == VL_LAYOUT_PACKED ? "packed" : "split", c.ops[0], c.ops[1], c.ops[2],
-	       c.ops[3]);
-	for (int op = 0; op < 4; op++)
+	printf("%s: %u messages:", layout == VL_LAYOUT_PACKED ? "packed" : "split", k);
+	for (int op = 0; op < OP__COUNT; op++)
+		printf("%s %" PRIu64 " %s", op ? "," : "", c.ops[op], op_names[op]);
+	printf("\n");
+	for (int op = 0; op < OP__COUNT; op++)
 		assert_true(c.ops[op] > 0);
 	assert_true(log_checked > 0);
 	vuf_fini(&f);
