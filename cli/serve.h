@@ -20,6 +20,7 @@
 #ifndef VL_CLI_SERVE_H
 #define VL_CLI_SERVE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -244,7 +245,9 @@ struct serve {
 	 * share of serve's time the front end kept it waiting. last_idle: at the last live
 	 * statistics line. */
 	double idle, last_idle;
-	bool evict_unsupported_told;   /* --evict: the CPU cannot, said once */
+	/* --evict: the CPU cannot, said once (atomic: with --threads, every worker's evict
+	 * tuner may find it out at once). */
+	atomic_bool evict_unsupported_told;
 	struct serve_worker *workers;  /* --threads: nworkers of them, else NULL */
 	uint32_t nworkers;
 	uint32_t pause_depth;          /* serve_threads_pause calls not yet resumed */
@@ -414,7 +417,7 @@ bool serve_threads_start(struct serve *s);
 void serve_threads_stop(struct serve *s);
 void serve_threads_pause(struct serve *s);
 void serve_threads_resume(struct serve *s);
-/* One round of the worker `pair` belongs to would run it (the loop skips it then). */
+/* --threads: the workers run the pairs, their kicks and evict tuners (the loop does not). */
 static inline bool serve_threaded(const struct serve *s)
 {
 	return s->workers != NULL;

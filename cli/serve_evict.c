@@ -39,9 +39,9 @@ static void apply(struct serve *s, struct serve_port *p, struct vl_vq *vq, bool 
 		vl_vq_set_tx_prefetch(vq, wanted(s->o.prefetch, tuner_on));
 	if (vl_vq_evict_reads(vq) == evict)
 		return;
-	if (vl_vq_set_evict_reads(vq, evict) == VL_OK || s->evict_unsupported_told)
+	if (vl_vq_set_evict_reads(vq, evict) == VL_OK ||
+	    atomic_exchange_explicit(&s->evict_unsupported_told, true, memory_order_relaxed))
 		return;
-	s->evict_unsupported_told = true;
 	serve_event(s, "evict", p, "this CPU has no CLFLUSHOPT: --evict %s runs without "
 		    "evicting", s->o.evict == SERVE_EVICT_ON ? "on" : "auto");
 }

@@ -150,6 +150,8 @@ bool serve_threads_start(struct serve *s)
 		return false;
 	}
 	s->nworkers = n;
+	for (uint32_t i = 0; i < n; i++)
+		s->workers[i].wake_fd = -1;  /* serve_threads_stop closes only what was opened */
 	/* Rings per worker: two per pair it owns, of every port; plus its wake-up. */
 	uint32_t cap = 1 + 2 * s->nports * ((s->o.queues + n - 1) / n);
 
