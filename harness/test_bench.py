@@ -454,6 +454,29 @@ def test_perf_gate_holds_a_thread_cell_to_its_one_thread_twin(tmp_path):
     assert "2 threads: 404.00 instructions/packet against 400.00 on one" in ok.stdout
 
 
+def test_thread_scaling_measures_both_thread_counts(vhostlab_fast, tmp_path):
+    """scripts/thread_scaling.py: packets per second of 1 and 2 threads, interleaved, and
+    instructions per packet of both, which must agree (the wall-clock ratio is only
+    reported: this machine may be busy)."""
+    if sanitizer_build(vhostlab_fast.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    out = tmp_path / "scaling.json"
+    res = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "thread_scaling.py"),
+                          "--bin", str(vhostlab_fast.path), "--rounds", "2", "--seconds",
+                          "0.05", "--json", str(out), "--", "--direction", "dequeue",
+                          "--layout", "split", "--sizes", "64"],
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    (cell,) = doc["cells"]
+    assert cell["cell"].startswith("dequeue/split/64/")
+    assert cell["mpps_1"]["min"] > 0 and cell["mpps_2"]["min"] > 0, cell
+    assert cell["ratio_of_medians"] > 0 and cell["round_ratios"]["min"] > 0, cell
+    assert cell["instr_per_pkt_2"] == pytest.approx(cell["instr_per_pkt_1"], rel=0.02), cell
+    assert cell["instr_goal_met"] is True, cell
+    assert "instructions/packet within 2 %: met" in res.stdout, res.stdout
+
+
 def test_committed_baseline_covers_the_gate_cells():
     base = json.loads((REPO_ROOT / "reports" / "baseline" / "instructions.json").read_text())
     assert base["build_type"] == "Release" and base["compiler"]
