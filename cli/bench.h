@@ -6,7 +6,8 @@
  *   bench_opts.c       options, value lists, the cartesian product of cells, --help
  *   bench_loop.c       one repetition of one cell: guest setup, the timed core loop, checks
  *   bench_report.c     statistics (median/min/max), the table and the JSON
- *   bench_callgrind.c  --instructions: re-run a cell under callgrind, core functions only */
+ *   bench_callgrind.c  --instructions: re-run a cell under callgrind, core functions only
+ *   bench_threads.c    --threads N: one repetition on N threads at once, each its own guest */
 #ifndef VL_BENCH_H
 #define VL_BENCH_H
 
@@ -18,6 +19,8 @@
 
 #define BENCH_MAX_LIST 16u
 #define BENCH_MAX_REPS 64u
+/* --threads: repetitions run on this many threads at once at most. */
+#define BENCH_MAX_THREADS 16u
 #define BENCH_MAX_CELLS 1024u
 /* --pieces: descriptors per TX chain (zero-copy takes up to VL_ZC_MAX_SEGS of them). */
 #define BENCH_MAX_PIECES 8u
@@ -80,6 +83,8 @@ struct bench_opts {
 	bool json;
 	bool quiet;
 	bool callgrind_child;    /* internal: we are the program callgrind runs */
+	uint32_t threads;        /* --threads: each repetition on this many threads at once,
+				  * each with its own guest, queues and pool (default 1) */
 };
 
 /* Parse the command line. Returns 0, or CLI_EXIT_USAGE after printing what was wrong
@@ -95,6 +100,12 @@ struct bench_rep {
 	uint64_t alloc_calls, alloc_bufs; /* dequeue queue's counters over the rep */
 	uint64_t checked_bytes;  /* payload bytes compared with what was sent */
 	uint64_t zc_packets;
+	/* Wall time of the measured loop (core and guest). With --threads N the counts and
+	 * times above are summed over the threads, wall_ns is the longest thread's, and
+	 * thread_wall_mpps[t] is thread t's packets over its own wall time. */
+	double wall_ns;
+	uint32_t threads;
+	double thread_wall_mpps[BENCH_MAX_THREADS];
 };
 
 /* Run one repetition of cell c. Returns 0, or -1 with a message in err when the core
@@ -102,6 +113,11 @@ struct bench_rep {
  * the setup failed. `warmup` calls run first, untimed. */
 int bench_run_rep(const struct bench_opts *o, const struct bench_cell *c, struct bench_rep *r,
 		  char *err, size_t errlen);
+/* One repetition of cell c on o->threads threads at once (bench_run_rep when 1), started
+ * together; r sums them (struct bench_rep). -1 when any thread's run failed (its message,
+ * naming the thread, in err) or a thread could not be started. */
+int bench_run_threads(const struct bench_opts *o, const struct bench_cell *c,
+		      struct bench_rep *r, char *err, size_t errlen);
 
 /* The core entry points as the bench calls them in the measured loop: out of line and under
  * names of their own, so that callgrind can collect exactly these (--toggle-collect) and

@@ -115,7 +115,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	}
 	snprintf(outarg, sizeof(outarg), "--callgrind-out-file=%s", outfile);
 
-	char size[16], batch[16], burst[16], qsize[16], packets[24], pieces[16],
+	char size[16], batch[16], burst[16], threads[16], qsize[16], packets[24], pieces[16],
 	     regions[16];
 
 	snprintf(size, sizeof(size), "%u", c->size);
@@ -126,6 +126,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 	else
 		snprintf(batch, sizeof(batch), "%u", c->batch);
 	snprintf(burst, sizeof(burst), "%u", o->burst);
+	snprintf(threads, sizeof(threads), "%u", o->threads ? o->threads : 1);
 	snprintf(qsize, sizeof(qsize), "%u", o->queue_size);
 	snprintf(packets, sizeof(packets), "%" PRIu64,
 		 o->packets ? o->packets : (uint64_t)INSTR_PACKETS_DEFAULT);
@@ -147,6 +148,7 @@ int bench_callgrind_cell(const struct bench_opts *o, const struct bench_cell *c,
 		"--indirect", (char *)onoff(c->indirect),
 		"--regions", regions,
 		"--burst", burst, "--queue-size", qsize, "--reps", "1", "--packets", packets,
+		"--threads", threads,
 		"--quiet", NULL,
 	};
 	char out[256];

@@ -856,6 +856,9 @@ int bench_run_rep(const struct bench_opts *o, const struct bench_cell *c, struct
 
 	r->packets = moved;
 	r->calls = calls;
+	r->wall_ns = wall;
+	r->threads = 1;
+	r->thread_wall_mpps[0] = wall > 0 ? (double)moved * 1e3 / wall : 0;
 	r->core_ns = meas.core_ns;
 	r->driver_ns = wall - meas.core_ns;
 	r->checked_bytes = moved / SAMPLE_EVERY * c->size;

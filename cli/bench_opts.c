@@ -59,6 +59,11 @@ static void bench_usage(FILE *out)
 		"  --seconds S        length of one repetition (default 0.2)\n"
 		"  --packets N        packets per repetition instead of a time (empty fill: calls\n"
 		"                     = N / burst)\n"
+		"  --threads N        run each repetition on N threads at once, 1..%u, each with\n"
+		"                     its own guest, queues and pool; times and counts are summed\n"
+		"                     over the threads, and wall_mpps (JSON; the table's 'wall\n"
+		"                     Mpps') is their packets per second together, guest work\n"
+		"                     included: compare --threads 2 with 1 (default 1)\n"
 		"  --quick            smoke run: 3 repetitions of 20000 packets (under a minute\n"
 		"                     with the default cells)\n"
 		"  --instructions     also count the core's instructions per packet: each cell runs\n"
@@ -75,7 +80,7 @@ static void bench_usage(FILE *out)
 		"\n"
 		"exit status: 0 measured, 1 the core misbehaved (the message names the cell and\n"
 		"packet) or a measurement failed, 2 usage error.\n",
-		BENCH_MAX_PIECES, BENCH_MAX_REGIONS, BENCH_MAX_REPS);
+		BENCH_MAX_PIECES, BENCH_MAX_REGIONS, BENCH_MAX_REPS, BENCH_MAX_THREADS);
 	fprintf(out, "\ncore: %s\n", cli_lab_core_note() ?
 		"the lab build (guest-load hooks; slower), which this program (vhostlab) runs\n"
 		"on: its numbers are the lab's, not production's. vhostlab-fast bench measures\n"
@@ -434,7 +439,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { O_DIR = 256, O_LAYOUT, O_SIZES, O_MRG, O_ORDER, O_BATCH, O_ZC, O_ALLOC, O_FILL, O_CSUM,
 	       O_PIECES, O_INDIRECT, O_REGIONS, O_BURST, O_QSIZE, O_REPS, O_SECS, O_PKTS, O_QUICK, O_INSTR,
-	       O_PROFILE, O_JSON, O_QUIET, O_CHILD };
+	       O_PROFILE, O_JSON, O_QUIET, O_CHILD, O_THREADS };
 	static const struct option longopts[] = {
 		{"direction", required_argument, NULL, O_DIR},
 		{"layout", required_argument, NULL, O_LAYOUT},
@@ -460,6 +465,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"json", no_argument, NULL, O_JSON},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"callgrind-child", no_argument, NULL, O_CHILD},
+		{"threads", required_argument, NULL, O_THREADS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -483,6 +489,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->burst = 32;
+	o->threads = 1;
 	o->queue_size = 256;
 	o->reps = 5;
 	o->seconds = 0.2;
@@ -534,6 +541,10 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case O_PKTS:
 			ok = cli_parse_u64(CMD, "--packets", optarg, 1, 1000000000000ull, &o->packets);
 			len_given = true;
+			break;
+		case O_THREADS:
+			ok = cli_parse_u64(CMD, "--threads", optarg, 1, BENCH_MAX_THREADS, &v);
+			o->threads = (uint32_t)v;
 			break;
 		case O_QUICK: o->quick = true; break;
 		case O_INSTR: o->instructions = true; break;

@@ -43,6 +43,11 @@ static struct mmm summarize(const double *v, const bool *ok, uint32_t n)
 
 struct cell_stats {
 	struct mmm mpps, ns_pkt, ns_call, driver_ns_pkt, packets, calls;
+	/* Packets per second of all threads together, guest work included (the sum of each
+	 * thread's packets over its own wall time), and per thread. */
+	struct mmm wall_mpps;
+	struct mmm thread_wall_mpps[BENCH_MAX_THREADS];
+	uint32_t threads;
 	double alloc_calls_per_call, alloc_bufs_per_call;
 	uint64_t checked_bytes, zc_packets;
 };
@@ -51,6 +56,7 @@ static void cell_stats(const struct bench_result *r, struct cell_stats *s)
 {
 	double mpps[BENCH_MAX_REPS] = {0}, nsp[BENCH_MAX_REPS] = {0}, nsc[BENCH_MAX_REPS] = {0};
 	double drv[BENCH_MAX_REPS] = {0}, pk[BENCH_MAX_REPS] = {0}, ca[BENCH_MAX_REPS] = {0};
+	double wall[BENCH_MAX_REPS] = {0}, per[BENCH_MAX_THREADS][BENCH_MAX_REPS];
 	bool has_pkts[BENCH_MAX_REPS] = {0}, has_calls[BENCH_MAX_REPS] = {0};
 	bool all[BENCH_MAX_REPS] = {0};
 	uint64_t calls = 0, acalls = 0, abufs = 0;
@@ -68,6 +74,11 @@ static void cell_stats(const struct bench_result *r, struct cell_stats *s)
 		drv[i] = p->packets ? p->driver_ns / (double)p->packets : 0;
 		pk[i] = (double)p->packets;
 		ca[i] = (double)p->calls;
+		s->threads = p->threads ? p->threads : 1;
+		for (uint32_t t = 0; t < s->threads && t < BENCH_MAX_THREADS; t++) {
+			per[t][i] = p->thread_wall_mpps[t];
+			wall[i] += p->thread_wall_mpps[t];
+		}
 		calls += p->calls;
 		acalls += p->alloc_calls;
 		abufs += p->alloc_bufs;
@@ -79,6 +90,9 @@ static void cell_stats(const struct bench_result *r, struct cell_stats *s)
 	s->ns_call = summarize(nsc, has_calls, r->nreps);
 	s->driver_ns_pkt = summarize(drv, has_pkts, r->nreps);
 	s->packets = summarize(pk, all, r->nreps);
+	s->wall_mpps = summarize(wall, all, r->nreps);
+	for (uint32_t t = 0; t < s->threads && t < BENCH_MAX_THREADS; t++)
+		s->thread_wall_mpps[t] = summarize(per[t], all, r->nreps);
 	s->calls = summarize(ca, all, r->nreps);
 	s->alloc_calls_per_call = calls ? (double)acalls / (double)calls : 0;
 	s->alloc_bufs_per_call = calls ? (double)abufs / (double)calls : 0;
@@ -131,9 +145,16 @@ void bench_print_table(FILE *out, const struct bench_opts *o, const struct bench
 	else
 		fprintf(out, "%.3g s\n", o->seconds);
 	fprintf(out, "times are the core's alone: median [min-max] over the reps; driver = the "
-		     "simulated guest's own ns/pkt\n\n");
+		     "simulated guest's own ns/pkt\n");
+	if (o->threads > 1)
+		fprintf(out, "%u threads at once, each its own guest: counts and times summed over "
+			     "them; wall Mpps = their packets per second together, guest included\n",
+			o->threads);
+	fputc('\n', out);
 	fprintf(out, "%-78s %-22s %-22s %-22s %8s %10s %9s", "cell", "Mpps", "ns/pkt",
 		"ns/call", "driver", "alloc/call", "calls/rep");
+	if (o->threads > 1)
+		fprintf(out, " %-22s", "wall Mpps");
 	if (o->instructions)
 		fprintf(out, " %10s", "instr/pkt");
 	fputc('\n', out);
@@ -152,6 +173,10 @@ void bench_print_table(FILE *out, const struct bench_opts *o, const struct bench
 			snprintf(d, sizeof(d), "-");
 		fprintf(out, "%-78s %-22s %-22s %-22s %8s %10.2f %9.0f", name, a, b, c, d,
 			s.alloc_calls_per_call, s.calls.median);
+		if (o->threads > 1) {
+			fmt_mmm(a, sizeof(a), &s.wall_mpps, 2);
+			fprintf(out, " %-22s", a);
+		}
 		if (o->instructions) {
 			if (res[i].have_instr && res[i].instr_packets)
 				fprintf(out, " %10.1f", res[i].instr_per_pkt);
@@ -200,6 +225,11 @@ static void json_cell(FILE *out, const struct bench_opts *o, const struct bench_
 	json_mmm(out, "mpps", &s.mpps, false);
 	json_mmm(out, "ns_per_pkt", &s.ns_pkt, false);
 	json_mmm(out, "ns_per_call", &s.ns_call, false);
+	json_mmm(out, "wall_mpps", &s.wall_mpps, false);
+	fprintf(out, "      \"thread_wall_mpps\": [");
+	for (uint32_t t = 0; t < s.threads; t++)
+		fprintf(out, "%s%.4f", t ? ", " : "", s.thread_wall_mpps[t].median);
+	fprintf(out, "],\n");
 	if (s.driver_ns_pkt.valid)
 		fprintf(out, "      \"driver_ns_per_pkt\": %.4f,\n", s.driver_ns_pkt.median);
 	else
@@ -215,8 +245,8 @@ static void json_cell(FILE *out, const struct bench_opts *o, const struct bench_
 		const struct bench_rep *p = &r->reps[i];
 
 		fprintf(out, "%s{\"packets\": %" PRIu64 ", \"calls\": %" PRIu64
-			     ", \"core_ns\": %.0f, \"driver_ns\": %.0f}",
-			i ? ", " : "", p->packets, p->calls, p->core_ns, p->driver_ns);
+			     ", \"core_ns\": %.0f, \"driver_ns\": %.0f, \"wall_ns\": %.0f}",
+			i ? ", " : "", p->packets, p->calls, p->core_ns, p->driver_ns, p->wall_ns);
 	}
 	fprintf(out, "]");
 	if (o->instructions) {
@@ -254,8 +284,8 @@ void bench_print_json(FILE *out, const struct bench_opts *o, const struct bench_
 	cli_json_string(out, cpu);
 	fprintf(out, ",\n  \"compiler\": ");
 	cli_json_string(out, __VERSION__);
-	fprintf(out, ",\n  \"reps\": %u,\n  \"burst\": %u,\n  \"queue_size\": %u,\n", o->reps,
-		o->burst, o->queue_size);
+	fprintf(out, ",\n  \"reps\": %u,\n  \"burst\": %u,\n  \"queue_size\": %u,\n"
+		     "  \"threads\": %u,\n", o->reps, o->burst, o->queue_size, o->threads);
 	if (o->packets)
 		fprintf(out, "  \"packets_per_rep\": %" PRIu64 ",\n  \"seconds_per_rep\": null,\n",
 			o->packets);

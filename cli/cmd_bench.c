@@ -21,7 +21,7 @@ static int run_child(const struct bench_opts *o)
 				o->ncells);
 		return CLI_EXIT_USAGE;
 	}
-	if (bench_run_rep(o, &o->cells[0], &r, err, sizeof(err)) != 0) {
+	if (bench_run_threads(o, &o->cells[0], &r, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vhostlab bench: FAIL: %s\n", err);
 		return CLI_EXIT_FAIL;
 	}
@@ -38,7 +38,8 @@ static int measure(const struct bench_opts *o, struct bench_result *res)
 			fprintf(stderr, "vhostlab bench: rep %u/%u of %u cells\n", rep + 1, o->reps,
 				o->ncells);
 		for (uint32_t i = 0; i < o->ncells; i++) {
-			if (bench_run_rep(o, &o->cells[i], &res[i].reps[rep], err, sizeof(err)) != 0) {
+			if (bench_run_threads(o, &o->cells[i], &res[i].reps[rep], err,
+					      sizeof(err)) != 0) {
 				bench_cell_name(&o->cells[i], name, sizeof(name));
 				fprintf(stderr, "vhostlab bench: FAIL: %s (rep %u): %s\n", name,
 					rep + 1, err);
@@ -109,8 +110,8 @@ int cmd_bench(int argc, char **argv)
 	double timer = bench_timer_overhead_ns();
 
 	if (!o->quiet)
-		fprintf(stderr, "vhostlab bench: %u cells x %u reps on the %s core\n", o->ncells,
-			o->reps, cli_core_build());
+		fprintf(stderr, "vhostlab bench: %u cells x %u reps on the %s core, %u thread%s\n",
+			o->ncells, o->reps, cli_core_build(), o->threads, o->threads > 1 ? "s" : "");
 	rc = measure(o, res);
 	if (rc == CLI_EXIT_OK) {
 		if (o->json)

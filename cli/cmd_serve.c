@@ -38,6 +38,10 @@ static void serve_usage(FILE *out)
 		"                         tap:IFNAME, pair:SOCKET2 (see MODES)\n"
 		"    --queues N           queue pairs, 1..128 (default 1); more than one offers\n"
 		"                         VIRTIO_NET_F_MQ and the control queue\n"
+		"    --threads N          run the queue pairs on N worker threads, 1..--queues:\n"
+		"                         pair q on thread q %% N, with its own packet pool and no\n"
+		"                         lock; this thread keeps the socket and pauses the workers\n"
+		"                         around every message (not with tap or --record)\n"
 		"    --size N             txonly frame size in bytes, 60..65535 (default 64)\n"
 		"    --burst N            packets per burst, 1..256 (default 32)\n"
 		"    --zero-copy          zero-copy dequeue: packets of 512 bytes or more reference\n"
@@ -194,6 +198,7 @@ enum {
 	OPT_RECORD_MAX,
 	OPT_IDLE_PAUSE,
 	OPT_OFFLOADS,
+	OPT_THREADS,
 };
 
 static const struct option long_opts[] = {
@@ -201,6 +206,7 @@ static const struct option long_opts[] = {
 	{"client", no_argument, NULL, OPT_CLIENT},
 	{"mode", required_argument, NULL, OPT_MODE},
 	{"queues", required_argument, NULL, OPT_QUEUES},
+	{"threads", required_argument, NULL, OPT_THREADS},
 	{"size", required_argument, NULL, OPT_SIZE},
 	{"burst", required_argument, NULL, OPT_BURST},
 	{"zero-copy", no_argument, NULL, OPT_ZERO_COPY},
@@ -406,6 +412,11 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				return CLI_EXIT_USAGE;
 			o->queues = (uint32_t)v;
 			break;
+		case OPT_THREADS:
+			if (!cli_parse_u64("serve", "--threads", optarg, 1, VL_VU_MAX_QUEUE_PAIRS, &v))
+				return CLI_EXIT_USAGE;
+			o->threads = (uint32_t)v;
+			break;
 		case OPT_SIZE:
 			if (!cli_parse_u64("serve", "--size", optarg, SERVE_GEN_MIN_SIZE,
 					   VL_PKT_MAX_LEN, &v))
@@ -529,6 +540,18 @@ static int parse(int argc, char **argv, struct serve_opts *o)
 				o->queues, VL_F_NET_MQ);
 		return CLI_EXIT_USAGE;
 	}
+	if (o->threads > o->queues) {
+		cli_usage_error("serve", "--threads %u is more than --queues %u: each worker thread "
+				"owns whole queue pairs, so %u would have none", o->threads, o->queues,
+				o->threads - o->queues);
+		return CLI_EXIT_USAGE;
+	}
+	if (o->threads && (o->mode == SERVE_TAP || o->record)) {
+		cli_usage_error("serve", "--threads %u with %s: not supported (the TAP device's "
+				"reads and the recorder run on the poll loop's thread)", o->threads,
+				o->mode == SERVE_TAP ? "--mode tap" : "--record");
+		return CLI_EXIT_USAGE;
+	}
 	if (o->offloads_off)
 		off |= SERVE_OFFLOAD_FEATURES;
 	/* What the --no-* options took away may leave offloads without what they need. */
@@ -567,8 +590,14 @@ int cmd_serve(int argc, char **argv)
 	if (ok && s.o.record)
 		ok = serve_rec_open(&s);
 
+	if (ok)
+		ok = serve_threads_start(&s);
+
 	const char *why = ok ? serve_loop(&s) : NULL;
 	uint32_t leaked = 0;
+
+	/* The workers end first: what follows runs on this thread alone. */
+	serve_threads_stop(&s);
 
 	/* Before the devices go: the recording ends with the last burst serve ran. */
 	serve_rec_close(&s, why ? why : "error");

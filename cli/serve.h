@@ -4,6 +4,7 @@
  *   cmd_serve.c    options and usage, start and shutdown
  *   serve_port.c   one vhost-user device: socket (server or client), messages, callbacks
  *   serve_loop.c   the poll loop: wakeups, signals, deadlines
+ *   serve_threads.c --threads N: queue pairs on worker threads, paused around messages
  *   serve_fwd.c    the forwarding modes, and the packets waiting for room
  *   serve_gen.c    txonly's frames
  *   serve_tap.c    the TAP device
@@ -19,6 +20,7 @@
 #ifndef VL_CLI_SERVE_H
 #define VL_CLI_SERVE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,6 +103,8 @@ struct serve_opts {
 	double duration;          /* seconds, 0 = until SIGINT/SIGTERM */
 	bool json;
 	bool quiet;               /* no event lines */
+	uint32_t threads;         /* --threads: worker threads owning the queue pairs (0: the
+				   * poll loop runs them itself, as without the option) */
 	uint64_t features;        /* offered in GET_FEATURES */
 	const char *record;       /* --record FILE, or NULL */
 	uint64_t record_max_packets;
@@ -164,6 +168,9 @@ struct serve_pending {
 /* One queue pair of one device. */
 struct serve_pair {
 	struct serve_qstats st;
+	struct vl_pool *pool;          /* packets received here come from it: the port's pool,
+					* or with --threads the pair's own (pools are not
+					* thread-safe, and each pair has one owner) */
 	struct serve_pending pend;     /* waiting for this pair's RX ring */
 	struct vl_vq *vq[2];           /* SERVE_RING_RX / _TX while ready, else NULL */
 	bool broken_told[2];
@@ -238,7 +245,12 @@ struct serve {
 	 * share of serve's time the front end kept it waiting. last_idle: at the last live
 	 * statistics line. */
 	double idle, last_idle;
-	bool evict_unsupported_told;   /* --evict: the CPU cannot, said once */
+	/* --evict: the CPU cannot, said once (atomic: with --threads, every worker's evict
+	 * tuner may find it out at once). */
+	atomic_bool evict_unsupported_told;
+	struct serve_worker *workers;  /* --threads: nworkers of them, else NULL */
+	uint32_t nworkers;
+	uint32_t pause_depth;          /* serve_threads_pause calls not yet resumed */
 };
 
 /* serve_announce.c: the guest announce after a live migration (SEND_RARP). The frame is a
@@ -264,6 +276,8 @@ uint32_t serve_port_close(struct serve_port *p);
 /* Free what serve_port_close left: the counters. */
 void serve_port_free(struct serve_port *p);
 bool serve_port_connected(const struct serve_port *p);
+/* pool is p's: its own, or (--threads) one of its pairs'. */
+bool serve_port_owns_pool(const struct serve_port *p, const struct vl_pool *pool);
 /* Client mode: connect when the back-off allows. */
 void serve_port_tick(struct serve_port *p, double now);
 /* Seconds until serve_port_tick has something to do (a large number when nothing). */
@@ -276,6 +290,8 @@ void serve_port_message(struct serve_port *p);
 void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, double now);
 /* --evict auto: feed every ready TX ring's tuner the time and its packet count. */
 void serve_evict_tick(struct serve *s, double now);
+/* The same for queue pair `pair` of every port. */
+void serve_evict_tick_pair(struct serve *s, uint32_t pair, double now);
 
 /* serve_fwd.c */
 /* Run one round of the mode on queue pair `pair`. True if any packet moved. */
@@ -387,6 +403,25 @@ void serve_features_offload_names(uint64_t f, char *buf, size_t n);
 /* serve_loop.c */
 /* Tell the guest on every ready ring whether to kick; true if any ring changed. */
 bool serve_set_kicks(struct serve *s, bool want);
+/* The same for the rings of queue pair `pair` (of every port). */
+bool serve_set_kicks_pair(struct serve *s, uint32_t pair, bool want);
+/* --idle-pause: spin until `until` (monotonic seconds). */
+void serve_idle_pause(double until);
+
+/* serve_threads.c: --threads N. Pair q is owned by worker q % N, which runs its forwarding,
+ * kicks and evict tuner; the poll loop keeps the sockets. Every control-thread action that
+ * may touch a pair -- a message, a connection made or lost, the live statistics -- runs
+ * between serve_threads_pause and _resume: every worker stopped at a round's end
+ * (vl_vq_gate, vl_vq.h). Both are no-ops without workers; pauses nest. */
+bool serve_threads_start(struct serve *s);
+void serve_threads_stop(struct serve *s);
+void serve_threads_pause(struct serve *s);
+void serve_threads_resume(struct serve *s);
+/* --threads: the workers run the pairs, their kicks and evict tuners (the loop does not). */
+static inline bool serve_threaded(const struct serve *s)
+{
+	return s->workers != NULL;
+}
 /* Run until a signal or the duration; returns what stopped it ("signal", "duration") or
  * NULL on a fatal error (already reported). */
 const char *serve_loop(struct serve *s);

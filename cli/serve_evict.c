@@ -39,9 +39,9 @@ static void apply(struct serve *s, struct serve_port *p, struct vl_vq *vq, bool 
 		vl_vq_set_tx_prefetch(vq, wanted(s->o.prefetch, tuner_on));
 	if (vl_vq_evict_reads(vq) == evict)
 		return;
-	if (vl_vq_set_evict_reads(vq, evict) == VL_OK || s->evict_unsupported_told)
+	if (vl_vq_set_evict_reads(vq, evict) == VL_OK ||
+	    atomic_exchange_explicit(&s->evict_unsupported_told, true, memory_order_relaxed))
 		return;
-	s->evict_unsupported_told = true;
 	serve_event(s, "evict", p, "this CPU has no CLFLUSHOPT: --evict %s runs without "
 		    "evicting", s->o.evict == SERVE_EVICT_ON ? "on" : "auto");
 }
@@ -82,7 +82,7 @@ void serve_evict_start(struct serve *s, struct serve_port *p, uint32_t pair, dou
 	}
 }
 
-void serve_evict_tick(struct serve *s, double now)
+void serve_evict_tick_pair(struct serve *s, uint32_t q, double now)
 {
 	if (!tuned(s))
 		return;
@@ -90,15 +90,18 @@ void serve_evict_tick(struct serve *s, double now)
 
 	for (uint32_t i = 0; i < s->nports; i++) {
 		struct serve_port *p = &s->port[i];
+		struct serve_pair *sp = &p->pairs[q];
+		struct vl_vq *vq = sp->vq[SERVE_RING_TX];
 
-		for (uint32_t q = 0; q < s->o.queues; q++) {
-			struct serve_pair *sp = &p->pairs[q];
-			struct vl_vq *vq = sp->vq[SERVE_RING_TX];
-
-			if (!vq)
-				continue;
-			apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns, moved(vq)));
-			announce(s, p, q);
-		}
+		if (!vq)
+			continue;
+		apply(s, p, vq, vl_evict_tuner_step(&sp->evict, ns, moved(vq)));
+		announce(s, p, q);
 	}
+}
+
+void serve_evict_tick(struct serve *s, double now)
+{
+	for (uint32_t q = 0; q < s->o.queues; q++)
+		serve_evict_tick_pair(s, q, now);
 }

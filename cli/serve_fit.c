@@ -25,8 +25,9 @@ void serve_fit_packet(struct serve_port *dst, struct serve_pair *sp, const struc
 {
 	struct serve_pending *pd = &sp->pend;
 	uint16_t n = 0;
-	/* The frames come from the destination's pool: it frees them once delivered. */
-	enum vl_sw_result r = vl_sw_fit(vq, pkt, dst->pool, pd->fit, SERVE_FIT_MAX, &n);
+	/* The frames come from the destination pair's pool: it frees them once delivered. */
+	(void)dst;
+	enum vl_sw_result r = vl_sw_fit(vq, pkt, sp->pool, pd->fit, SERVE_FIT_MAX, &n);
 
 	pd->fit_head = 0;
 	switch (r) {

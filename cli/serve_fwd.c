@@ -81,7 +81,7 @@ static uint16_t receive(struct serve *s, struct serve_port *p, uint32_t pair,
 	const uint64_t bytes = vl_vq_stats(vq)->bytes;
 
 	serve_rec_begin(p, 2 * pair + SERVE_RING_TX, vq);
-	uint16_t n = vl_net_dequeue(vq, p->pool, pkts, (uint16_t)s->o.burst);
+	uint16_t n = vl_net_dequeue(vq, sp->pool, pkts, (uint16_t)s->o.burst);
 
 	serve_rec_dequeued(p, (uint16_t)s->o.burst, pkts, n);
 
@@ -312,7 +312,7 @@ static bool fwd_tap(struct serve *s, struct serve_port *p, uint32_t pair)
 
 	while (k < s->o.burst) {
 		bool err;
-		struct vl_pkt *pkt = serve_tap_read(s, fd, p->pool, &err);
+		struct vl_pkt *pkt = serve_tap_read(s, fd, sp->pool, &err);
 
 		if (!pkt) {
 			if (err)
@@ -407,7 +407,7 @@ static uint32_t unshare(struct serve_port *p, struct serve_pair *dsp, struct vl_
 
 		/* Only packets that reference guest memory (a release callback) need a copy; in
 		 * pair mode the other guest's packets wait here too. */
-		if (pkt->release && pkt->pool == p->pool) {
+		if (pkt->release && serve_port_owns_pool(p, pkt->pool)) {
 			struct vl_pkt *c = copy_pkt(pkt);
 
 			vl_pkt_free(pkt);

@@ -77,7 +77,7 @@ bool serve_gen_init(struct serve_port *p, uint32_t pair, uint32_t size, uint32_t
 	if (ok)
 		build_frame(frame, size, p->index, pair);
 	for (uint32_t i = 0; ok && i < burst; i++) {
-		sp->gen[i] = vl_pkt_alloc_len(p->pool, size);
+		sp->gen[i] = vl_pkt_alloc_len(sp->pool, size);
 		if (!sp->gen[i])
 			ok = false;
 		else

@@ -68,7 +68,8 @@ static void add(struct poll_set *ps, int fd, enum fd_kind kind, struct serve_por
 	ps->n++;
 }
 
-/* Rebuilt every round: any message may have replaced a ring's kick fd. */
+/* Rebuilt every round: any message may have replaced a ring's kick fd. With --threads the
+ * workers wait for their own kicks. */
 static void build(struct serve *s, struct poll_set *ps)
 {
 	ps->n = 0;
@@ -77,7 +78,7 @@ static void build(struct serve *s, struct poll_set *ps)
 
 		add(ps, p->listen_fd, FD_LISTEN, p, 0);
 		add(ps, p->conn_fd, FD_CONN, p, 0);
-		if (s->o.busy_poll)
+		if (s->o.busy_poll || serve_threaded(s))
 			continue;
 		for (uint32_t q = 0; q < s->o.queues; q++) {
 			for (uint32_t r = 0; r < 2; r++) {
@@ -87,7 +88,7 @@ static void build(struct serve *s, struct poll_set *ps)
 			}
 		}
 	}
-	if (s->o.mode == SERVE_TAP && !s->o.busy_poll) {
+	if (s->o.mode == SERVE_TAP && !s->o.busy_poll && !serve_threaded(s)) {
 		for (uint32_t q = 0; q < s->o.queues; q++) {
 			if (serve_fwd_wants_tap(s, q))
 				add(ps, s->tap_fds[q], FD_TAP, &s->port[0], q);
@@ -97,8 +98,9 @@ static void build(struct serve *s, struct poll_set *ps)
 
 /* Kicks first, then new connections, then messages: a message may close a kick fd that
  * this round's poll reported, and the kick must be read through the device (by ring),
- * never through a number that may now name another file. */
-static void dispatch(struct poll_set *ps)
+ * never through a number that may now name another file. With --threads, a connection and
+ * a message run with every worker paused (serve_threads.c). */
+static void dispatch(struct serve *s, struct poll_set *ps)
 {
 	for (int kind = 0; kind < FD__COUNT; kind++) {
 		for (uint32_t i = 0; i < ps->n; i++) {
@@ -112,11 +114,15 @@ static void dispatch(struct poll_set *ps)
 					ref->port->pairs[ref->qidx / 2].st.kicks++;
 				break;
 			case FD_LISTEN:
+				serve_threads_pause(s);
 				serve_port_accept(ref->port);
+				serve_threads_resume(s);
 				break;
 			case FD_CONN:
+				serve_threads_pause(s);
 				if (serve_port_connected(ref->port))
 					serve_port_message(ref->port);
+				serve_threads_resume(s);
 				break;
 			case FD_TAP:   /* the next round reads it */
 			case FD__COUNT:
@@ -141,7 +147,7 @@ static inline void cpu_relax(void)
  * and every such read makes the front end's next store to that line wait for the line to
  * come back; polling less often while nothing flows leaves the front end more of its time
  * (serve_opts.idle_pause_ns has the measurements). */
-static void idle_pause(double until)
+void serve_idle_pause(double until)
 {
 	while (serve_now() < until)
 		cpu_relax();
@@ -158,7 +164,9 @@ static double dmin(double a, double b)
 static int poll_timeout_ms(struct serve *s, bool busy, double now, double end,
 			   double next_stats)
 {
-	if (busy || s->o.busy_poll)
+	/* With --threads the loop only waits for the sockets: spinning, even under --poll,
+	 * would take a CPU from the workers. */
+	if (!serve_threaded(s) && (busy || s->o.busy_poll))
 		return 0;
 	double wait = s->o.mode == SERVE_TXONLY ? SERVE_IDLE_WAIT_TXONLY : SERVE_IDLE_WAIT;
 
@@ -169,28 +177,34 @@ static int poll_timeout_ms(struct serve *s, bool busy, double now, double end,
 	return wait <= 0 ? 0 : (int)(wait * 1000.0) + 1; /* rounded up: never early */
 }
 
-bool serve_set_kicks(struct serve *s, bool want)
+bool serve_set_kicks_pair(struct serve *s, uint32_t q, bool want)
 {
 	bool changed = false;
 
 	for (uint32_t i = 0; i < s->nports; i++) {
 		struct serve_port *p = &s->port[i];
+		struct serve_pair *sp = &p->pairs[q];
 
-		for (uint32_t q = 0; q < s->o.queues; q++) {
-			struct serve_pair *sp = &p->pairs[q];
-
-			for (uint32_t r = 0; r < 2; r++) {
-				if (!sp->vq[r] || sp->kicks_off[r] == !want)
-					continue;
-				vl_vq_set_kicks(sp->vq[r], want);
-				serve_rec_kicks(p, 2 * q + r, want);
-				sp->kicks_off[r] = !want;
-				changed = true;
-			}
+		for (uint32_t r = 0; r < 2; r++) {
+			if (!sp->vq[r] || sp->kicks_off[r] == !want)
+				continue;
+			vl_vq_set_kicks(sp->vq[r], want);
+			serve_rec_kicks(p, 2 * q + r, want);
+			sp->kicks_off[r] = !want;
+			changed = true;
 		}
 	}
 	/* vl_vq_set_kicks(true) ends with the full barrier the kick handshake needs; the
 	 * caller runs one more round before sleeping. */
+	return changed;
+}
+
+bool serve_set_kicks(struct serve *s, bool want)
+{
+	bool changed = false;
+
+	for (uint32_t q = 0; q < s->o.queues; q++)
+		changed |= serve_set_kicks_pair(s, q, want);
 	return changed;
 }
 
@@ -245,7 +259,7 @@ const char *serve_loop(struct serve *s)
 			clock_skips = 0;
 			/* The last round moved nothing: it was idle from idle_from to now
 			 * (its poll of the rings, its pause or its sleep). */
-			if (!last_busy && idle_from > 0)
+			if (!last_busy && idle_from > 0 && !serve_threaded(s))
 				s->idle += now - idle_from;
 		}
 
@@ -253,39 +267,51 @@ const char *serve_loop(struct serve *s)
 			why = "duration";
 			break;
 		}
-		for (uint32_t i = 0; i < s->nports; i++)
-			serve_port_tick(&s->port[i], now);
-		if (fresh)
-			serve_evict_tick(s, now);
+		for (uint32_t i = 0; i < s->nports; i++) {
+			/* A client connecting touches the port: workers paused (only then). */
+			bool connects = serve_port_wait(&s->port[i], now) <= 0;
 
+			if (connects)
+				serve_threads_pause(s);
+			serve_port_tick(&s->port[i], now);
+			if (connects)
+				serve_threads_resume(s);
+		}
 		bool busy = false;
 
-		for (uint32_t q = 0; q < s->o.queues; q++)
-			busy |= serve_fwd_pair(s, q);
-		/* While packets flow the loop does not sleep, so kicks would only cost both
-		 * sides a system call per burst: the guest is told not to send them. Before
-		 * sleeping they are wanted again, and one more round runs, for what the guest
-		 * posted while it was told not to kick. */
-		if (!s->o.busy_poll && serve_set_kicks(s, !busy))
-			busy = true;
+		if (!serve_threaded(s)) {
+			if (fresh)
+				serve_evict_tick(s, now);
+			for (uint32_t q = 0; q < s->o.queues; q++)
+				busy |= serve_fwd_pair(s, q);
+			/* While packets flow the loop does not sleep, so kicks would only cost
+			 * both sides a system call per burst: the guest is told not to send them.
+			 * Before sleeping they are wanted again, and one more round runs, for
+			 * what the guest posted while it was told not to kick. */
+			if (!s->o.busy_poll && serve_set_kicks(s, !busy))
+				busy = true;
+		}
 		last_busy = busy;
 		/* The clock may be a few busy rounds old here: then the idle span starts now. */
 		if (!busy)
 			idle_from = fresh ? now : serve_now();
 		if (now >= next_stats) {
+			serve_threads_pause(s);  /* the workers' counters hold still */
 			serve_stats_live(s, now);
+			serve_threads_resume(s);
 			next_stats += s->o.stats_interval;
 			if (next_stats <= now)
 				next_stats = now + s->o.stats_interval;
 		}
-		if (!busy && s->o.busy_poll && s->o.idle_pause_ns)
-			idle_pause(now + (double)s->o.idle_pause_ns * 1e-9);
+		if (!busy && s->o.busy_poll && s->o.idle_pause_ns && !serve_threaded(s))
+			serve_idle_pause(now + (double)s->o.idle_pause_ns * 1e-9);
 		/* A busy round goes straight on to the next burst, and so does every round under
 		 * --poll (which never sleeps): the sockets wait their turn. A round that does not
 		 * poll cannot sleep either, so no kick is missed: kicks are wanted again only
 		 * after a round that was not busy, and such a round polls (unless --poll, which
 		 * ignores kicks). */
-		if ((busy || s->o.busy_poll) && now - last_poll < SERVE_BUSY_POLL_GAP)
+		if (!serve_threaded(s) && (busy || s->o.busy_poll) &&
+		    now - last_poll < SERVE_BUSY_POLL_GAP)
 			continue;
 		last_poll = now;
 		build(s, &ps);
@@ -299,7 +325,7 @@ const char *serve_loop(struct serve *s)
 			break;
 		}
 		if (rc > 0)
-			dispatch(&ps);
+			dispatch(s, &ps);
 	}
 out:
 	free(ps.fds);

@@ -27,7 +27,7 @@
  * room (each packet up to the largest size), and txonly's frames. Capped so 128 queue
  * pairs do not reserve gigabytes of address space; a pool that runs short only slows a
  * burst down (the core leaves the chain in the ring for the next one). */
-static uint32_t pool_count(const struct serve_opts *o)
+static uint32_t pool_count(const struct serve_opts *o, uint32_t pairs)
 {
 	uint64_t gen_segs = (o->size + SERVE_SEG_SIZE - 1) / SERVE_SEG_SIZE;
 	/* ... and the frames the software fallback makes of one packet (serve_fit.c): at most
@@ -37,7 +37,7 @@ static uint32_t pool_count(const struct serve_opts *o)
 
 	if (o->mode == SERVE_TXONLY)
 		per_pair += o->burst * gen_segs;
-	uint64_t n = per_pair * o->queues + 64;
+	uint64_t n = per_pair * pairs + 64;
 
 	return n > (1u << 18) ? (1u << 18) : (uint32_t)n;
 }
@@ -221,8 +221,17 @@ int serve_port_open(struct serve *s, struct serve_port *p, uint32_t index, const
 
 	p->pairs = calloc(o->queues, sizeof(*p->pairs));
 	p->dev = vl_vu_dev_create(&cfg, &err);
-	p->pool = vl_pool_create(pool_count(o), SERVE_SEG_SIZE);
-	if (!p->pairs || !p->dev || !p->pool) {
+	p->pool = vl_pool_create(pool_count(o, o->queues), SERVE_SEG_SIZE);
+	bool pools = p->pool != NULL;
+
+	/* --threads: each pair its own pool (pools are not thread-safe; a pair has one
+	 * owner, and its packets are freed by it), else all share the port's. */
+	for (uint32_t q = 0; p->pairs && pools && q < o->queues; q++) {
+		p->pairs[q].pool = o->threads ? vl_pool_create(pool_count(o, 1), SERVE_SEG_SIZE)
+					      : p->pool;
+		pools = p->pairs[q].pool != NULL;
+	}
+	if (!p->pairs || !p->dev || !pools) {
 		serve_event(s, "error", p, "cannot create the device: %s",
 			    !p->dev ? vl_strerror(err) : "out of memory");
 		return -1;
@@ -253,6 +262,16 @@ bool serve_port_connected(const struct serve_port *p)
 	return p->conn_fd >= 0;
 }
 
+bool serve_port_owns_pool(const struct serve_port *p, const struct vl_pool *pool)
+{
+	if (pool == p->pool)
+		return true;
+	for (uint32_t q = 0; p->pairs && q < p->s->o.queues; q++)
+		if (pool == p->pairs[q].pool)
+			return true;
+	return false;
+}
+
 uint32_t serve_port_close(struct serve_port *p)
 {
 	uint32_t leaked = 0;
@@ -270,11 +289,15 @@ uint32_t serve_port_close(struct serve_port *p)
 	if (p->own_socket)
 		unlink(p->path);
 	if (p->pairs) {
-		for (uint32_t q = 0; q < p->s->o.queues; q++)
+		for (uint32_t q = 0; q < p->s->o.queues; q++) {
 			serve_gen_free(p, q);
+			if (p->pairs[q].pool && p->pairs[q].pool != p->pool)
+				leaked += vl_pool_destroy(p->pairs[q].pool);
+			p->pairs[q].pool = NULL;
+		}
 	}
 	if (p->pool)
-		leaked = vl_pool_destroy(p->pool);
+		leaked += vl_pool_destroy(p->pool);
 	p->pool = NULL;
 	return leaked;
 }

@@ -94,6 +94,9 @@ void serve_event(const struct serve *s, const char *event, const struct serve_po
 
 	if (counts)
 		port_totals(s, p, &tot);
+	/* One line whole: with --threads, workers tell events (a broken queue, the evict
+	 * tuner's verdict) while the loop tells its own. */
+	flockfile(stderr);
 	if (!s->o.json) {
 		if (p)
 			fprintf(stderr, "vhostlab serve: %s: %s", p->path, msg);
@@ -103,6 +106,7 @@ void serve_event(const struct serve *s, const char *event, const struct serve_po
 			fprintf(stderr, "; rx %" PRIu64 " tx %" PRIu64 " packets so far",
 				tot.rx_packets, tot.tx_packets);
 		fprintf(stderr, "\n");
+		funlockfile(stderr);
 		return;
 	}
 	fprintf(stderr, "{\"event\": ");
@@ -118,6 +122,7 @@ void serve_event(const struct serve *s, const char *event, const struct serve_po
 	fprintf(stderr, ", \"message\": ");
 	cli_json_string(stderr, msg);
 	fprintf(stderr, "}\n");
+	funlockfile(stderr);
 }
 
 uint64_t serve_stats_core_drops(const struct vl_vq *vq)

@@ -5,30 +5,37 @@
 #include <stdlib.h>
 
 #ifdef VL_LAB_BUILD
+#include <stdatomic.h>
+
 /* The lab's countdown (VL_LAB_ALLOC_FAIL_AFTER): tests fail each control-path allocation in
- * turn and check nothing leaks. A production build has neither the state nor the check. */
-static uint64_t fail_after = UINT64_MAX;
-static uint64_t attempts;
+ * turn and check nothing leaks. A production build has neither the state nor the check.
+ * Atomic because queues over threads (bench --threads, the tsan stress test) create queues
+ * on several threads at once; the countdown itself is only ever set by single-threaded
+ * tests, so a relaxed order is all it needs. */
+static _Atomic uint64_t fail_after = UINT64_MAX;
+static _Atomic uint64_t attempts;
 
 void vl_alloc_lab_fail_after(uint64_t after)
 {
-	fail_after = after;
+	atomic_store_explicit(&fail_after, after, memory_order_relaxed);
 }
 
 uint64_t vl_alloc_lab_count(void)
 {
-	return attempts;
+	return atomic_load_explicit(&attempts, memory_order_relaxed);
 }
 
 /* One allocation may proceed (and uses up one unit of the countdown). */
 static int may_allocate(void)
 {
-	attempts++;
-	if (fail_after == UINT64_MAX)
+	atomic_fetch_add_explicit(&attempts, 1, memory_order_relaxed);
+	uint64_t left = atomic_load_explicit(&fail_after, memory_order_relaxed);
+
+	if (left == UINT64_MAX)
 		return 1;
-	if (fail_after == 0)
+	if (left == 0)
 		return 0;
-	fail_after--;
+	atomic_fetch_sub_explicit(&fail_after, 1, memory_order_relaxed);
 	return 1;
 }
 #else

@@ -25,7 +25,7 @@ BENCH_OPTIONS = [
     "--direction", "--layout", "--sizes", "--mergeable", "--in-order", "--batch",
     "--zero-copy", "--alloc", "--fill", "--csum", "--pieces", "--indirect", "--regions", "--burst",
     "--queue-size", "--reps", "--seconds",
-    "--packets", "--quick", "--instructions", "--profile", "--json", "--quiet",
+    "--packets", "--quick", "--instructions", "--profile", "--json", "--quiet", "--threads",
 ]
 
 
@@ -67,6 +67,8 @@ def test_bench_help_mentions_every_option(vhostlab):
         (["--regions", "509"], "509"),
         (["--regions", "1,2", "--indirect", "on"], "--regions 2 with --indirect on"),
         (["--alloc", "lazy"], "'lazy'"),
+        (["--threads", "0"], "--threads"),
+        (["--threads", "17"], "17"),
         (["--reps", "0"], "--reps"),
         (["--seconds", "0"], "'0'"),
         (["--zero-copy", "on", "--direction", "enqueue"], "enqueue"),
@@ -398,6 +400,81 @@ def test_perf_gate_names_a_bad_input_file(tmp_path):
         assert r.returncode == status, (args, r.stdout, r.stderr)
         assert message in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr, r.stderr
+
+
+def test_bench_threads_each_move_their_own_guest(vhostlab_fast):
+    """--threads 2: two guests at once, each moving --packets, every one checked; the counts
+    are summed and each thread's rate is reported."""
+    res = vhostlab_fast("bench", "--threads", "2", "--json", "--quiet", "--reps", "2",
+                        "--packets", "20000", "--direction", "dequeue,enqueue,both",
+                        "--layout", "split,packed", "--sizes", "64", timeout=120)
+    assert res.returncode == 0, res.describe()
+    doc = res.json()
+    assert doc["threads"] == 2
+    for c in doc["cells"]:
+        where = json.dumps(c)[:300]
+        assert c["packets_per_rep"] >= 2 * 20000, where
+        assert len(c["thread_wall_mpps"]) == 2 and min(c["thread_wall_mpps"]) > 0, where
+        w = c["wall_mpps"]
+        assert 0 < w["min"] <= w["median"] <= w["max"], where
+        assert c["checked_bytes"] > 0, where
+        for r in c["reps"]:
+            assert r["wall_ns"] > 0 and r["core_ns"] > 0, where
+
+
+def test_bench_threads_cost_the_same_instructions_per_packet(vhostlab_fast):
+    """Threads share nothing of the datapath: callgrind counts every thread, and two cost
+    the core what one does per packet, for twice the packets."""
+    if sanitizer_build(vhostlab_fast.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    one = instr_cell(vhostlab_fast)
+    two = instr_cell(vhostlab_fast, "--threads", "2")
+    assert two[0]["instr_packets"] == 2 * one[0]["instr_packets"], (one, two)
+    assert two[0]["instr_per_pkt"] == pytest.approx(one[0]["instr_per_pkt"], rel=0.02)
+
+
+def test_perf_gate_holds_a_thread_cell_to_its_one_thread_twin(tmp_path):
+    """A "/threads=N" cell more than 2 % from the same cell on one thread fails the gate,
+    even within its own baseline's tolerance."""
+    name = "both/split/64/mrg=on/io=off/batch=256/zc=off/alloc=available/fill=full"
+    cells = [{"name": name, "instr_per_pkt": 400.0},
+             {"name": name + "/threads=2", "instr_per_pkt": 410.0}]
+    measured = tmp_path / "measured.json"
+    measured.write_text(json.dumps({"core": "production", "cells": cells}))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"tolerance_pct": 3.0, "cells": {
+        name: 400.0, name + "/threads=2": 400.0}}))
+    bad = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "more than 2 % apart" in bad.stdout, bad.stdout
+    cells[1]["instr_per_pkt"] = 404.0
+    measured.write_text(json.dumps({"core": "production", "cells": cells}))
+    ok = gate("--measured", str(measured), "--baseline", str(baseline))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "2 threads: 404.00 instructions/packet against 400.00 on one" in ok.stdout
+
+
+def test_thread_scaling_measures_both_thread_counts(vhostlab_fast, tmp_path):
+    """scripts/thread_scaling.py: packets per second of 1 and 2 threads, interleaved, and
+    instructions per packet of both, which must agree (the wall-clock ratio is only
+    reported: this machine may be busy)."""
+    if sanitizer_build(vhostlab_fast.path):
+        pytest.skip("valgrind cannot run a sanitizer build")
+    out = tmp_path / "scaling.json"
+    res = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "thread_scaling.py"),
+                          "--bin", str(vhostlab_fast.path), "--rounds", "2", "--seconds",
+                          "0.05", "--json", str(out), "--", "--direction", "dequeue",
+                          "--layout", "split", "--sizes", "64"],
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    (cell,) = doc["cells"]
+    assert cell["cell"].startswith("dequeue/split/64/")
+    assert cell["mpps_1"]["min"] > 0 and cell["mpps_2"]["min"] > 0, cell
+    assert cell["ratio_of_medians"] > 0 and cell["round_ratios"]["min"] > 0, cell
+    assert cell["instr_per_pkt_2"] == pytest.approx(cell["instr_per_pkt_1"], rel=0.02), cell
+    assert cell["instr_goal_met"] is True, cell
+    assert "instructions/packet within 2 %: met" in res.stdout, res.stdout
 
 
 def test_committed_baseline_covers_the_gate_cells():

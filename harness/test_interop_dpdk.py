@@ -925,12 +925,27 @@ def test_reconnects_do_not_grow_fds_or_memory(vhostlab_fast, testpmd, workdir):
     assert result["ports"][0]["connections"] == RECONNECTS + 1
 
 
-def test_multiqueue_loopback(vhostlab_fast, testpmd, workdir):
-    """Two queue pairs (MQ negotiated): each pair loops its own traffic back."""
+MQ_CELLS = [
+    ({"ring": "split", "mrg": 1, "ord": 1}, 0),
+    ({"ring": "split", "mrg": 1, "ord": 1}, 2),
+    ({"ring": "packed", "mrg": 0, "ord": 1}, 2),
+]
+
+
+@pytest.mark.parametrize("cell,threads", MQ_CELLS,
+                         ids=[f"{c['ring']}-threads{t}" for c, t in MQ_CELLS])
+def test_multiqueue_loopback(vhostlab_fast, testpmd, workdir, cell, threads):
+    """Two queue pairs (MQ negotiated): each pair loops its own traffic back. With
+    --threads 2 each pair runs on its own worker thread, and every message testpmd sends
+    while they run (its set-up, the rings' stop at quit) reaches them through a pause."""
+    threads_args = ("--threads", str(threads)) if threads else ()
     counts, result, serve, tp = session(
         vhostlab_fast, testpmd, workdir, "loopback", "macswap",
-        {"ring": "split", "mrg": 1, "ord": 1}, start="start tx_first 4",
-        serve_args=("--queues", "2"), queues=2)
+        cell, start="start tx_first 4",
+        serve_args=("--queues", "2", *threads_args), queues=2)
+    if threads:
+        ev = serve.events("threads")
+        assert ev and "2 worker threads" in ev[0]["message"], serve.events()
     assert running_features(serve.running) & (1 << 22), "VIRTIO_NET_F_MQ not negotiated"
     queues = result["ports"][0]["queues"]
     print(f"testpmd sent {counts['tx']} received {counts['rx']}; serve per queue "
@@ -939,6 +954,9 @@ def test_multiqueue_loopback(vhostlab_fast, testpmd, workdir):
         assert q["rx_packets"] > 1000, f"queue pair {q['queue']} carried nothing: {queues}"
         assert q["rx_packets"] - q["tx_packets"] == q["drops_by_reason"]["no_peer"], q
         assert q["drops"] == q["drops_by_reason"]["no_peer"], q
+        # testpmd's frames are 64 bytes each way: every byte counted went and came back.
+        assert q["rx_bytes"] == 64 * q["rx_packets"], q
+        assert q["tx_bytes"] == 64 * q["tx_packets"], q
     total_rx = sum(q["rx_packets"] for q in queues)
     total_tx = sum(q["tx_packets"] for q in queues)
     check_in_flight(counts["tx"], total_rx, "testpmd -> serve", 2 * QUEUE_SIZE)

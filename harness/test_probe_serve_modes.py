@@ -19,10 +19,14 @@ from script_import import import_script
 backends = import_script("probe_backends")
 
 
-@pytest.mark.parametrize("mode, client", [("loopback", True), ("rxonly", False),
-                                          ("null", False), ("touch", False)])
-def test_serve_mode_passes_every_applicable_case(vhostlab, vhostlab_fast, mode, client):
-    with backends.ServeBackend(vhostlab_fast.path, mode, client=client) as be:
+@pytest.mark.parametrize("mode, client, extra", [
+    ("loopback", True, ()), ("rxonly", False, ()), ("null", False, ()), ("touch", False, ()),
+    # The queue pair on a worker thread: every message of the probe -- memory tables, ring
+    # stops, status 0, resets, the dirty log, the hostile ones -- reaches it through a pause.
+    ("loopback", False, ("--threads", "1")),
+], ids=["loopback-client", "rxonly", "null", "touch", "loopback-threads1"])
+def test_serve_mode_passes_every_applicable_case(vhostlab, vhostlab_fast, mode, client, extra):
+    with backends.ServeBackend(vhostlab_fast.path, mode, client=client, extra=extra) as be:
         res, took = backends.run_probe(vhostlab.path, be, timeout=180)
         log = be.log_tail()
     describe = f"exit {res.returncode}\n{res.stdout[-4000:]}\n{res.stderr[-2000:]}\n{log}"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 SERVE_OPTIONS = [
+    "--threads",
     "--socket", "--client", "--mode", "--queues", "--size", "--burst", "--zero-copy",
     "--batch-threshold", "--poll", "--stats-interval", "--duration", "--json", "--quiet",
     "--features", "--no-mrg-rxbuf", "--no-packed", "--no-in-order", "--no-indirect",
@@ -78,6 +79,12 @@ def test_serve_help_mentions_every_option(vhostlab, vhostlab_fast):
         (["--socket", "S", "--mode", "tap:" + "x" * 16], "x" * 16),
         (["--socket", "S", "--mode", "tap:"], "tap:"),
         (["--socket", "S", "--queues", "2", "--features", "8000"], "--queues 2"),
+        (["--socket", "S", "--threads", "0"], "0"),
+        (["--socket", "S", "--threads", "2"], "--threads 2 is more than --queues 1"),
+        (["--socket", "S", "--queues", "2", "--threads", "2", "--mode", "tap:vhl0"],
+         "--threads 2 with --mode tap"),
+        (["--socket", "S", "--threads", "1", "--record", "r.trace"],
+         "--threads 1 with --record"),
         (["--socket", "S", "--frobnicate"], "--frobnicate"),
         (["--socket", "S", "extra"], "extra"),
         (["--socket"], "--socket"),

@@ -72,7 +72,20 @@ GATE_CELLS = [
     # A jumbo frame over six mergeable receive buffers: reserving several chains per packet,
     # and the packed window asked for them ahead.
     ["--direction", "enqueue", "--layout", "packed", "--sizes", "9000", "--mergeable", "on"],
+    # Queues over threads: forwarding on two threads at once, each its own guest (bench
+    # --threads). Its name gets "/threads=2"; it must also stay within THREAD_TWIN_PCT of
+    # the same cell on one thread, measured in the same run (the "both" cell above).
+    ["--direction", "both", "--layout", "split", "--sizes", "64", "--mergeable", "on",
+     "--threads", "2"],
 ]
+# A cell run on N threads costs the core the instructions per packet of one thread: the
+# threads share nothing. Allowed difference from its one-thread twin, in percent.
+THREAD_TWIN_PCT = 2.0
+
+
+def threads_of(args):
+    """The --threads value of a gate cell's arguments (1 when not given)."""
+    return int(args[args.index("--threads") + 1]) if "--threads" in args else 1
 
 
 def die(msg, status=2):
@@ -125,8 +138,32 @@ def measure(binary):
             die(f"`{' '.join(cmd)}` failed (exit {proc.returncode})", 1)
         out = json.loads(proc.stdout)
         head = head or out
-        cells.extend(out["cells"])
+        n = threads_of(args)
+        for c in out["cells"]:
+            if n > 1:  # bench names cells without their thread count
+                c["name"] += f"/threads={n}"
+            cells.append(c)
     return head, cells
+
+
+def check_thread_twins(cells):
+    """Every "/threads=N" cell against the same cell on one thread, measured beside it:
+    the count of failures (more than THREAD_TWIN_PCT apart)."""
+    by_name = {c["name"]: c for c in cells}
+    failures = 0
+    for c in cells:
+        m = re.match(r"(.*)/threads=(\d+)$", c["name"])
+        if not m or m.group(1) not in by_name:
+            continue
+        one, many = by_name[m.group(1)].get("instr_per_pkt"), c.get("instr_per_pkt")
+        if not one or not many:
+            continue
+        delta = (many - one) / one * 100.0
+        ok = abs(delta) <= THREAD_TWIN_PCT
+        print(f"perf_gate: {m.group(2)} threads: {many:.2f} instructions/packet against "
+              f"{one:.2f} on one ({delta:+.2f} %){'' if ok else f'  FAIL: more than {THREAD_TWIN_PCT:g} % apart'}")
+        failures += 0 if ok else 1
+    return failures
 
 
 def load_json(path, what):
@@ -264,6 +301,7 @@ def main():
         die(f"the baseline {args.baseline} has no \"cells\" object", 1)
     tol = args.tolerance if args.tolerance is not None else base.get("tolerance_pct", 3.0)
     failures = compare(base, head, cells, tol)
+    failures += check_thread_twins(cells)
     if failures:
         print(f"perf_gate: FAIL ({failures} of {len(cells)} cells)")
         return 1

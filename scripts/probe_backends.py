@@ -161,12 +161,16 @@ class Backend:
 class ServeBackend(Backend):
     """`vhostlab-fast serve --mode MODE` (as a server, or with client=True as a client)."""
 
-    def __init__(self, binary: Path, mode: str = "loopback", client: bool = False) -> None:
+    def __init__(self, binary: Path, mode: str = "loopback", client: bool = False,
+                 extra: tuple[str, ...] = ()) -> None:
+        """extra: more serve options (e.g. `--threads 1`: the queue pair on a worker thread,
+        every probe message reaching it through a pause)."""
         super().__init__()
         if mode not in SERVE_MODES:
             raise ValueError(f"serve mode {mode!r} is not one the probe judges "
                              f"({', '.join(SERVE_MODES)})")
         self.binary, self.mode, self.client = Path(binary), mode, client
+        self.extra = tuple(extra)
         self.name = f"vhostlab-serve-{mode}" + ("-client" if client else "")
         self.proc: subprocess.Popen | None = None
 
@@ -196,7 +200,7 @@ class ServeBackend(Backend):
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
             raise BackendError(f"{self.binary} is not built (cmake --build build/release)")
         argv = ["timeout", "-s", "KILL", str(LAST_RESORT_S), str(self.binary), "serve",
-                "--socket", str(self.socket), "--mode", self.mode, "--quiet"]
+                "--socket", str(self.socket), "--mode", self.mode, "--quiet", *self.extra]
         if self.client:
             argv.append("--client")  # reconnects with back-off until the probe listens
         with open(self.log, "w") as log:

@@ -8,6 +8,10 @@
  * vl_net_enqueue) on the queues vl_vu_dev_queue() returns. There are no threads and no locks
  * inside: every call on one device -- messages, bursts on its queues, the accessors -- must
  * be serialised by the embedder (one thread, or its own lock), exactly as vl_vq.h requires.
+ * An embedder that runs the queues on worker threads handles each message while every
+ * worker owning a queue of the device is paused at a burst boundary (vl_vq_gate, vl_vq.h
+ * "Queues over threads"); a worker fetches its queues (vl_vu_dev_queue) and ring fds again
+ * after every pause.
  *
  * Everything the front end sends is hostile: each message is read whole into private memory
  * (never beyond what arrived), its payload size and file descriptor count are checked against

@@ -4,7 +4,32 @@
  * Threading contract: the core takes no locks. Every call on one queue (and on the memory
  * table it uses) must be serialised by the embedder: one thread, or the embedder's own lock.
  * Different queues may run on different threads if they do not share a pool concurrently
- * (pools are not thread-safe either). */
+ * (pools are not thread-safe either). A dirty log may be shared by queues on different
+ * threads: its bits are set by atomic OR.
+ *
+ * Queues over threads (docs/architecture.md, "Queues over threads"). An embedder that runs
+ * queues on worker threads gives each queue exactly one *owner*, the only thread that runs
+ * bursts on it or calls any vl_vq_* on it while it runs; the datapath takes no lock. The
+ * control thread (the one that handles the front end's messages) changes a running queue
+ * only while its owner is paused at a burst boundary, through the owner's vl_vq_gate:
+ *   control:  n = vl_vq_gate_pause(gate)   ask, and wait until the owner stopped
+ *             ... change the queues: vl_vq_set_mem (a new memory table), vl_vq_destroy
+ *             (ring stopped: GET_VRING_BASE, SET_STATUS 0, RESET_DEVICE, disconnection),
+ *             enable/disable, vl_vq_set_dirty_log (a log started or moved), any setting,
+ *             reading the stats ...
+ *             vl_vq_gate_resume(gate, n)   let it go on
+ *   owner:    between two bursts (never inside one): if vl_vq_gate_poll(gate) returned
+ *             true it was paused, and every pointer it holds to a queue, a table or a pool
+ *             the control thread may have replaced must be fetched again.
+ * The acknowledgement is a release store the control thread reads with acquire, and the
+ * resumption one the owner reads with acquire: what one side did before is visible to the
+ * other after (C11 <stdatomic.h>, no lock). An owner that sleeps (poll on its kick fds) must
+ * be woken by the embedder after vl_vq_gate_request, or the pause waits for its next burst:
+ * vl_vq_gate_pause = vl_vq_gate_request + vl_vq_gate_wait, with the wake-up in between; the
+ * owner checks vl_vq_gate_pending before it sleeps. An owner that exits calls
+ * vl_vq_gate_leave: its later pauses are granted at once. One gate may cover several queues
+ * (all of one owner); pause the gates of every owner whose queues a message touches, or all
+ * of them around every message as serve does. */
 #ifndef VHOSTLAB_VL_VQ_H
 #define VHOSTLAB_VL_VQ_H
 
@@ -403,6 +428,33 @@ void vl_vq_set_dirty_log(struct vl_vq *vq, uint8_t *bitmap, uint64_t bytes);
  * whose last batch does not fit the ring, VL_ERR_NOMEM; the queue is then as it was. */
 uint64_t vl_inflight_queue_bytes(enum vl_layout L, uint32_t size);
 int vl_vq_set_inflight(struct vl_vq *vq, void *region, uint64_t bytes, uint32_t *resubmit);
+
+/* ---- the queue gate: queues over threads (see the head of this file) ----------------- */
+
+struct vl_vq_gate;
+
+/* A gate between one owner thread and the control thread; NULL when out of memory. Control
+ * path (allocates). Destroy it only after the owner left or was joined. */
+struct vl_vq_gate *vl_vq_gate_create(void);
+void vl_vq_gate_destroy(struct vl_vq_gate *g);
+
+/* Owner, at a burst boundary: when a pause was asked, acknowledge it, wait until the control
+ * thread resumes it and return true (then re-read every queue pointer); else return false at
+ * the cost of one load. */
+bool vl_vq_gate_poll(struct vl_vq_gate *g);
+/* Owner: a pause was asked and not acknowledged yet (check before sleeping). */
+bool vl_vq_gate_pending(const struct vl_vq_gate *g);
+/* Owner: it will never run bursts again; every pause from now on is granted at once. */
+void vl_vq_gate_leave(struct vl_vq_gate *g);
+
+/* Control: ask for a pause and return its number (the owner stops at its next burst
+ * boundary); wait until the owner stopped for it (or left); both at once. One control
+ * thread per gate. */
+uint32_t vl_vq_gate_request(struct vl_vq_gate *g);
+void vl_vq_gate_wait(struct vl_vq_gate *g, uint32_t pause);
+uint32_t vl_vq_gate_pause(struct vl_vq_gate *g);
+/* Control: end pause `pause`; what the control thread did before is visible to the owner. */
+void vl_vq_gate_resume(struct vl_vq_gate *g, uint32_t pause);
 
 #ifdef __cplusplus
 }
