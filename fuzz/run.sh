@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Local fuzzing run: build (if needed), seed, replay, fuzz, report. See fuzz/README.md.
 #
-#   fuzz/run.sh [--seconds N] [--build DIR] [--corpus DIR] [--json] [TARGET...]
+#   fuzz/run.sh [--seconds N] [--jobs J] [--build DIR] [--corpus DIR] [--json] [TARGET...]
 #
 # For each target (default: all ten): replay every input it has -- the generated seeds, the
 # persistent corpus and the named regressions in fuzz/regressions/<target>/ -- where any crash
@@ -20,11 +20,12 @@ BUILD="$ROOT/build/fuzz"
 WORK="$ROOT/build/fuzz-corpus"
 CRASHES="$ROOT/build/fuzz-crashes"
 JSON=0
+JOBS=1
 TARGETS=()
 
 usage() {
     cat <<EOF
-Usage: fuzz/run.sh [--seconds N] [--build DIR] [--corpus DIR] [--json] [TARGET...]
+Usage: fuzz/run.sh [--seconds N] [--jobs J] [--build DIR] [--corpus DIR] [--json] [TARGET...]
 
 Builds the libFuzzer targets if needed (clang, -DVL_FUZZ=ON -DCMAKE_BUILD_TYPE=Asan in DIR,
 default build/fuzz), writes fresh seed corpora (gen_corpus), then for each TARGET (default:
@@ -32,6 +33,7 @@ all) replays every seed, corpus and regression input (a crash fails the run) and
 N seconds (default 60) with -timeout=10 -rss_limit_mb=2048 and the target's dictionary.
 
   --seconds N    fuzzing time per target (0: replay only)
+  --jobs J       run J targets at once (default 1); each still fuzzes N seconds
   --build DIR    the VL_FUZZ build tree to use or create
   --corpus DIR   where corpora live (default build/fuzz-corpus): DIR/<target> is the
                  persistent corpus, DIR/seeds/<target> the seeds, DIR/logs/<target>.log the
@@ -57,6 +59,11 @@ while (($#)); do
         --corpus) [[ $# -ge 2 ]] || die "--corpus needs a directory"; WORK=$2; shift 2 ;;
         --corpus=*) WORK=${1#*=}; shift ;;
         --json) JSON=1; shift ;;
+        --jobs) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a number >= 1"
+                JOBS=$2; shift 2 ;;
+        --jobs=*) JOBS=${1#*=}
+                  [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a number >= 1"
+                  shift ;;
         -h|--help) usage; exit 0 ;;
         -*) usage >&2; die "unknown option $1" ;;
         *) TARGETS+=("$1"); shift ;;
@@ -96,10 +103,16 @@ mkdir -p "$WORK/logs"
 
 declare -A EXECS RATE FILES COV NCRASH STATUS REPLAYED CRASHLIST
 any_crash=0
+RESULTS="$WORK/results"
+rm -rf "$RESULTS" && mkdir -p "$RESULTS" || die "cannot create $RESULTS"
 
 count_files() { find "$1" -type f 2>/dev/null | wc -l | tr -d ' '; }
 
-for t in "${TARGETS[@]}"; do
+# One target: replay, fuzz, count. It runs in a subshell when --jobs is above 1, so it hands
+# its figures back through $RESULTS/<target> (sourced below), never through the arrays.
+fuzz_one() {
+    local t=$1 exe corpus seeds regs crashdir tlog before committed bad rc f
+    local -a dict flags dirs extra
     exe="$BUILD/fuzz/$t"
     corpus="$WORK/$t"
     seeds="$WORK/seeds/$t"
@@ -162,6 +175,30 @@ for t in "${TARGETS[@]}"; do
     # A failed replay or run that left no file (the crash was in an input we already have)
     # still counts once.
     if [[ ${STATUS[$t]} != ok && ${NCRASH[$t]} -eq 0 ]]; then NCRASH[$t]=1; fi
+    for f in EXECS RATE FILES COV NCRASH STATUS REPLAYED CRASHLIST; do
+        local -n arr=$f
+        printf '%s[%s]=%q\n' "$f" "$t" "${arr[$t]}"
+        unset -n arr
+    done >"$RESULTS/$t"
+}
+
+# Up to JOBS targets at once, each on its own core for the same fuzzing time: the figures
+# per target are what a lone run gives, the wall time is divided.
+running=0
+for t in "${TARGETS[@]}"; do
+    if ((JOBS > 1)); then
+        if ((running >= JOBS)); then wait -n; running=$((running - 1)); fi
+        fuzz_one "$t" &
+        running=$((running + 1))
+    else
+        fuzz_one "$t"
+    fi
+done
+wait
+for t in "${TARGETS[@]}"; do
+    [[ -f "$RESULTS/$t" ]] || die "$t left no results (see $WORK/logs/$t.log)"
+    # shellcheck disable=SC1090
+    source "$RESULTS/$t"
     ((NCRASH[$t] > 0)) && any_crash=1
 done
 
