@@ -83,6 +83,9 @@ CRASHES="$(cd "$CRASHES" && pwd)"
 if [[ -f "$BUILD/CMakeCache.txt" ]]; then
     grep -qE '^VL_FUZZ:[A-Z]*=(ON|1|TRUE|YES)$' "$BUILD/CMakeCache.txt" ||
         die "$BUILD is a build tree without VL_FUZZ=ON; pick another --build directory"
+    # Configure again (cheap, cached settings kept): a target added since the tree was made
+    # has no rule until then, and make asks for no reconfigure before it fails on that.
+    cmake -S "$ROOT" -B "$BUILD" >/dev/null || die "configure of $BUILD failed"
 else
     command -v clang >/dev/null || die "clang not found (libFuzzer needs it)"
     log "configuring $BUILD (clang, VL_FUZZ=ON, Asan)"
