@@ -153,17 +153,6 @@ int vl_inflight_split_attach(struct vl_ring *rq, void *region, uint64_t bytes,
 	return VL_OK;
 }
 
-void vl_inflight_split_detach(struct vl_ring *rq)
-{
-	free(rq->infl_heads);
-	free(rq->resubmit);
-	rq->infl = NULL;
-	rq->infl_heads = NULL;
-	rq->resubmit = NULL;
-	rq->resubmit_next = rq->resubmit_left = 0;
-	rq->head_limit = rq->size;
-}
-
 uint16_t vl_inflight_split_head(struct vl_ring *rq, uint16_t pos, uint16_t read)
 {
 	/* Positions below resubmit_left are the resubmitted heads; last_avail_idx trails by as

@@ -48,7 +48,6 @@ _Static_assert(sizeof(struct vl_infl_split) == 16, "QueueRegionSplit header");
  * last batch that does not fit the ring) or VL_ERR_NOMEM; the ring is then untouched. */
 int vl_inflight_split_attach(struct vl_ring *rq, void *region, uint64_t bytes,
 			     uint32_t *resubmit);
-void vl_inflight_split_detach(struct vl_ring *rq);
 
 /* The split fetch's slow path, for a head at or above rq->head_limit: every head while a
  * region is attached, else only a head out of range. With a region: a resubmitted head while

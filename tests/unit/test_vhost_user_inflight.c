@@ -394,8 +394,33 @@ static void test_inflight_bad_inputs(void **state)
 	assert_true(map != MAP_FAILED);
 	memcpy(map + a.mmap_size / 2 + 8, &bad_version, 2);
 	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1), VL_ERR_INFLIGHT);
-	/* A fresh area: the ring starts; now neither message is taken while it runs. */
+	/* An area in use (version 1, this ring's size) whose last batch cannot be undone: its
+	 * used index lags the guest's (0, a new ring) by more than the ring holds, or the batch
+	 * list starts at a head past the ring. Header: features u64, version, desc_num,
+	 * last_batch_head, used_idx (u16 each). */
+	uint8_t *q1 = map + a.mmap_size / 2;
+	const uint16_t in_use[4] = {1, QSIZE, 0, (uint16_t)(0u - (QSIZE + 1u))};
+
+	memcpy(q1 + 8, in_use, sizeof(in_use));
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1), VL_ERR_INFLIGHT);
+	const uint16_t bad_head[4] = {1, QSIZE, QSIZE, 0xffff}; /* lag 1, head QSIZE */
+
+	memcpy(q1 + 8, bad_head, sizeof(bad_head));
+	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1), VL_ERR_INFLIGHT);
+	assert_null(vl_vu_dev_queue(f.dev, 1));
+	/* An area in use with two chains in flight (heads 3 and 1, taken at the same count, so
+	 * they are taken again in head order): the ring starts; now neither message is taken
+	 * while it runs. Descriptor states follow the 16-byte header, 16 bytes each: inflight
+	 * u8, 5 bytes of padding, next u16, counter u64. */
+	const uint16_t clean[4] = {1, QSIZE, 0, 0}; /* lag 0: no batch to undo */
+	const uint64_t same_count = 5;
+
 	memset(map, 0, a.mmap_size);
+	memcpy(q1 + 8, clean, sizeof(clean));
+	for (uint32_t h = 1; h <= 3; h += 2) {
+		q1[16 + 16 * h] = 1;
+		memcpy(q1 + 16 + 16 * h + 8, &same_count, 8);
+	}
 	assert_int_equal(vuf_ring_fd(&f, VUF_SET_VRING_KICK, 1, -1), VL_OK);
 	assert_int_equal(vuf_state(&f, VUF_SET_VRING_ENABLE, 1, 1), VL_OK);
 	assert_non_null(vl_vu_dev_queue(f.dev, 1));
