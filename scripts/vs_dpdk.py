@@ -316,8 +316,12 @@ class Serve(Proc):
                 raise RunError(f"serve made no socket {self.sock}\n{tail(self.log)}")
             time.sleep(0.005)
 
+    # How long the front end may take to set up its rings (a subclass running serve under
+    # valgrind allows more).
+    start_timeout = START_TIMEOUT
+
     def wait_running(self) -> dict:
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             ev = self.events("running")
             if ev:
