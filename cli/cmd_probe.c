@@ -16,8 +16,9 @@ static void probe_usage(FILE *out)
 	fprintf(out,
 		"usage: vhostlab probe --socket PATH [--server] [--features HEX]\n"
 		"                      [--ring split|packed] [--suite NAME[,NAME]]\n"
-		"                      [--expect echo|sink] [--timeout-ms N] [--record DIR]\n"
-		"                      [--json]\n"
+		"                      [--expect echo|macswap|sink|source] [--timeout-ms N]\n"
+		"                      [--record DIR]"
+		" [--json]\n"
 		"\n"
 		"Play a vhost-user front end (QEMU's role) against any virtio-net back end: the\n"
 		"lab's simulated guest negotiates with whatever the back end offers, hands it\n"
@@ -38,15 +39,18 @@ static void probe_usage(FILE *out)
 		"  --suite NAMES     conformance, traffic, hostile, comma-separated (default:\n"
 		"                    all)\n"
 		"  --case IDS        only the cases with these ids, comma-separated\n"
-		"  --expect E        what the back end does with a frame it receives: echo\n"
-		"                    (sends it back, e.g. vhostlab serve --mode loopback;\n"
-		"                    default) or sink (drops it: cases that need the frame back\n"
-		"                    are n/a)\n"
+		"  --expect E        what the back end does with frames: echo (sends each back\n"
+		"                    as it came, e.g. vhostlab serve --mode loopback; default),\n"
+		"                    macswap (sends each back with its MAC addresses swapped,\n"
+		"                    e.g. testpmd --forward-mode=macswap), sink (drops them:\n"
+		"                    cases that need the frame back are n/a) or source (drops\n"
+		"                    them and sends frames of its own, e.g. vhostlab serve\n"
+		"                    --mode txonly: the source cases check what arrives)\n"
 		"  --timeout-ms N    bound of every wait, 10..600000 (default 1000)\n"
 		"  --record DIR      write each failing case (fail, wedge, crash) as a trace\n"
 		"                    DIR/<case>-<ring>.trace that `vhostlab replay --socket`\n"
 		"                    plays back; a case whose failure a trace cannot hold gets\n"
-		"                    none, and the output says why (split rings only for now)\n"
+		"                    none, and the output says why\n"
 		"  --json            one JSON document on stdout: {\"ok\", \"backend\",\n"
 		"                    \"features\", \"cases\": [{\"id\", \"suite\", \"ring\", \"rule\",\n"
 		"                    \"verdict\", \"detail\"}]}\n"
@@ -132,9 +136,12 @@ static void print_json(const struct probe_opts *o, const struct probe_report *re
 {
 	printf("{\"ok\": %s, \"backend\": {\"socket\": ", ok ? "true" : "false");
 	cli_json_string(stdout, o->socket);
-	printf(", \"mode\": \"%s\", \"features_offered\": \"0x%" PRIx64 "\", "
+	static const char *const expects[] = {"echo", "macswap", "sink", "source"};
+
+	printf(", \"mode\": \"%s\", \"expect\": \"%s\", \"features_offered\": \"0x%" PRIx64 "\", "
 	       "\"protocol_features_offered\": \"0x%" PRIx64 "\", \"error\": ",
-	       o->server ? "client" : "server", rep->offered, rep->proto_offered);
+	       o->server ? "client" : "server", expects[o->expect], rep->offered,
+	       rep->proto_offered);
 	cli_json_string(stdout, rep->err);
 	printf("}, \"features\": \"0x%" PRIx64 "\", \"cases\": [", rep->offered & o->mask);
 	for (unsigned i = 0; i < rep->n; i++) {
@@ -247,10 +254,15 @@ int cmd_probe(int argc, char **argv)
 		case 'e':
 			if (!strcmp(optarg, "echo"))
 				o.expect = PROBE_EXPECT_ECHO;
+			else if (!strcmp(optarg, "macswap"))
+				o.expect = PROBE_EXPECT_MACSWAP;
 			else if (!strcmp(optarg, "sink"))
 				o.expect = PROBE_EXPECT_SINK;
+			else if (!strcmp(optarg, "source"))
+				o.expect = PROBE_EXPECT_SOURCE;
 			else {
-				cli_usage_error("probe", "--expect: '%s' is not echo or sink", optarg);
+				cli_usage_error("probe", "--expect: '%s' is not echo, macswap, sink or "
+						"source", optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;

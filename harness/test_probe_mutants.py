@@ -27,6 +27,7 @@ import pytest
 VERSION_1 = 1 << 32
 RING_PACKED = 1 << 34
 HOST_ECN = 1 << 13
+CSUM = 1 << 0
 PROTOCOL_FEATURES = 1 << 30
 REPLY_ACK = 1 << 3
 NEED_REPLY = 0x8
@@ -162,6 +163,8 @@ class EchoBackend:
             f = VERSION_1 | PROTOCOL_FEATURES | RING_PACKED
             if self.mutant == "ecn-without-tso":
                 f |= HOST_ECN  # offered without HOST_TSO4/6, as DPDK 22.11's net_vhost does
+            if self.mutant == "csum-passthrough":
+                f |= CSUM  # takes NEEDS_CSUM frames, then forwards them unfinished
             return struct.pack("<Q", f)
         if req == 2:
             self.packed = bool(struct.unpack_from("<Q", p)[0] & RING_PACKED)
@@ -257,7 +260,27 @@ class EchoBackend:
         hdr[10] = 1
         if self.mutant == "hdr-passthrough":
             hdr = bytearray(data[:12])  # the TX header, num_buffers and all
+        if self.mutant == "csum-passthrough":
+            # NEEDS_CSUM and its fields to a driver that did not take GUEST_CSUM (N-12).
+            hdr = bytearray(data[:10]) + b"\x01\x00"
+        if self.mutant == "macswap" and len(frame) >= 12:
+            frame = frame[6:12] + frame[:6] + frame[12:]  # a correct macswap forwarder
         return bytes(hdr) + frame
+
+    def source_frames(self, rx):
+        """--expect source: a frame of its own into every RX buffer posted (split ring),
+        60 bytes behind a header with num_buffers 1; the source mutants break one rule."""
+        while self.u16(rx.avail + 2) != rx.last_avail:
+            rhead = self.u16(rx.avail + 4 + 2 * (rx.last_avail % rx.num))
+            raddr, _rlen, _ = self.chain(rx, rhead)[0]
+            hdr = bytearray(12)
+            hdr[10] = 0 if self.mutant == "source-nb0" else 1
+            frame = bytes([0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x88, 0xB5]) + bytes(46)
+            if self.mutant == "source-unwritten":
+                self.write(raddr, bytes(hdr))  # the length below covers bytes never written
+            else:
+                self.write(raddr, bytes(hdr) + frame)
+            self.put_used(rx, rhead, 12 + len(frame))
 
     # ---- packed rings (virtio 2.8) --------------------------------------------------------
     def pchain(self, ring):
@@ -328,6 +351,8 @@ class EchoBackend:
         if self.packed:
             self.poll_packed(rx, tx)
             return
+        if self.mutant and self.mutant.startswith("source"):
+            self.source_frames(rx)
         while self.u16(tx.avail + 2) != tx.last_avail:
             head = self.u16(tx.avail + 4 + 2 * (tx.last_avail % tx.num))
             descs = self.chain(tx, head)
@@ -362,12 +387,13 @@ def tmp():
         yield Path(d)
 
 
-def probe_cases(vhostlab, tmp, mutant, cases, ring="split"):
+def probe_cases(vhostlab, tmp, mutant, cases, ring="split", expect="echo"):
     sock = tmp / "m.sock"
     be = EchoBackend(sock, mutant)
     try:
         res = vhostlab("probe", "--json", "--socket", str(sock), "--ring", ring,
-                       "--timeout-ms", "500", "--case", ",".join(cases), timeout=60)
+                       "--timeout-ms", "500", "--case", ",".join(cases), "--expect", expect,
+                       timeout=60)
     finally:
         be.close()
         sock.unlink(missing_ok=True)  # a second run in the same directory binds it again
@@ -446,3 +472,50 @@ def test_a_mutant_fails_the_case_that_owns_its_rule(vhostlab, tmp, mutant, case,
     c = got[case]
     assert c["verdict"] == verdict, res.describe()
     assert evidence in c["detail"], res.describe()
+
+
+@pytest.mark.parametrize("back_end, expect, verdict", [
+    ("macswap", "macswap", "pass"),  # the oracle follows the swap
+    (None, "macswap", "fail"),       # an echo is not a macswap
+    ("macswap", "echo", "fail"),     # nor a macswap an echo
+])
+def test_macswap_expectation_follows_what_the_back_end_does(vhostlab, tmp, back_end, expect,
+                                                            verdict):
+    res, got = probe_cases(vhostlab, tmp, back_end, ["echo", "echo-no-mrg"], expect=expect)
+    assert res.json()["backend"]["expect"] == expect, res.describe()
+    for c in got.values():
+        assert c["verdict"] == verdict, res.describe()
+        if verdict == "fail":
+            # The first difference is in the destination MAC: byte 0 of the frame.
+            assert "RX frame byte 0 is" in c["detail"], res.describe()
+
+
+def test_csum_passthrough_fails_offload_csum(vhostlab, tmp):
+    # N-12: a NEEDS_CSUM frame handed on unfinished to a driver without GUEST_CSUM.
+    res, got = probe_cases(vhostlab, tmp, "csum-passthrough", ["offload-csum", "offload-tso4"])
+    c = got["offload-csum"]
+    assert c["verdict"] == "fail", res.describe()
+    assert "header flags 0x1 gso_type 0x0" in c["detail"], res.describe()
+    assert "expected flags 0x0" in c["detail"], res.describe()
+    # HOST_TSO4 is not offered: n/a, naming the feature.
+    assert got["offload-tso4"]["verdict"] == "n/a", res.describe()
+    assert "HOST_TSO4" in got["offload-tso4"]["detail"], res.describe()
+
+
+@pytest.mark.parametrize("mutant, verdict, evidence", [
+    ("source", "pass", "32 frames of 60..60 bytes arrived"),
+    ("source-nb0", "fail", "num_buffers 0"),
+    ("source-unwritten", "fail", "still the poison"),
+])
+def test_source_cases_check_what_a_source_sends(vhostlab, tmp, mutant, verdict, evidence):
+    res, got = probe_cases(vhostlab, tmp, mutant, ["source-frames", "source-no-mrg"],
+                           expect="source")
+    for c in got.values():
+        assert c["verdict"] == verdict, res.describe()
+        assert evidence in c["detail"], res.describe()
+
+
+def test_source_cases_are_na_unless_the_back_end_is_a_source(vhostlab, tmp):
+    res, got = probe_cases(vhostlab, tmp, None, ["source-frames"])
+    assert got["source-frames"]["verdict"] == "n/a", res.describe()
+    assert "--expect source" in got["source-frames"]["detail"], res.describe()

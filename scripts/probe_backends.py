@@ -11,8 +11,9 @@ missing or what its log says.
 The back ends:
   * `vhostlab serve` (the production program, vhostlab-fast) in the modes the probe can
     judge: loopback (echoes: --expect echo), the same as a client (the probe runs with
-    --server), and rxonly, null, touch (they drop what they get: --expect sink). tap and
-    pair need a peer of their own; txonly writes frames the probe did not send.
+    --server), rxonly, null, touch (they drop what they get: --expect sink) and txonly
+    (drops what it gets and sends frames of its own: --expect source). tap and pair need a
+    peer of their own (a TAP device, a second guest) to say what becomes of a frame.
   * DPDK 22.11 dpdk-testpmd with one net_vhost port in io mode: the port is paired with
     itself, so it echoes.
   * Open vSwitch with DPDK (openvswitch-switch-dpdk): ovsdb-server and ovs-vswitchd-dpdk
@@ -37,7 +38,8 @@ from pathlib import Path
 
 OVS_VSWITCHD = Path("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
-SERVE_MODES = {"loopback": "echo", "rxonly": "sink", "null": "sink", "touch": "sink"}
+SERVE_MODES = {"loopback": "echo", "rxonly": "sink", "null": "sink", "touch": "sink",
+               "txonly": "source"}
 # Every process a back end starts runs under `timeout -s KILL` as a last resort: a test or
 # report that dies without its cleanup leaves nothing running for longer than this.
 LAST_RESORT_S = 900
@@ -191,8 +193,10 @@ class ServeBackend(Backend):
     def setup(self) -> str:
         role = ("as a client (`--client`; the probe listens with `--server`)" if self.client
                 else "as a server")
-        what = ("echoes every frame" if SERVE_MODES[self.mode] == "echo"
-                else "drops every frame (`--expect sink`: cases that need the echo are n/a)")
+        what = {"echo": "echoes every frame",
+                "sink": "drops every frame (`--expect sink`: cases that need the echo are n/a)",
+                "source": "drops every frame and sends 64-byte frames of its own (`--expect "
+                          "source`: cases that need the echo are n/a)"}[SERVE_MODES[self.mode]]
         return (f"`{self.binary.name} serve --mode {self.mode}` {role}, the production "
                 f"program; it {what}.")
 
@@ -219,9 +223,17 @@ class TestpmdBackend(Backend):
     name = "dpdk-testpmd"
     # 2 s per wait: testpmd's lcores busy-poll one CPU shared with whatever else runs here.
     timeout_ms = 2000
+    # testpmd's forwarding mode and what the probe then expects of the port (--expect).
+    FORWARD = {"io": "echo", "macswap": "macswap", "txonly": "source"}
 
-    def __init__(self) -> None:
+    def __init__(self, forward: str = "io") -> None:
         super().__init__()
+        if forward not in self.FORWARD:
+            raise ValueError(f"testpmd forward mode {forward!r} is not one the probe judges "
+                             f"({', '.join(self.FORWARD)})")
+        self.forward = forward
+        if forward != "io":
+            self.name = f"dpdk-testpmd-{forward}"
         self.prefix = f"vhlpd{os.getpid()}x{id(self) % 100000}"
         self.proc: subprocess.Popen | None = None
 
@@ -230,9 +242,23 @@ class TestpmdBackend(Backend):
         return self.scratch / "testpmd.log"
 
     def setup(self) -> str:
+        what = {"io": "one port in io mode is paired with itself, so it echoes",
+                "macswap": "one port in macswap mode is paired with itself, so it sends every "
+                           "frame back with its MAC addresses swapped (`--expect macswap`)",
+                "txonly": "one port in txonly mode sends 64-byte frames of its own and never "
+                          "reads the guest's TX ring (`--expect source`)"}[self.forward]
+        if self.forward != "io":
+            what += "; the traffic suite only (`--suite traffic`)"
         return ("`dpdk-testpmd --no-pci --no-huge -m 256 --vdev net_vhost0,iface=SOCKET,"
-                "queues=1 -- --forward-mode=io`: one port in io mode is paired with itself, "
-                "so it echoes; default devargs (tso=0).")
+                f"queues=1 -- --forward-mode={self.forward}`: {what}; default devargs "
+                "(tso=0).")
+
+    def probe_args(self) -> list[str]:
+        # io: every suite. macswap and txonly exist for what they do with frames: the
+        # traffic suite (txonly never reads the guest's TX ring, so every case that waits
+        # for a TX chain to be used would wedge on the forwarding mode, not on lib/vhost).
+        suites = [] if self.forward == "io" else ["--suite", "traffic"]
+        return super().probe_args() + ["--expect", self.FORWARD[self.forward], *suites]
 
     def version(self) -> str:
         return (f"DPDK {_package_version('dpdk-dev')} (dpdk-testpmd net_vhost, librte-vhost23 "
@@ -245,7 +271,7 @@ class TestpmdBackend(Backend):
         argv = ["timeout", "-s", "KILL", str(LAST_RESORT_S), binary, "--no-pci", "--no-huge",
                 "-m", "256", f"--file-prefix={self.prefix}", "--lcores", "0@1,1@1",
                 "--vdev", f"net_vhost0,iface={self.socket},queues=1", "--",
-                "--forward-mode=io", "--total-num-mbufs=16384"]
+                f"--forward-mode={self.forward}", "--total-num-mbufs=16384"]
         # Without -i testpmd forwards until stdin closes: a pipe held open keeps it running.
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log,
@@ -420,4 +446,5 @@ def all_backends(fast_bin: Path) -> list[Backend]:
     """Every back end the conformance report covers, in its order (not started)."""
     serve = [ServeBackend(fast_bin, m) for m in SERVE_MODES]
     serve.insert(1, ServeBackend(fast_bin, "loopback", client=True))
-    return serve + [TestpmdBackend(), OvsBackend()]
+    return serve + [TestpmdBackend(), TestpmdBackend("macswap"), TestpmdBackend("txonly"),
+                    OvsBackend()]

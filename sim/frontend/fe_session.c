@@ -104,7 +104,7 @@ enum lab_fe_rc lab_fe_negotiate(struct lab_fe_session *s, uint64_t want)
 		return LAB_FE_ERROR;
 	}
 	uint64_t layout_bit = VL_FEATURE(VL_F_RING_PACKED);
-	uint64_t ack = offered & want & LAB_FE_DRIVER_FEATURES & ~layout_bit;
+	uint64_t ack = offered & want & (LAB_FE_DRIVER_FEATURES | s->features_extra) & ~layout_bit;
 
 	if (s->layout == VL_LAYOUT_PACKED) {
 		if (!(offered & layout_bit)) {

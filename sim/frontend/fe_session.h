@@ -61,6 +61,9 @@ struct lab_fe_session {
 	uint64_t proto_offered, proto_acked; /* protocol features (0 without bit 30) */
 	uint64_t proto_want;                 /* acked besides REPLY_ACK when offered (set
 					      * before lab_fe_negotiate; e.g. LOG_SHMFD) */
+	uint64_t features_extra;             /* virtio bits acked besides
+					      * LAB_FE_DRIVER_FEATURES when offered and wanted:
+					      * offloads a case reads itself (probe_offload.c) */
 	bool reply_ack;
 	struct lab_gmem *g;
 	struct lab_fe_queue q[LAB_FE_QUEUES];

@@ -51,6 +51,18 @@ enum probe_verdict probe_dirty_log(struct probe_ctx *x);
 enum probe_verdict probe_hostile_msg(struct probe_ctx *x);
 enum probe_verdict probe_hostile_ring(struct probe_ctx *x);
 
+/* probe_offload.c: a checksum or GSO frame through an echoing back end against the lab's
+ * model (arg: OL_ARG_* | OL_ARG_GUEST when the probe's driver takes it back whole). */
+#define OL_ARG_CSUM 0
+#define OL_ARG_TSO4 1
+#define OL_ARG_TSO6 2
+#define OL_ARG_USO 3
+#define OL_ARG_GUEST 0x10
+enum probe_verdict probe_offload(struct probe_ctx *x);
+
+/* probe_source.c: frames a back end sends of its own (--expect source). */
+enum probe_verdict probe_source_frames(struct probe_ctx *x);
+
 enum probe_verdict probe_echo_indirect(struct probe_ctx *x);
 enum probe_verdict probe_echo_frames(struct probe_ctx *x);
 

@@ -14,8 +14,18 @@
 
 enum probe_verdict { PROBE_PASS, PROBE_FAIL, PROBE_WEDGE, PROBE_CRASH, PROBE_NA };
 
-/* What the back end does with the frames it receives (--expect). */
-enum probe_expect { PROBE_EXPECT_ECHO, PROBE_EXPECT_SINK };
+/* What the back end does with frames (--expect): sends each back as it came (echo), sends
+ * each back with its destination and source MAC addresses swapped (macswap: DPDK testpmd's
+ * macswap forwarding), drops them (sink), or drops them and sends frames of its own on RX
+ * (source: vhostlab serve --mode txonly, testpmd's txonly). */
+enum probe_expect { PROBE_EXPECT_ECHO, PROBE_EXPECT_MACSWAP, PROBE_EXPECT_SINK,
+		    PROBE_EXPECT_SOURCE };
+
+/* Does a frame sent on TX come back on RX (echo or macswap)? */
+static inline bool probe_expect_returns(enum probe_expect e)
+{
+	return e == PROBE_EXPECT_ECHO || e == PROBE_EXPECT_MACSWAP;
+}
 
 #define PROBE_SPLIT 1u
 #define PROBE_PACKED 2u
@@ -44,12 +54,15 @@ struct probe_case {
 	unsigned layouts;    /* PROBE_SPLIT / PROBE_PACKED */
 	uint64_t needs;      /* features the back end must offer, else n/a */
 	uint64_t drops;      /* features the case negotiates away */
-	bool needs_echo;     /* needs --expect echo, else n/a */
+	/* What the back end must do with frames, else n/a: false, nothing; true (= 1), send
+	 * them back (--expect echo or macswap); PROBE_NEEDS_SOURCE, send its own (source). */
+	unsigned char needs_echo;
 	bool bring_up;       /* start from a negotiated session with both queues running */
 	uint32_t queue_size; /* of both queues when bring_up; 0: PROBE_QUEUE_SIZE */
 	enum probe_verdict (*run)(struct probe_ctx *x);
 	int arg;             /* what `run` is given as probe_ctx.arg: one body, several rules */
 };
+#define PROBE_NEEDS_SOURCE 2
 
 extern const struct probe_case probe_cases[];
 extern const unsigned probe_ncases;

@@ -123,6 +123,60 @@ const struct probe_case probe_cases[] = {
 	{"echo", "traffic", "virtio 5.1.6 (--expect echo)",
 	 "32 frames of 60-1514 bytes in 3 chain shapes each echoed byte for byte",
 	 PROBE_BOTH, 0, 0, true, true, 0, probe_echo_frames, 0},
+	{"echo-no-mrg", "traffic", "N-02 virtio 5.1.6.3.2, 5.1.6.4.1 (--expect echo)",
+	 "the echo case with MRG_RXBUF left out: each frame back whole in one buffer, "
+	 "num_buffers 1",
+	 PROBE_BOTH, 0, F(VL_F_NET_MRG_RXBUF), true, true, 0, probe_echo_frames, 0},
+	{"offload-csum", "traffic", "N-08 virtio 5.1.6.2.1, N-12 5.1.6.4.1",
+	 "a 1054-byte TCPv4 frame with NEEDS_CSUM to a driver without GUEST_CSUM: back with "
+	 "the checksum complete and flags 0, as the lab's model makes it",
+	 PROBE_BOTH, F(VL_F_NET_CSUM), 0, true, false, 0, probe_offload, OL_ARG_CSUM},
+	{"offload-csum-guest", "traffic", "N-12 virtio 5.1.6.4.1",
+	 "the same frame to a driver with GUEST_CSUM: back as sent (NEEDS_CSUM) or complete",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_GUEST_CSUM), 0, true, false, 0, probe_offload,
+	 OL_ARG_CSUM | OL_ARG_GUEST},
+	{"offload-tso4", "traffic", "N-11 virtio 5.1.6.2, N-13 5.1.6.4.1",
+	 "a 65054-byte TCPv4 GSO frame (MSS 1448) to a driver without GUEST_TSO4: back as "
+	 "the 45 segments the lab's model makes, every checksum complete",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_TSO4), 0, true, false, 0, probe_offload,
+	 OL_ARG_TSO4},
+	{"offload-tso4-guest", "traffic", "N-14 virtio 5.1.6.4.1",
+	 "the same frame to a driver with GUEST_TSO4 and MRG_RXBUF: back whole with its GSO "
+	 "header, or as the model's segments",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_TSO4) | F(VL_F_NET_GUEST_CSUM) |
+	 F(VL_F_NET_GUEST_TSO4) | F(VL_F_NET_MRG_RXBUF), 0, true, false, 0, probe_offload,
+	 OL_ARG_TSO4 | OL_ARG_GUEST},
+	{"offload-tso6", "traffic", "N-11 virtio 5.1.6.2, N-13 5.1.6.4.1",
+	 "a 65074-byte TCPv6 GSO frame (MSS 1428) to a driver without GUEST_TSO6: back as "
+	 "the model's segments",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_TSO6), 0, true, false, 0, probe_offload,
+	 OL_ARG_TSO6},
+	{"offload-tso6-guest", "traffic", "N-14 virtio 5.1.6.4.1",
+	 "the same frame to a driver with GUEST_TSO6 and MRG_RXBUF: back whole or as the "
+	 "model's segments",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_TSO6) | F(VL_F_NET_GUEST_CSUM) |
+	 F(VL_F_NET_GUEST_TSO6) | F(VL_F_NET_MRG_RXBUF), 0, true, false, 0, probe_offload,
+	 OL_ARG_TSO6 | OL_ARG_GUEST},
+	{"offload-uso", "traffic", "virtio 1.2 5.1.6.2 (HOST_USO), N-18 5.1.6.4.1",
+	 "a 65042-byte UDP GSO frame (segments of 1472) to a driver without GUEST_USO4/6: "
+	 "back as the model's datagrams",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_USO), 0, true, false, 0, probe_offload,
+	 OL_ARG_USO},
+	{"offload-uso-guest", "traffic", "virtio 1.2 5.1.6.4.1 (GUEST_USO4/6)",
+	 "the same frame to a driver with GUEST_USO4, GUEST_USO6 and MRG_RXBUF: back whole or "
+	 "as the model's datagrams",
+	 PROBE_BOTH, F(VL_F_NET_CSUM) | F(VL_F_NET_HOST_USO) | F(VL_F_NET_GUEST_CSUM) |
+	 F(VL_F_NET_GUEST_USO4) | F(VL_F_NET_GUEST_USO6) | F(VL_F_NET_MRG_RXBUF), 0, true, false,
+	 0, probe_offload, OL_ARG_USO | OL_ARG_GUEST},
+	{"source-frames", "traffic", "S-01 virtio 2.7.8.2, P-08 2.8.4, N-03 5.1.6.4.1 "
+	 "(--expect source)",
+	 "32 frames the back end sends of its own: used lengths within the buffers, plain "
+	 "headers, num_buffers the buffers each took, Ethernet headers written",
+	 PROBE_BOTH, 0, 0, PROBE_NEEDS_SOURCE, true, 0, probe_source_frames, 0},
+	{"source-no-mrg", "traffic", "N-01 virtio 5.1.6, N-02 5.1.6.4.1 (--expect source)",
+	 "the same with MRG_RXBUF left out: every frame in one buffer, num_buffers 1",
+	 PROBE_BOTH, 0, F(VL_F_NET_MRG_RXBUF), PROBE_NEEDS_SOURCE, true, 0, probe_source_frames,
+	 0},
 	{"msg-size-past-payload", "hostile", "hostile-inputs.md payload; VU Header",
 	 "a header whose size runs past the bytes sent: answered or closed; a fresh connection served", PROBE_ANY, 0, 0, false, false, 0,
 	 probe_hostile_msg, 0},

@@ -195,7 +195,7 @@ enum probe_verdict probe_hostile_ring(struct probe_ctx *x)
 	uint16_t hid, gid;
 	uint8_t small[GOOD_LEN];
 
-	if (!w.guard[0] || (x->expect == PROBE_EXPECT_ECHO && !rx && probe_rx_for_echo(x, 2)))
+	if (!w.guard[0] || (probe_expect_returns(x->expect) && !rx && probe_rx_for_echo(x, 2)))
 		return probe_from_rc(x, LAB_FE_ERROR);
 	uint64_t wlo = lab_gmem_ram_gpa(x->s.g) + lab_gmem_ram_size(x->s.g), whi = 0;
 	uint16_t pos0 = r->p.next_avail;

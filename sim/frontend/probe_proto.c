@@ -138,7 +138,7 @@ enum probe_verdict probe_minimal_features(struct probe_ctx *x)
 
 	if (rc != LAB_FE_OK)
 		return probe_from_rc(x, rc);
-	if (x->expect == PROBE_EXPECT_ECHO)
+	if (probe_expect_returns(x->expect))
 		return probe_echo_one(x, 128, 1, LAB_FE_HDR_DATA);
 	uint8_t frame[128];
 	uint32_t id, len;

@@ -46,6 +46,15 @@ static const char *feature_name(uint64_t bits)
 	case VL_FEATURE(VL_F_RING_PACKED): return "RING_PACKED";
 	case VL_FEATURE(VL_F_IN_ORDER): return "IN_ORDER";
 	case VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES): return "PROTOCOL_FEATURES";
+	case VL_FEATURE(VL_F_NET_CSUM): return "CSUM";
+	case VL_FEATURE(VL_F_NET_GUEST_CSUM): return "GUEST_CSUM";
+	case VL_FEATURE(VL_F_NET_GUEST_TSO4): return "GUEST_TSO4";
+	case VL_FEATURE(VL_F_NET_GUEST_TSO6): return "GUEST_TSO6";
+	case VL_FEATURE(VL_F_NET_HOST_TSO4): return "HOST_TSO4";
+	case VL_FEATURE(VL_F_NET_HOST_TSO6): return "HOST_TSO6";
+	case VL_FEATURE(VL_F_NET_GUEST_USO4): return "GUEST_USO4";
+	case VL_FEATURE(VL_F_NET_GUEST_USO6): return "GUEST_USO6";
+	case VL_FEATURE(VL_F_NET_HOST_USO): return "HOST_USO";
 	default: return "a feature";
 	}
 }
@@ -69,8 +78,13 @@ static bool not_applicable(const struct probe_opts *o, const struct probe_report
 			return true;
 		}
 	}
-	if (c->needs_echo && o->expect != PROBE_EXPECT_ECHO) {
-		snprintf(why, len, "needs a back end that echoes (--expect echo)");
+	if (c->needs_echo == 1 && !probe_expect_returns(o->expect)) {
+		snprintf(why, len, "needs a back end that echoes (--expect echo or macswap)");
+		return true;
+	}
+	if (c->needs_echo == PROBE_NEEDS_SOURCE && o->expect != PROBE_EXPECT_SOURCE) {
+		snprintf(why, len, "needs a back end that sends frames of its own (--expect "
+			 "source)");
 		return true;
 	}
 	return false;

@@ -3,6 +3,7 @@
  * (probe_bodies.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fe_record.h"
@@ -22,7 +23,7 @@ void probe_frame(uint8_t *dst, uint32_t len, uint32_t seq)
 
 enum lab_fe_rc probe_rx_for_echo(struct probe_ctx *x, uint32_t n)
 {
-	if (x->expect != PROBE_EXPECT_ECHO)
+	if (!probe_expect_returns(x->expect))
 		return LAB_FE_OK;
 	for (uint32_t i = 0; i < n; i++)
 		if (lab_fe_post_rx(&x->s, 2048) < 0)
@@ -33,7 +34,7 @@ enum lab_fe_rc probe_rx_for_echo(struct probe_ctx *x, uint32_t n)
 
 enum lab_fe_rc probe_rx_drain(struct probe_ctx *x, uint32_t n)
 {
-	if (x->expect != PROBE_EXPECT_ECHO)
+	if (!probe_expect_returns(x->expect))
 		return LAB_FE_OK;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id, len;
@@ -46,11 +47,13 @@ enum lab_fe_rc probe_rx_drain(struct probe_ctx *x, uint32_t n)
 	return LAB_FE_OK;
 }
 
-enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uint32_t flen,
-				   const uint32_t *ids, const uint32_t *lens, uint32_t nbuf)
+/* probe_check_rx after --expect's transformation of the frame. */
+static enum probe_verdict check_rx_against(struct probe_ctx *x, const uint8_t *hdr,
+					   const uint8_t *frame, uint32_t flen,
+					   const uint32_t *ids, const uint32_t *lens,
+					   uint32_t nbuf)
 {
 	uint32_t cap, at = 0;
-	const uint8_t *hdr = lab_fe_buffer(&x->s, LAB_FE_RX, ids[0], &cap);
 	uint16_t num_buffers;
 
 	memcpy(&num_buffers, hdr + 10, 2);
@@ -89,6 +92,28 @@ enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uin
 		return probe_fail(x, "RX got %u frame bytes in %u buffer(s), sent %u", at, nbuf,
 				  flen);
 	return PROBE_PASS;
+}
+
+enum probe_verdict probe_check_rx(struct probe_ctx *x, const uint8_t *frame, uint32_t flen,
+				   const uint32_t *ids, const uint32_t *lens, uint32_t nbuf)
+{
+	uint32_t cap;
+	const uint8_t *hdr = lab_fe_buffer(&x->s, LAB_FE_RX, ids[0], &cap);
+	uint8_t *swapped = NULL;
+
+	/* --expect macswap: what comes back is the frame with its two MAC addresses swapped. */
+	if (x->expect == PROBE_EXPECT_MACSWAP && flen >= 12) {
+		if (!(swapped = malloc(flen)))
+			return probe_fail(x, "probe: out of memory");
+		memcpy(swapped, frame + 6, 6);
+		memcpy(swapped + 6, frame, 6);
+		memcpy(swapped + 12, frame + 12, flen - 12);
+		frame = swapped;
+	}
+	enum probe_verdict v = check_rx_against(x, hdr, frame, flen, ids, lens, nbuf);
+
+	free(swapped);
+	return v;
 }
 
 enum probe_verdict probe_echo_one(struct probe_ctx *x, uint32_t len, uint32_t seq,
