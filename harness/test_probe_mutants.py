@@ -519,3 +519,29 @@ def test_source_cases_are_na_unless_the_back_end_is_a_source(vhostlab, tmp):
     res, got = probe_cases(vhostlab, tmp, None, ["source-frames"])
     assert got["source-frames"]["verdict"] == "n/a", res.describe()
     assert "--expect source" in got["source-frames"]["detail"], res.describe()
+
+
+def test_a_source_failure_is_a_trace_that_replays_failing_and_passing(vhostlab, tmp):
+    # --record writes the failing source case; replayed over the socket it fails against
+    # the back end that failed (num_buffers 0) and passes against a correct source.
+    rec = tmp / "rec"
+    rec.mkdir()
+    sock = tmp / "m.sock"
+    be = EchoBackend(sock, "source-nb0")
+    try:
+        res = vhostlab("probe", "--json", "--socket", str(sock), "--ring", "split",
+                       "--timeout-ms", "500", "--case", "source-frames", "--expect", "source",
+                       "--record", str(rec), timeout=60)
+        case = res.json()["cases"][0]
+        assert case["verdict"] == "fail" and case["trace"], res.describe()
+        bad = vhostlab("replay", "--socket", str(sock), case["trace"], timeout=60)
+    finally:
+        be.close()
+        sock.unlink(missing_ok=True)
+    assert bad.returncode == 1 and "FAIL" in bad.stdout, bad.describe()
+    be = EchoBackend(sock, "source")
+    try:
+        good = vhostlab("replay", "--socket", str(sock), case["trace"], timeout=60)
+    finally:
+        be.close()
+    assert good.returncode == 0 and "PASS" in good.stdout, good.describe()

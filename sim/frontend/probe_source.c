@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fe_record.h"
 #include "fe_traffic.h"
 #include "probe_bodies.h"
 
@@ -32,8 +33,15 @@ static enum probe_verdict one_packet(struct probe_ctx *x, uint32_t k, uint32_t *
 	uint8_t flags = b[0], gso = b[1], eth[14];
 	uint16_t nb;
 
+	const bool mrg = x->s.acked & VL_FEATURE(VL_F_NET_MRG_RXBUF);
+	static const uint8_t plain[2] = {0, 0}, one[2] = {1, 0};
+
 	memcpy(&nb, b + 10, 2);
 	memcpy(eth, b + HDR, len >= HDR + 14 && len <= cap ? 14 : 0);
+	/* Recording (probe --record): the header checks whose answer is exact. */
+	lab_fe_rec_expect_bytes(&x->s, LAB_FE_RX, id, 0, plain, 2, !flags && !gso);
+	if (!mrg)
+		lab_fe_rec_expect_bytes(&x->s, LAB_FE_RX, id, 10, one, 2, nb == 1);
 	lab_fe_release(&x->s, LAB_FE_RX, id);
 	if (len > cap)
 		return probe_fail(x, "packet %u: used length %u past the %u-byte buffer", k, len,
@@ -51,7 +59,6 @@ static enum probe_verdict one_packet(struct probe_ctx *x, uint32_t k, uint32_t *
 	if (poison)
 		return probe_fail(x, "packet %u: its Ethernet header is still the poison the "
 				  "buffer held: the used length covers bytes never written", k);
-	const bool mrg = x->s.acked & VL_FEATURE(VL_F_NET_MRG_RXBUF);
 
 	if (nb == 0 || (!mrg && nb != 1))
 		return probe_fail(x, "packet %u: num_buffers %u (%s)", k, nb,
