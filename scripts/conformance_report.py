@@ -5,8 +5,9 @@
   scripts/conformance_report.py --render-only render reports/conformance.md from the stored JSON
 
 Running: for each back end of scripts/probe_backends.py (vhostlab serve in the modes the
-probe can judge, DPDK testpmd's net_vhost, Open vSwitch with DPDK) and each ring layout,
-`vhostlab probe --json --ring RING` runs every suite, and its document is stored, with the
+probe can judge, DPDK testpmd's net_vhost in io, macswap and txonly modes, Open vSwitch with
+DPDK) and each ring layout, `vhostlab probe --json --ring RING` runs the back end's suites
+(every suite; testpmd's macswap and txonly, the traffic suite), and its document is stored, with the
 back end's name and version, the probe's commit and the exact command, in
 reports/conformance/<backend>-<ring>.json. A failure's rule is looked up in the design's
 conformance catalogue (--catalogue) and stored with it, so rendering needs nothing but the
