@@ -32,6 +32,7 @@ static const char *const vl_err_text[VL_ERR__COUNT] = {
 	[VL_ERR_LOG_TOO_SMALL] = "dirty log too small for the guest's memory",
 	[VL_ERR_REGION_UNKNOWN] = "no memory region matches the one to remove",
 	[VL_ERR_INFLIGHT] = "inflight area does not fit the device's queues",
+	[VL_ERR_INFLIGHT_PACKED] = "inflight tracking is implemented for split rings only",
 };
 
 const char *vl_strerror(int err)

@@ -845,6 +845,7 @@ def test_reconnect_back_end_restarted_under_a_virtio_user_server(vhostlab_fast, 
                   cell={"ring": ring, "mrg": 1, "ord": 0})
     serve = Serve(vhostlab_fast, workdir, "--client", "--mode", "rxonly", sock=sock)
     moved = []
+    figures = []  # (fds, mappings) of each new serve once its packets flow
     try:
         serve.wait_event("running", 1, [fe.log])
         fe.traffic(serve, 0.3, stop=False)
@@ -862,6 +863,7 @@ def test_reconnect_back_end_restarted_under_a_virtio_user_server(vhostlab_fast, 
             if ring == "packed":
                 assert not serve.events("resync"), (i, serve.events("resync"))
             moved.append(serve.moved() - base)
+            figures.append((fd_count(serve.pid), mappings(serve.pid)))
         counts = fe.quit()
         result = serve.stop()
     finally:
@@ -869,8 +871,11 @@ def test_reconnect_back_end_restarted_under_a_virtio_user_server(vhostlab_fast, 
         serve.kill()
     got = queue0(result)["rx_packets"]
     print(f"{ring}: {len(moved)} restarts, each new back end moved at least {min(moved)} "
-          f"packets; the last received {got}; testpmd sent {counts['tx']} in all")
+          f"packets; the last received {got}; testpmd sent {counts['tx']} in all; each "
+          f"new serve's fds/mappings: {sorted(set(figures))}")
     assert len(moved) == BACK_END_RESTARTS
+    # Every new serve reaches the same state: none holds more than the first.
+    assert all(f == figures[0] for f in figures), figures
     assert got > 4 * QUEUE_SIZE, result
 
 

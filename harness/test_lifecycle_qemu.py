@@ -29,6 +29,7 @@ that offers one. Each side says what went wrong, and serve keeps serving.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -224,6 +225,11 @@ def open_fds(pid: int) -> int:
     return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
 
+def maps_lines(pid: int) -> int:
+    """Mappings of a process (each guest region serve maps is one line or a few)."""
+    return len(Path(f"/proc/{pid}/maps").read_text().splitlines())
+
+
 def test_qemu_reset_reload_virtio_net(vhostlab_fast, qemu, guest, netns_ok, capsys):
     cell = {"ring": "split", "mrg": True}
     seen: dict = {}
@@ -270,8 +276,10 @@ def test_qemu_reset_reload_virtio_net(vhostlab_fast, qemu, guest, netns_ok, caps
     assert seen["fds_second"] == seen["fds_first"], seen
 
 
-RESTARTS = 10
-RESTART_PAUSE = 1.0  # seconds between the kill and the new serve
+RESTARTS = int(os.environ.get("VHOSTLAB_RESTARTS", "10"))
+# Seconds between the kill and the new serve; VHOSTLAB_RESTART_PAUSE=0 restarts at once (the
+# "instant restart" case of docs/lifecycle.md, Reconnect).
+RESTART_PAUSE = float(os.environ.get("VHOSTLAB_RESTART_PAUSE", "1.0"))
 
 
 def restart_serve(c, client: bool) -> None:
@@ -320,7 +328,12 @@ def test_qemu_reconnect_serve_restarted(vhostlab_fast, qemu, guest, netns_ok, tm
     connects to it (--client); serve-server: serve listens and QEMU reconnects
     (reconnect=1). After every restart the guest's pings are answered again (QEMU sets the
     device up anew on the new connection, serve resumes the rings where the guest's used
-    index says), and the guest's network never needs more than the restart."""
+    index says), and the guest's network never needs more than the restart.
+
+    Leaks: once the pings are back after each restart, the new serve's open descriptors and
+    mappings (/proc/PID/fd, /proc/PID/maps lines) must equal the first restarted serve's, and
+    QEMU's open descriptors must not grow from restart to restart (a front end left holding
+    the dead back end's kick/call eventfds or sockets would)."""
     from test_interop_qemu import Cell
     cell = {"ring": "split", "mrg": True}
     c = Cell(vhostlab_fast, tmp_path, cell)
@@ -328,6 +341,7 @@ def test_qemu_reconnect_serve_restarted(vhostlab_fast, qemu, guest, netns_ok, tm
     c.append_extra = f" vhl_pingloop={int(60 + RESTARTS * 8)}"
     c.chardev_extra = ",server=on,wait=off" if serve_client else ",reconnect=1"
     resumed: list[float] = []
+    figures: list[tuple[int, int, int]] = []  # (serve fds, serve mappings, QEMU fds)
 
     def cycles(cc) -> None:
         console = cc.logs["guest console"]
@@ -349,6 +363,9 @@ def test_qemu_reconnect_serve_restarted(vhostlab_fast, qemu, guest, netns_ok, tm
                     + tail(cc.logs["serve stderr"]))
                 time.sleep(0.05)
             resumed.append(time.monotonic() - t0)
+            pid, qpid = child_pid(cc.serve), child_pid(cc.qemu)
+            assert pid is not None and qpid is not None, "serve or QEMU is gone"
+            figures.append((open_fds(pid), maps_lines(pid), open_fds(qpid)))
         from test_interop_qemu import kill_group
         kill_group(cc.qemu)  # the guest would ping on; the cell has seen what it needed
 
@@ -363,5 +380,11 @@ def test_qemu_reconnect_serve_restarted(vhostlab_fast, qemu, guest, netns_ok, tm
     with capsys.disabled():
         print(f"\n  qemu reconnect ({'serve client' if serve_client else 'serve server'}): "
               f"{len(resumed)} restarts, pings back after "
-              f"{', '.join(f'{s:.1f}' for s in resumed)} s", end="")
+              f"{', '.join(f'{s:.1f}' for s in resumed)} s; after each restart serve fds/"
+              f"mappings, QEMU fds: {figures}", end="")
     assert len(resumed) == RESTARTS
+    assert all(f[:2] == figures[0][:2] for f in figures), (
+        f"serve's descriptors or mappings differ between restarts (fds, maps, QEMU fds): "
+        f"{figures}")
+    assert all(f[2] == figures[0][2] for f in figures), (
+        f"QEMU's descriptors grew across restarts (serve fds, maps, QEMU fds): {figures}")

@@ -9,7 +9,13 @@
  * Both messages are refused while a ring runs (its queue writes the area in force), before
  * SET_FEATURES (the layout decides each queue's part), for a queue count outside the
  * device's rings or a queue size a ring cannot have; SET_INFLIGHT_FD also for an area smaller
- * than those queues need or past its file. A refused message leaves the area in force. */
+ * than those queues need or past its file. A refused message leaves the area in force.
+ *
+ * Packed rings are not tracked (the spec's QueueRegionPacked is not implemented): with
+ * VIRTIO_F_RING_PACKED negotiated both messages are refused (VL_ERR_INFLIGHT_PACKED), and a
+ * packed ring does not start while an area (set up under split features) is in force. A front
+ * end asking for tracking then learns at once that it has none, instead of believing that
+ * what is in flight would be resubmitted after a crash. */
 #define _GNU_SOURCE /* memfd_create */
 
 #include <string.h>
@@ -32,6 +38,8 @@ static int check_request(const struct vl_vu_dev *dev, const struct vu_inflight_d
 {
 	if (!dev->features_set)
 		return VL_ERR_VU_STATE;
+	if (vu_layout(dev) != VL_LAYOUT_SPLIT)
+		return VL_ERR_INFLIGHT_PACKED;
 	for (uint32_t i = 0; i < dev->nrings; i++)
 		if (dev->rings[i].vq)
 			return VL_ERR_VU_STATE;
@@ -122,8 +130,11 @@ int vu_inflight_attach(struct vl_vu_dev *dev, struct vu_ring *ring, struct vl_vq
 	const uint32_t idx = (uint32_t)(ring - dev->rings);
 
 	ring->resubmitted = 0;
-	if (!dev->infl || idx >= dev->infl_nqueues || vu_layout(dev) != VL_LAYOUT_SPLIT)
+	if (!dev->infl || idx >= dev->infl_nqueues)
 		return VL_OK;
+	/* An area made under split features, the ring now packed: it would not be tracked. */
+	if (vu_layout(dev) != VL_LAYOUT_SPLIT)
+		return VL_ERR_INFLIGHT_PACKED;
 	/* The area was laid out for infl_qsize descriptors per queue. */
 	if (ring->num != dev->infl_qsize)
 		return VL_ERR_INFLIGHT;

@@ -124,9 +124,9 @@ int vu_get_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
 		       struct vu_reply *);
 int vu_set_inflight_fd(struct vl_vu_dev *, struct vu_msg *, struct vu_ring *,
 		       struct vu_reply *);
-/* Attach ring's part of the inflight area to its new queue (split rings; nothing for packed,
- * which are not tracked, or without an area): VL_OK, VL_ERR_INFLIGHT (the area was made for
- * another ring size) or what vl_vq_set_inflight returns. */
+/* Attach ring's part of the inflight area to its new queue (nothing without an area):
+ * VL_OK, VL_ERR_INFLIGHT (the area was made for another ring size), VL_ERR_INFLIGHT_PACKED
+ * (a packed ring: not tracked) or what vl_vq_set_inflight returns. */
 int vu_inflight_attach(struct vl_vu_dev *dev, struct vu_ring *ring, struct vl_vq *vq);
 void vu_inflight_unmap(struct vl_vu_dev *dev);
 

@@ -437,9 +437,13 @@ static void status_cycle(uint32_t request_reset)
 	vuf_dpdk_start(&f, DPDK_FEATURES, VL_LAYOUT_SPLIT, 64, 2);
 	vuf_still_moves(&f, 1);
 	vuf_still_moves(&f, 2);
+	const int fds_running = vuf_count_fds();
+
 	if (request_reset == VUF_SET_STATUS) {
 		assert_int_equal(vuf_u64(&f, VUF_SET_STATUS, 0), VL_OK);
 		assert_int_equal(f.last_status, 0);
+		/* Released at once, not at the next start: each ring's kick and call fds. */
+		assert_int_equal(vuf_count_fds(), fds_running - 4);
 	} else {
 		/* RESET_DEVICE needs its protocol feature. */
 		assert_int_equal(vuf_none(&f, VUF_RESET_DEVICE), VL_ERR_VU_STATE);
@@ -449,6 +453,7 @@ static void status_cycle(uint32_t request_reset)
 						 VL_FEATURE(VL_VU_PROTOCOL_F_STATUS) |
 						 VL_FEATURE(VL_VU_PROTOCOL_F_RESET_DEVICE)), VL_OK);
 		assert_int_equal(vuf_none(&f, VUF_RESET_DEVICE), VL_OK);
+		assert_int_equal(vuf_count_fds(), fds_running - 4); /* kick and call, each ring */
 		/* Back to a device just connected: no features, no status, no ring setup. */
 		assert_int_equal(vl_vu_dev_features(f.dev), 0);
 		assert_int_equal(vuf_get(&f, VUF_GET_STATUS), 0);

@@ -45,6 +45,8 @@ enum vl_err {
 	VL_ERR_REGION_UNKNOWN,   /* REM_MEM_REG names no region of the table */
 	VL_ERR_INFLIGHT,         /* an inflight area that does not fit the device's queues
 				  * (size, queue count or queue size) */
+	VL_ERR_INFLIGHT_PACKED,  /* inflight tracking asked for a packed ring: only split rings
+				  * are tracked */
 	VL_ERR__COUNT
 };
 
