@@ -860,7 +860,8 @@ def test_reconnect_back_end_restarted_under_a_virtio_user_server(vhostlab_fast, 
             if ring == "split":
                 # A resync whenever the guest's used index is not the base 0 it was given.
                 # Now and then (1 restart in 100, seen in two runs) testpmd's used index is
-                # 0 when the new serve starts -- its ring began again -- and starting at
+                # 0 when the new serve starts (its ring begun again, as it seems; not traced
+                # to virtio-user code), and starting at
                 # 0 is right. Packets flowing with no broken queue is what shows the
                 # position was right either way: a wrong one breaks the queue at once.
                 ev = serve.events("resync")
