@@ -8,6 +8,7 @@
  * so the per-chain layout tests of ring/ring.h would not fold away. */
 #include "compiler.h"
 #include "net/enqueue_nonmergeable.h"
+#include "net/rx_batch_packed.h"
 #include "net/rx_fill.h"
 #include "ring/ring.h"
 #include "vhostlab/vl_net.h"
@@ -284,11 +285,16 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 					      const enum vl_layout L)
 {
 	struct rx_burst b = {0};
+	struct rx_batch_burst bb = {0};
 	uint16_t handled = 0, delivered = 0;
 	uint64_t bytes = 0; /* added to the stats once, with delivered as the packet count */
 
 	if (!rx_burst_begin(vq, L))
 		return 0;
+	/* Packed: groups of four small packets first (net/rx_batch_packed.h), the general
+	 * path from the first group that is not the usual case. */
+	if (L == VL_LAYOUT_PACKED && count >= VL_PACKED_BATCH && rx_batch_usable(vq))
+		handled = rx_batches(vq, pkts, count, status, &bb);
 
 	for (; handled < count; handled++) {
 		const struct vl_pkt *pkt = pkts[handled];
@@ -336,7 +342,10 @@ static VL_ALWAYS_INLINE uint16_t enqueue_body(struct vl_vq *vq, struct vl_pkt *c
 		b.committed = pos;
 		rx_delivered(vq, pkt, status, handled, &bytes);
 	}
-	rx_burst_end(vq, L, delivered, bytes, b.committed);
+	if (L == VL_LAYOUT_PACKED && bb.packets > 0)
+		rx_batch_burst_end(vq, &bb, delivered, bytes, b.committed);
+	else
+		rx_burst_end(vq, L, delivered, bytes, b.committed);
 	return handled;
 }
 

@@ -291,7 +291,7 @@ void vl_packed_update_kick_wish(struct vl_ring *rq, bool force)
 /* Did the used descriptors just written, from (old_pos, old_wrap) up to the current used
  * position, pass the one the guest asked to hear about? Positions are mapped onto a line of
  * 2 * size slots (wrap counter 1 -> upper half), where one flush moves at most size. */
-static bool packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap)
+bool vl_packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap)
 {
 	/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and
 	 * flags come from the same guest write. */
@@ -393,7 +393,7 @@ void vl_packed_flush_used(struct vl_ring *rq)
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	vl_lab_chain_begin(); /* the notification decision: a unit of its own */
-	rq->needs_call = packed_need_call(rq, old_pos, old_wrap);
+	rq->needs_call = vl_packed_need_call(rq, old_pos, old_wrap);
 	vl_lab_chain_end();
 	if (rq->needs_call)
 		rq->stats.calls_needed++;
