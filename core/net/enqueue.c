@@ -378,9 +378,11 @@ static VL_NOINLINE uint16_t enqueue_packed_general(struct vl_vq *vq, struct vl_p
 static uint16_t enqueue_packed(struct vl_vq *vq, struct vl_pkt *const *pkts, uint16_t count,
 			       uint8_t *status)
 {
-	/* The first packet tested here: a burst of large packets does not pay the call. */
+	/* The first packet and the group's last descriptor tested here: a burst of large
+	 * packets, or into a ring without four buffers, does not pay the call. */
 	if (count >= VL_PACKED_BATCH && rx_batch_usable(vq) &&
-	    rx_batch_pkt_ok(pkts[0], vq->batch_threshold, vq->rx_flags_bad)) {
+	    rx_batch_pkt_ok(pkts[0], vq->batch_threshold, vq->rx_flags_bad) &&
+	    vl_packed_rx_batch_ready(&vq->rq)) {
 		const int done = rx_batches(vq, pkts, count, status);
 
 		if (done >= 0)

@@ -5,8 +5,7 @@
  * four it cannot take whole; the general path (net/enqueue.c) carries on from there with the
  * rest of the burst, and takes whole bursts the batch cannot start.
  *
- * A group is taken only when all of it is the usual case: the 12-byte header (VERSION_1 or
- * MRG_RXBUF), dirty logging off, copy batching on (technique 1: these are the small copies it
+ * A group is taken only when all of it is the usual case: dirty logging off, copy batching on (technique 1: these are the small copies it
  * batches, done here together, four after their four descriptors were checked, instead of at
  * the burst's end), four one-segment packets of 1 .. batch_threshold bytes without offloads
  * the driver refuses, and four available, single, direct, device-writable descriptors that
@@ -32,8 +31,8 @@
 /* Can the burst use batches at all? Settings and the queue's state, once per burst. */
 static inline bool rx_batch_usable(const struct vl_vq *vq)
 {
-	return vq->hdr_len == 12 && vq->batch_threshold >= 12 && vq->rq.log.bitmap == NULL &&
-	       !vq->rq.broken;
+	/* The header is 12 bytes: a packed ring has VERSION_1 (vl_net_hdr_len). */
+	return vq->batch_threshold >= 12 && vq->rq.log.bitmap == NULL && !vq->rq.broken;
 }
 
 /* The header the guest will see, as a 12-byte header's first 8 and last 4 bytes: struct
@@ -132,6 +131,7 @@ static VL_NOINLINE int rx_batches(struct vl_vq *vq, struct vl_pkt *const *pkts, 
 		done = (uint16_t)(done + VL_PACKED_BATCH);
 	}
 	vq->rq.stats.packets += done;
+	vq->rq.stats.rx_batched += done;
 	vq->rq.stats.bytes += bytes;
 	return (int)done;
 }

@@ -220,6 +220,10 @@ struct vl_vq_stats {
 				       * guest-to-host queue) whose source's first line was asked
 				       * for as they were queued: every one while payload
 				       * prefetch is on (vl_vq_set_tx_prefetch) */
+	uint64_t rx_batched;          /* packed host-to-guest packets delivered in groups of
+				       * four, each into one single descriptor, by the batch
+				       * path (docs/architecture.md); the rest took the general
+				       * path */
 };
 
 struct vl_vq;
