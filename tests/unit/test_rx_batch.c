@@ -264,6 +264,80 @@ static void scn_unmapped_buffer(struct rf *f, struct rf_q *s)
 	odd_in_second_group(f, s, make_unmapped, 0, VL_DROP_UNMAPPED, 7);
 }
 
+/* A buffer of zero bytes: the batch does not translate it; the general path returns it
+ * empty as too small for the header. */
+static uint16_t make_empty(struct rf *f, struct rf_q *s)
+{
+	const struct rf_desc d = { rf_alloc(f, 64), 0, VL_DESC_F_WRITE };
+
+	return rf_post_chain(s, &d, 1);
+}
+
+static void scn_empty_buffer(struct rf *f, struct rf_q *s)
+{
+	odd_in_second_group(f, s, make_empty, 0, VL_DROP_RX_BUF_TOO_SMALL, 7);
+}
+
+/* A chained buffer in the first group, behind a good one: the burst begins with groups but
+ * takes none; the general path delivers all eight. */
+static void scn_chained_in_first_group(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[8];
+
+	for (uint32_t i = 0; i < 8; i++)
+		g[i] = rf_post_good_n(f, s, LEN, (uint8_t)(i + 1), i == 1 ? 2 : 1);
+	rf_burst_expect_returned(f, s, g, 8);
+	assert_int_equal(batched(s), 0);
+	assert_int_equal(st(s)->bursts, 1);
+	assert_int_equal(st(s)->calls_needed + st(s)->calls_suppressed, 1);
+}
+
+/* A packet that does not qualify behind one that does, in the first group: no group is
+ * begun, the general path takes the burst. One of 0 bytes among them is delivered as a
+ * bare header. */
+static void scn_odd_packet_in_first_group(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[8];
+
+	for (uint32_t i = 0; i < 8; i++)
+		g[i] = rf_post_good(f, s, i == 2 ? 300u : i == 6 ? 0u : LEN, (uint8_t)(i + 1));
+	rf_burst_expect_returned(f, s, g, 8);
+	assert_int_equal(batched(s), 0);
+}
+
+/* Without a status array (the caller does not want one) the batch delivers the same. */
+static void scn_no_status(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[8];
+	struct vl_pkt *pkts[8];
+
+	post(f, s, g, 8, 1);
+	for (uint32_t i = 0; i < 8; i++)
+		pkts[i] = rf_make_pkt(f, LEN, (uint8_t)(i + 1));
+	assert_int_equal(vl_net_enqueue(s->q, pkts, 8, NULL), 8);
+	vl_pkt_free_bulk(pkts, 8);
+	assert_int_equal(batched(s), 8);
+	for (uint32_t i = 0; i < 8; i++) {
+		rf_expect_used(s, g[i].head, 12 + LEN);
+		expect_in(f, &g[i], LEN, (uint8_t)(i + 1));
+	}
+	rf_expect_no_used(s);
+}
+
+/* From position 248: one group (248-251), then a chained buffer (252-253) ends the groups
+ * and the general path's used descriptors run over the ring's end (254, 255, 0, 1): the
+ * flush after the groups wraps too. */
+static void scn_general_wraps_after_group(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[8];
+
+	for (uint32_t i = 0; i < 8; i++)
+		g[i] = rf_post_good_n(f, s, LEN, (uint8_t)(i + 1), i == 4 ? 2 : 1);
+	rf_burst_expect_returned(f, s, g, 8);
+	assert_int_equal(batched(s), 4);
+	rf_expect_still_works(f, s);
+}
+
 /* A buffer id out of range in the second group: the general path delivers the four before
  * it and breaks the queue there. */
 static void scn_id_out_of_range(struct rf *f, struct rf_q *s)
@@ -289,6 +363,9 @@ static void scn_id_out_of_range(struct rf *f, struct rf_q *s)
 		expect_in(f, &g[i], LEN, seed[i]);
 	}
 	rf_expect_no_used(s);
+	/* A broken queue takes nothing more, groups or not. */
+	assert_int_equal(enqueue(f, s, len, seed, 4, status), 0);
+	assert_int_equal(batched(s), 4);
 }
 
 /* Six buffers for eight packets: one group, then two through the general path, which runs
@@ -456,6 +533,13 @@ static const struct rf_case cases[] = {
 	RX2(indirect_buffer),
 	RX2(short_buffer),
 	RX2(unmapped_buffer),
+	RX2(empty_buffer),
+	RX2(chained_in_first_group),
+	RX2(odd_packet_in_first_group),
+	RX2(no_status),
+	RX(general_wraps_after_group, "", RF_COARSE, 256, 248, true, 0, 0),
+	RX(general_wraps_after_group, "_in_order_wrap0", RF_COARSE, 256, 248, false,
+	   RF_IN_ORDER, 0),
 	RX2(id_out_of_range),
 	RX2(short_window),
 	RX(offloads, "_refused", RF_COARSE, 256, 0, true, 0, 0),
