@@ -449,6 +449,37 @@ static void scn_headers_kept(struct rf *f, struct rf_q *s)
 	assert_int_equal(batched(s), 8);
 }
 
+/* A header that differs from the one in the buffer only in its last bytes (num_buffers 2,
+ * left by a mergeable packet) is stored again, not kept. */
+static void scn_header_differs_at_end(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[4];
+	const uint8_t old[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0 };
+
+	for (uint32_t i = 0; i < 4; i++) {
+		g[i] = rf_good_buf(f, s, LEN, (uint8_t)(i + 1));
+		rf_write(f, g[i].gpa, old, sizeof(old));
+		const struct rf_desc d = { g[i].gpa, 12 + LEN, VL_DESC_F_WRITE };
+
+		g[i].head = rf_post_chain(s, &d, 1);
+	}
+	rf_burst_expect_returned(f, s, g, 4); /* finds num_buffers 1 */
+	assert_int_equal(st(s)->rx_hdrs_kept, 0);
+	assert_int_equal(batched(s), 4);
+}
+
+/* Started at 250: one group (250-253), then the next would run past the ring's end (254):
+ * the general path takes 254, 255, 0, 1. */
+static void scn_group_then_ring_end(struct rf *f, struct rf_q *s)
+{
+	struct rf_good g[8];
+
+	post(f, s, g, 8, 1);
+	rf_burst_expect_returned(f, s, g, 8);
+	assert_int_equal(batched(s), 4);
+	rf_expect_still_works(f, s);
+}
+
 /* The ring's end inside a group: started at 254, the burst's first group would wrap, so the
  * whole burst is the general path's; the next burst (from position 6) is batched. */
 static void scn_wrap_inside_group(struct rf *f, struct rf_q *s)
@@ -547,6 +578,8 @@ static const struct rf_case cases[] = {
 	RX2(headers_kept),
 	RX(wrap_inside_group, "", RF_COARSE, 256, 254, true, 0, 0),
 	RX(wrap_inside_group, "_in_order", RF_COARSE, 256, 254, false, RF_IN_ORDER, 0),
+	RX2(header_differs_at_end),
+	RX(group_then_ring_end, "", RF_COARSE, 256, 250, true, 0, 0),
 	RX(wrap_at_group_end, "", RF_COARSE, 256, 252, false, 0, 0),
 	RX(wrap_at_group_end, "_size_8", RF_COARSE, 8, 4, true, MRG, 0),
 	RX(call_decision, "", RF_COARSE, 256, 0, true, EVENT_IDX, 0),
