@@ -5,15 +5,17 @@
  * four it cannot take whole; the general path (net/enqueue.c) carries on from there with the
  * rest of the burst, and takes whole bursts the batch cannot start.
  *
- * A group is taken only when all of it is the usual case: dirty logging off, copy batching on (technique 1: these are the small copies it
- * batches, done here together, four after their four descriptors were checked, instead of at
- * the burst's end), four one-segment packets of 1 .. batch_threshold bytes without offloads
- * the driver refuses, and four available, single, direct, device-writable descriptors that
- * hold header and packet whole in the queue's memory range. Anything else -- a long or
- * chained packet, an offload to check, a chained, indirect, short or unmapped buffer, an id
- * out of range, the ring's end inside the group, logging -- leaves the group to the general
- * path untouched. Guest values are read once each (the ring layer's peek), checked, then
- * used; if refused, they are read again by the general path, which trusts nothing of these.
+ * A group is taken only when all of it is the usual case: dirty logging off, copy batching
+ * on (technique 1: these are the small copies it batches, done here together, four after
+ * their four descriptors were checked, instead of at the burst's end), four one-segment
+ * packets of 1 .. batch_threshold bytes without offloads the driver must be asked about,
+ * and four available, single, direct, device-writable descriptors that hold header and
+ * packet whole in the queue's memory range. Anything else -- a long or chained packet, an
+ * offload to check, a chained, indirect, short or unmapped buffer, an id out of range, the
+ * ring's end inside the group, fewer than four buffers, logging -- leaves the group to the
+ * general path untouched. Guest values are read once each (the ring layer's peek), checked,
+ * then used; if refused, they are read again by the general path, which trusts nothing of
+ * these. (The header is always 12 bytes: a packed ring has VERSION_1.)
  *
  * What the general path counts is counted the same way: packets, bytes, size bins, chains,
  * used entries, headers kept, and each header and payload as a batched copy. */
