@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "compiler.h"
+#include "ring/packed_rx_batch.h"
 #include "ring/ring_queue.h"
 #include "vhostlab/vl_pkt.h"
 #include "vhostlab/vl_vq.h"
@@ -98,6 +99,9 @@ struct vl_vq {
 	uint32_t zc_held_descs;     /* ring descriptors the held leases' chains occupy */
 	enum vl_alloc_policy alloc_policy;
 	struct vl_pkt **heads;      /* [size] packet heads allocated for a dequeue burst */
+	/* Packed enqueue: the used descriptors this burst's groups of four wrote in place
+	 * (net/rx_batch_packed.h); count 0 between bursts. */
+	struct vl_packed_direct rx_direct;
 };
 
 /* Size class of a packet for stats.size_bins (see VL_SIZE_BINS). Inline: once per packet.

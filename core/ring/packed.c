@@ -291,7 +291,8 @@ void vl_packed_update_kick_wish(struct vl_ring *rq, bool force)
 /* Did the used descriptors just written, from (old_pos, old_wrap) up to the current used
  * position, pass the one the guest asked to hear about? Positions are mapped onto a line of
  * 2 * size slots (wrap counter 1 -> upper half), where one flush moves at most size. */
-static bool packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap)
+static inline bool packed_need_call(const struct vl_ring *rq, uint16_t old_pos,
+				    bool old_wrap)
 {
 	/* The event suppression structure is read as one 32-bit snapshot, so offset, wrap and
 	 * flags come from the same guest write. */
@@ -314,6 +315,15 @@ static bool packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool ol
 	uint32_t to = rq->used_pos + (rq->used_wrap ? size : 0);
 
 	return (ev + line - from) % line < (to + line - from) % line;
+}
+
+/* For the receive batches' flush (ring/packed_rx_batch.c). A wrapper, so that the static
+ * function stays inline in vl_packed_flush_used (made external itself, or static without
+ * `inline`, gcc 12 kept a call there: callgrind, packed 1518 B mergeable enqueue 396.99 ->
+ * 397.37 instructions a packet). */
+bool vl_packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap)
+{
+	return packed_need_call(rq, old_pos, old_wrap);
 }
 
 /* The last 8 bytes of a packed descriptor (len, id, flags) as one word: the ring is 16-byte

@@ -154,6 +154,11 @@ void vl_packed_consume(struct vl_ring *rq, uint16_t n);
  * apart 16.87 -> 18.19). Split writes every used element too. */
 void vl_packed_flush_used(struct vl_ring *rq);
 
+/* Did the used descriptors written from (old_pos, old_wrap) up to the current used position
+ * pass the one the guest asked to hear about? Reads the driver event area (one unit of the
+ * caller's). */
+bool vl_packed_need_call(const struct vl_ring *rq, uint16_t old_pos, bool old_wrap);
+
 /* Write the device's kick wish into the device event suppression area: always when `force`,
  * else only when it differs from what was stored last. */
 void vl_packed_update_kick_wish(struct vl_ring *rq, bool force);

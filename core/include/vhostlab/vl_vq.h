@@ -191,7 +191,9 @@ struct vl_vq_stats {
 	uint64_t zc_returned;         /* chains returned after their zero-copy packet was freed */
 	uint64_t zc_stalls;           /* in-order bursts stopped: chains held up to the bound */
 	uint64_t rx_no_room;          /* enqueue stopped: not enough guest buffers right now */
-	uint64_t copies_batched;      /* small copies deferred to the burst flush */
+	uint64_t copies_batched;      /* small copies deferred to the burst flush (packed RX
+				       * groups of four: done together once their four buffers
+				       * are checked, rx_batched) */
 	uint64_t copies_direct;       /* copies done at once (large, or batch array full) */
 	uint64_t rx_hdrs_kept;        /* RX headers not stored: the buffer held those bytes
 				       * already (a recycled buffer; its line stays shared) */
@@ -220,6 +222,10 @@ struct vl_vq_stats {
 				       * guest-to-host queue) whose source's first line was asked
 				       * for as they were queued: every one while payload
 				       * prefetch is on (vl_vq_set_tx_prefetch) */
+	uint64_t rx_batched;          /* packed host-to-guest packets delivered in groups of
+				       * four, each into one single descriptor, by the batch
+				       * path (docs/architecture.md); the rest took the general
+				       * path */
 };
 
 struct vl_vq;
