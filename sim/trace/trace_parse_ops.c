@@ -544,9 +544,15 @@ static bool st_message(struct tl *p, struct lab_trace_op *op)
 		return true;
 	case LAB_TRACE_MSG_LOG_START:
 		/* The bitmap: one bit per 4 KiB page from guest address 0, as QEMU sizes it. */
-		return tl_stmt(p, 2, "message log-start", "message log-start pages=N", keys_log, 0,
-			       0, false) && tl_need(p, 0) &&
-		       tl_range(p, p->arg[0], 1, LAB_TRACE_MAX_DIRTY_PAGES, &op->count);
+		if (!tl_stmt(p, 2, "message log-start", "message log-start pages=N", keys_log, 0,
+			     0, false) || !tl_need(p, 0))
+			return false;
+		/* The core keeps one log per queue: the one SET_LOG_BASE gives replaces the
+		 * setup's, so a trace says which it means. */
+		if (p->t->dirty_pages)
+			return tl_error_stmt(p, "the setup has 'dirty-log' already: a trace has one "
+					     "dirty log, the setup's (in process only) or this one");
+		return tl_range(p, p->arg[0], 1, LAB_TRACE_MAX_DIRTY_PAGES, &op->count);
 	case LAB_TRACE_MSG_VRING_ENABLE:
 		return tl_stmt(p, 2, "message vring-enable", "message vring-enable QUEUE 0|1",
 			       keys_enable, 2, 2, false) &&
