@@ -178,8 +178,8 @@ bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
 	 * vhost-user device has none while the ring is stopped or disabled. */
 	if ((op->kind == LAB_T_EXPECT_STAT || op->kind == LAB_T_EXPECT_BROKEN ||
 	     op->kind == LAB_T_EXPECT_CALL || op->kind == LAB_T_EXPECT_HELD) && !q->vq)
-		return rp_error(r, "error:not-ready", "queue %s is not ready in the core (a message "
-				"stopped or disabled its ring): there is no queue to read",
+		return rp_error(r, "error:not-ready", "queue %s is not ready in the core (a "
+				"message stopped or disabled its ring): there is no queue to read",
 				q->tq->name);
 	switch (op->kind) {
 	case LAB_T_EXPECT_LOGGED:
