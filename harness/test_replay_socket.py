@@ -225,7 +225,7 @@ DPDK_OUTCOMES = {
     "split-ring-lies.trace": ("diverged", "expect mem:data", 33),
     # GET_VRING_BASE on a packed ring answers only the avail half (0x8002, not 0x80028002):
     # the probe's get-vring-base finding (P-10).
-    "packed-v2-messages.trace": ("diverged", "message get-vring-base", 15),
+    "packed-v2-messages.trace": ("diverged", "message get-vring-base", 16),
     # Used packed descriptors logged at their ring offset from log_guest_addr, the device
     # area's address (page 3 here): the descriptor ring's page 0 stays clear, the probe's
     # dirty-log finding.
