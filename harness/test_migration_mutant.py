@@ -142,19 +142,21 @@ features version_1
 region 0x0 0x10000
 queue rx rx size=8 at=0x0
 message log-start pages=16
-post rx 0x2000+2048:w
+post rx 0x2f00+2048:w
 kick rx
 enqueue rx len=1500,data=seq:7
 expect enqueued rx 1
 expect used rx id=0 len=1512
-expect logged 0x2000 1512
+expect logged 0x2f00 1512
 """
 
 
 def test_migration_expect_logged_in_process(vhostlab, mutant, tmp):
     """In process, `message log-start` shares a log with the core's own vhost-user device:
-    a 1500-byte frame copied straight into the RX buffer marks its page, and the mutant's
-    core (no mark after that copy) leaves it clear, which `expect logged` names."""
+    a 1500-byte frame copied straight into an RX buffer that starts 256 bytes before a page
+    boundary marks both pages; the mutant's core (no mark after that copy) leaves the page
+    that holds payload only clear (the header's own write marks the first), which `expect
+    logged` names."""
     trace = tmp / "rx-log.trace"
     trace.write_text(RX_LOG_TRACE)
     good = vhostlab("replay", "--json", str(trace))
@@ -164,7 +166,7 @@ def test_migration_expect_logged_in_process(vhostlab, mutant, tmp):
     t = bad.json()["traces"][0]
     assert bad.returncode == 1 and t["status"] == "diverged", bad.describe()
     assert t["line"] == len(RX_LOG_TRACE.splitlines()) and t["signature"] == "expect logged", t
-    assert "guest page 2 (gpa 0x2000) is not marked" in t["observed"], t
+    assert "guest page 3 (gpa 0x3000) is not marked" in t["observed"], t
 
 
 def test_migration_recorded_dirty_log_trace(vhostlab, mutant, tmp):
