@@ -22,9 +22,9 @@ static void replay_usage(FILE *out)
 		"\n"
 		"Replay trace files (docs/trace-format.md) against the core in a fresh simulated\n"
 		"guest each, and check every expectation in file order. Deterministic: the same\n"
-		"trace gives the same result on any machine. In process, `message` statements\n"
-		"(vhost-user messages, version 2) are skipped and counted: the core is set up\n"
-		"by calls, there is no vhost-user session to send them on.\n"
+		"trace gives the same result on any machine. A trace with `message` statements\n"
+		"(vhost-user messages, version 2) runs on the core's own vhost-user device, the\n"
+		"lab's front end sending them over a socketpair.\n"
 		"\n"
 		"With --socket, each trace's guest side is played over vhost-user against the back\n"
 		"end at PATH (any back end, a connection per trace): the trace's regions are the\n"
@@ -104,11 +104,10 @@ static void print_text(const struct replay_item *it, bool quiet)
 	if (r->status == LAB_REPLAY_PASS) {
 		if (!quiet)
 			printf("PASS %s: %u statements, %u expectations, %llu packets dequeued, "
-			       "%llu delivered, %llu discarded%s\n", it->file, r->ops_run,
+			       "%llu delivered, %llu discarded\n", it->file, r->ops_run,
 			       r->expectations, (unsigned long long)r->packets_dequeued,
 			       (unsigned long long)r->packets_enqueued,
-			       (unsigned long long)r->packets_discarded,
-			       r->skipped ? ", vhost-user messages skipped (in process)" : "");
+			       (unsigned long long)r->packets_discarded);
 		return;
 	}
 	if (r->status == LAB_REPLAY_NA) {
@@ -148,7 +147,7 @@ static void print_json(const struct replay_item *items, int n, int passed, int n
 		       (unsigned long long)r->packets_dequeued,
 		       (unsigned long long)r->packets_enqueued,
 		       (unsigned long long)r->packets_discarded);
-		if (it->socket || r->skipped)   /* in process: `message` statements */
+		if (it->socket)   /* in process nothing is skipped */
 			printf(", \"skipped\": %u", r->skipped);
 		if (r->status == LAB_REPLAY_NA) {
 			printf(", \"reason\": ");

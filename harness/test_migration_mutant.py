@@ -161,3 +161,75 @@ def test_migration_probe_dirty_log_other_configurations(vhostlab, tmp, ring, var
     assert doc["leaked_packets"] == 0 and q["drops"] == 0 and q["rx_packets"] == 64, doc
     assert q["zero_copied"] == (64 if variant == "zero-copy" else 0), q
     print(f"{ring} {variant}: {case['detail']}")
+
+
+# ---- the same checks as traces (issue 57: message log-start, expect logged) ----------------
+
+RX_LOG_TRACE = """vhostlab-trace 2
+features version_1
+region 0x0 0x10000
+queue rx rx size=8 at=0x0
+message log-start pages=16
+post rx 0x2f00+2048:w
+kick rx
+enqueue rx len=1500,data=seq:7
+expect enqueued rx 1
+expect used rx id=0 len=1512
+expect logged 0x2f00 1512
+"""
+
+
+def test_migration_expect_logged_in_process(vhostlab, mutant, tmp):
+    """In process, `message log-start` shares a log with the core's own vhost-user device:
+    a 1500-byte frame copied straight into an RX buffer that starts 256 bytes before a page
+    boundary marks both pages; the mutant's core (no mark after that copy) leaves the page
+    that holds payload only clear (the header's own write marks the first), which `expect
+    logged` names."""
+    trace = tmp / "rx-log.trace"
+    trace.write_text(RX_LOG_TRACE)
+    good = vhostlab("replay", "--json", str(trace))
+    assert good.returncode == 0 and good.json()["traces"][0]["status"] == "pass", \
+        good.describe()
+    bad = mutant("replay", "--json", str(trace))
+    t = bad.json()["traces"][0]
+    assert bad.returncode == 1 and t["status"] == "diverged", bad.describe()
+    assert t["line"] == len(RX_LOG_TRACE.splitlines()) and t["signature"] == "expect logged", t
+    assert "guest page 3 (gpa 0x3000) is not marked" in t["observed"], t
+
+
+def test_migration_recorded_dirty_log_trace(vhostlab, mutant, tmp):
+    """probe --record writes the failing dirty-log case as a trace (message log-start, the
+    traffic, expect logged per run of written pages): replayed over the socket it fails at
+    its last line against the mutant serve, and passes against the normal one with nothing
+    skipped."""
+    rec = tmp / "rec"
+    rec.mkdir()
+    _, case, _, _ = probe_dirty_log(vhostlab, mutant, tmp, "split", "--record", str(rec))
+    assert case["verdict"] == "fail" and case["trace_note"] == "", case
+    trace = Path(case["trace"])
+    lines = trace.read_text().splitlines()
+    assert any(line.startswith("message log-start pages=") for line in lines), lines[:12]
+    assert lines[-1].startswith("expect logged "), lines[-1]
+    got = {}
+    for name, serve_bin in (("mutant", mutant), ("normal", vhostlab)):
+        sock = tmp / f"{name}.sock"
+        serve = subprocess.Popen(
+            ["timeout", "-s", "KILL", "120", str(serve_bin.path), "serve", "--mode",
+             "loopback", "--quiet", "--socket", str(sock)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        try:
+            deadline = time.monotonic() + 10
+            while not sock.exists():
+                assert serve.poll() is None, serve.communicate()
+                assert time.monotonic() < deadline, f"no socket at {sock}"
+                time.sleep(0.02)
+            res = vhostlab("replay", "--json", "--socket", str(sock), str(trace), timeout=120)
+        finally:
+            serve.terminate()
+            serve.communicate(timeout=10)
+        got[name] = res.json()["traces"][0]
+    m = got["mutant"]
+    assert m["status"] == "diverged" and m["line"] == len(lines), m
+    assert m["signature"] == "expect logged" and "is not marked" in m["observed"], m
+    assert got["normal"]["status"] == "pass" and got["normal"]["skipped"] == 0, got["normal"]

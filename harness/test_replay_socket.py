@@ -223,6 +223,13 @@ DPDK_OUTCOMES = {
     "split-unmapped.trace": ("diverged", "expect used:missing", 39),
     # The used index after chains that lie: DPDK's 0x35, the trace's 0x66.
     "split-ring-lies.trace": ("diverged", "expect mem:data", 33),
+    # GET_VRING_BASE on a packed ring answers only the avail half (0x8002, not 0x80028002):
+    # the probe's get-vring-base finding (P-10).
+    "packed-v2-messages.trace": ("diverged", "message get-vring-base", 16),
+    # Used packed descriptors logged at their ring offset from log_guest_addr, the device
+    # area's address (page 3 here): the descriptor ring's page 0 stays clear, the probe's
+    # dirty-log finding.
+    "packed-v2-log.trace": ("diverged", "expect logged", 18),
 }
 
 

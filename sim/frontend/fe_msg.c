@@ -196,8 +196,11 @@ enum lab_fe_rc lab_fe_send(struct lab_fe_conn *c, uint32_t request, uint32_t fla
 	size_t len = LAB_FE_HDR_SIZE + size;
 	ssize_t n = lab_fd_send(c->sock, buf, len, fds, nfds);
 
-	if (n == (ssize_t)len)
+	if (n == (ssize_t)len) {
+		if (c->pump)
+			c->pump(c->pump_ctx);
 		return LAB_FE_OK;
+	}
 	/* The socket is blocking: a short send means the peer stopped reading mid-message. */
 	if (n == -EPIPE || n == -ECONNRESET) {
 		say(c->what, sizeof(c->what), "sending %s: the back end closed the connection",

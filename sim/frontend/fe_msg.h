@@ -68,6 +68,11 @@ struct lab_fe_conn {
 	uint32_t last_sent; /* request of the last message sent: a wedge names it */
 	uint32_t sent;      /* messages sent */
 	char what[384];     /* the last failure, as seen */
+	/* Called after every message sent whole (NULL: nothing): a back end in this process
+	 * and thread (the in-process trace replay, replay_session.c) handles what is waiting
+	 * on its end of a socketpair, so the reply is there before the front end reads. */
+	void (*pump)(void *ctx);
+	void *pump_ctx;
 };
 
 /* Connect to a back end listening at path, retrying a missing or refusing socket until

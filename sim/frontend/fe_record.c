@@ -461,6 +461,35 @@ void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held)
 					.given = LAB_TA_EXPECT});
 }
 
+void lab_fe_rec_log_start(struct lab_fe_session *s, uint64_t pages, uint32_t sent,
+			  enum lab_fe_rc rc)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || !rec->up || rec->na[0])
+		return;
+	lab_fe_rec_flush(s);
+	rec->last_within = -1;
+	rec->msgs += sent;
+	if (rc != LAB_FE_OK)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_MESSAGE, .value = LAB_TRACE_MSG_LOG_START,
+					.count = pages});
+}
+
+void lab_fe_rec_expect_logged(struct lab_fe_session *s, uint64_t gpa, uint64_t len, bool held)
+{
+	struct lab_fe_rec *rec = s->rec;
+
+	if (!rec || !rec->up || rec->na[0])
+		return;
+	lab_fe_rec_flush(s);
+	rec->last_within = -1;
+	if (!held)
+		rec->last_failed = (int32_t)rec->t.nops;
+	add(rec, &(struct lab_trace_op){.kind = LAB_T_EXPECT_LOGGED, .addr = gpa, .len = len});
+}
+
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed, const char *path, char *note,
 		       size_t notelen)
 {

@@ -81,6 +81,16 @@ void lab_fe_rec_expect_base(struct lab_fe_session *s, uint32_t want, bool held);
  * alone, on a setup of one page of RAM and no queue. */
 void lab_fe_rec_feature_deps(struct lab_fe_session *s, bool held);
 
+/* The case turned a dirty log of `pages` 4 KiB pages on (SET_LOG_BASE, SET_FEATURES with
+ * LOG_ALL, SET_VRING_ADDR with the log flag: `sent` messages, ending with rc):
+ * `message log-start pages=N`. */
+void lab_fe_rec_log_start(struct lab_fe_session *s, uint64_t pages, uint32_t sent,
+			  enum lab_fe_rc rc);
+/* The case checked that every page of [gpa, gpa+len) is marked in the log, and it held or
+ * not: `expect logged GPA LEN`. */
+void lab_fe_rec_expect_logged(struct lab_fe_session *s, uint64_t gpa, uint64_t len,
+			      bool held);
+
 /* The case ended with `failed` (fail, wedge or crash) or not: write the trace to path and
  * return true, or return false with why not in note ("" when the case did not fail). */
 bool lab_fe_rec_finish(struct lab_fe_session *s, bool failed,

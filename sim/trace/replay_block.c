@@ -31,10 +31,10 @@ static void narrate_op(struct rp *r, const struct lab_trace_op *op)
 	rp_narrate(r, "%4u: %s\n", op->line, text);
 }
 
-/* Queues need a queue index; the rest (expect mem, expect dirty) touch no driver state. */
+/* Queues need a queue index; the rest (expect mem, dirty, logged) touch no driver state. */
 static bool names_queue(enum lab_trace_kind k)
 {
-	return k != LAB_T_EXPECT_MEM && k != LAB_T_EXPECT_DIRTY;
+	return k != LAB_T_EXPECT_MEM && k != LAB_T_EXPECT_DIRTY && k != LAB_T_EXPECT_LOGGED;
 }
 
 static void free_snaps(struct rp_used_snap **snaps)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "replay_internal.h"
+#include "replay_msg.h"
 #include "trace_stats.h"
 
 /* Compare n observed bytes with a pattern; on a mismatch describe the first difference. */
@@ -173,7 +174,16 @@ bool rp_expect_op(struct rp *r, const struct lab_trace_op *op)
 	uint64_t v;
 
 	lab_trace_format_op(r->t, op, expected, sizeof(expected));
+	/* What reads the core's queue needs one: with `message` statements the core's
+	 * vhost-user device has none while the ring is stopped or disabled. */
+	if ((op->kind == LAB_T_EXPECT_STAT || op->kind == LAB_T_EXPECT_BROKEN ||
+	     op->kind == LAB_T_EXPECT_CALL || op->kind == LAB_T_EXPECT_HELD) && !q->vq)
+		return rp_error(r, "error:not-ready", "queue %s is not ready in the core (a "
+				"message stopped or disabled its ring): there is no queue to read",
+				q->tq->name);
 	switch (op->kind) {
+	case LAB_T_EXPECT_LOGGED:
+		return rp_expect_logged(r, op);
 	case LAB_T_EXPECT_DEQUEUED:
 		return expect_count(r, op, q, q->dequeued, expected);
 	case LAB_T_EXPECT_ENQUEUED:

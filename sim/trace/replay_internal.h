@@ -84,6 +84,16 @@ struct rp {
 	uint64_t fail_calls;
 	uint32_t fail_next;
 	bool df_on;
+	/* The dirty log a `message log-start` shared with the back end (replay_msg.c): its
+	 * memfd and this side's mapping (map NULL: none; fd is open exactly while map is). */
+	struct {
+		int fd;
+		uint8_t *map;
+		uint64_t bytes, pages;
+	} vlog;
+	/* In process, with `message` statements: the core's vhost-user device the queues
+	 * come from (replay_session.c); NULL when they are made by vl_vq calls. */
+	struct rp_session *vu;
 	/* Over a socket: the wait for the next used element the expectations read through
 	 * (replay_socket.c); NULL in process, where rp_pop_used answers at once. */
 	int (*pop)(struct rp *r, struct rp_queue *q, uint32_t *id, uint32_t *len);

@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fe_feature_deps.h"
 #include "fe_session.h"
 #include "replay_internal.h"
+#include "replay_msg.h"
 #include "trace_names.h"
 
 #define RS_MAX_VRINGS (2u * LAB_TRACE_MAX_QUEUES)
@@ -67,26 +67,10 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A failed exchange with the back end: no answer is a wedge, a closed socket a crash, a
- * refusal or a broken reply a divergence; a failure on this side an error. */
+/* A failed exchange with the back end (replay_msg.c says what each outcome is). */
 static bool rs_fail_rc(struct rs *x, enum lab_fe_rc rc, const char *doing)
 {
-	const char *what = x->s.c.what;
-
-	switch (rc) {
-	case LAB_FE_TIMEOUT:
-		return rp_diverge(&x->r, "wedge", doing, "no answer within %d ms to %s: %s",
-				  x->so->timeout_ms, lab_fe_request_name(x->s.c.last_sent), what);
-	case LAB_FE_CLOSED:
-		return rp_diverge(&x->r, "crash", doing, "the back end closed the connection: %s",
-				  what);
-	case LAB_FE_NACK:
-		return rp_diverge(&x->r, "nack", doing, "%s", what);
-	case LAB_FE_BAD_REPLY:
-		return rp_diverge(&x->r, "bad-reply", doing, "%s", what);
-	default:
-		return rp_error(&x->r, "error:socket", "%s: %s", doing, what);
-	}
+	return rp_fe_fail(&x->r, &x->s, x->so->timeout_ms, rc, doing);
 }
 
 /* ---- setup -------------------------------------------------------------------------- */
@@ -187,6 +171,7 @@ static bool connect_back_end(struct rs *x)
 static bool negotiate(struct rs *x)
 {
 	const uint64_t want = x->r.t->features;
+	const bool logs = rp_trace_logs(x->r.t);
 	enum lab_fe_rc rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &x->s.offered);
 
 	if (rc != LAB_FE_OK)
@@ -205,9 +190,21 @@ static bool negotiate(struct rs *x)
 			     "trace, 0x%" PRIx64 " offered, 0x%" PRIx64 " missing)", names, want,
 			     offered, missing);
 	}
+	if (logs && (!(offered & VL_FEATURE(RP_F_LOG_ALL)) ||
+		     !(offered & VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES))))
+		return rs_na(x, "the trace logs dirty pages (message log-start) and the back end "
+			     "does not offer %s", offered & VL_FEATURE(RP_F_LOG_ALL) ?
+			     "protocol features (bit 30)" : "VHOST_F_LOG_ALL (bit 26)");
+	if (logs)
+		x->s.proto_want = VL_FEATURE(RP_PROTOCOL_F_LOG_SHMFD);
 	rc = lab_fe_ack_features(&x->s, want | (offered &
 						VL_FEATURE(LAB_FE_F_PROTOCOL_FEATURES)));
-	return rc == LAB_FE_OK || rs_fail_rc(x, rc, "negotiation");
+	if (rc != LAB_FE_OK)
+		return rs_fail_rc(x, rc, "negotiation");
+	if (logs && !(x->s.proto_acked & VL_FEATURE(RP_PROTOCOL_F_LOG_SHMFD)))
+		return rs_na(x, "the trace logs dirty pages (message log-start) and the back end "
+			     "does not offer protocol feature LOG_SHMFD (bit 1)");
+	return true;
 }
 
 static bool send_table(struct rs *x)
@@ -292,6 +289,7 @@ static void teardown(struct rs *x)
 		close(x->listen_fd);
 		unlink(x->so->socket);
 	}
+	rp_log_fini(&x->r);
 	lab_tmem_destroy(x->r.mem);
 }
 
@@ -414,57 +412,32 @@ static bool expect_mem(struct rs *x, const struct lab_trace_op *op)
 	return rp_expect_op(&x->r, op);
 }
 
-/* `message`: the vhost-user message about the queue's vring, sent as it is. A reply that
- * is not the one expected is a divergence at the statement; no answer a wedge, a closed
- * socket a crash (rs_fail_rc). */
+/* `message`: sent as it is (replay_msg.c, the same code the in-process replay runs it
+ * with). A reply that is not the one expected is a divergence at the statement; no answer a
+ * wedge, a closed socket a crash. */
 static bool message(struct rs *x, const struct lab_trace_op *op)
 {
-	char expected[256];
-	enum lab_fe_rc rc;
-	uint32_t num = 0;
+	struct rp_vring_ref refs[RS_MAX_VRINGS];
+	const struct rp_link l = {.s = &x->s, .timeout_ms = x->so->timeout_ms, .v = refs,
+				  .nvrings = x->nvrings, .vring_of = x->vring_of};
 
-	lab_trace_format_op(x->r.t, op, expected, sizeof(expected));
-	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
-		uint64_t f;
-		const char *broken;
+	for (uint32_t v = 0; v < x->nvrings; v++)
+		refs[v] = (struct rp_vring_ref){x->v[v].q->tq, x->v[v].kick, x->v[v].call};
+	return rp_msg_run(&x->r, &l, op);
+}
 
-		rc = lab_fe_get_u64(&x->s, LAB_FE_GET_FEATURES, &f);
-		if (rc != LAB_FE_OK)
-			return rs_fail_rc(x, rc, "GET_FEATURES");
-		if (!(op->given & LAB_TA_EXPECT))
-			return true;
-		count_expectation(&x->r);
-		broken = lab_fe_feature_deps_broken(f);
-		return !broken || rp_diverge(&x->r, "message get-features", expected, "offered "
-					     "0x%" PRIx64 ": %s", f, broken);
+/* `expect logged`: the back end marks pages as it writes them, so the bits get the timeout
+ * to appear (at once when they are there); then the check says which page is missing. */
+static bool expect_logged(struct rs *x, const struct lab_trace_op *op)
+{
+	int64_t deadline = now_ms() + x->so->timeout_ms;
+
+	while (x->r.vlog.map && !rp_logged_holds(&x->r, op) && now_ms() < deadline) {
+		if (lab_fe_peer_gone(&x->s))
+			break;
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
 	}
-	const uint32_t v = x->vring_of[op->queue];
-	const struct lab_trace_queue *tq = x->v[v].q->tq;
-
-	switch (op->value) {
-	case LAB_TRACE_MSG_GET_VRING_BASE:
-		rc = lab_fe_get_vring_base(&x->s, v, &num);
-		if (rc != LAB_FE_OK)
-			return rs_fail_rc(x, rc, "GET_VRING_BASE");
-		if (!(op->given & LAB_TA_EXPECT))
-			return true;
-		count_expectation(&x->r);
-		return num == op->count ||
-		       rp_diverge(&x->r, "message get-vring-base", expected, "GET_VRING_BASE for "
-				  "vring %u (queue %s) returned 0x%" PRIx32, v, tq->name, num);
-	case LAB_TRACE_MSG_VRING_ENABLE:
-		rc = lab_fe_enable(&x->s, v, op->count != 0);
-		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "SET_VRING_ENABLE");
-	default: {
-		const struct lab_fe_vring fv = {.index = v, .size = tq->size,
-						.base = (uint32_t)op->count, .desc = tq->desc,
-						.avail = tq->driver, .used = tq->device,
-						.kick = x->v[v].kick, .call = x->v[v].call};
-
-		rc = lab_fe_vring_setup(&x->s, &fv);
-		return rc == LAB_FE_OK || rs_fail_rc(x, rc, "vring setup");
-	}
-	}
+	return rp_expect_logged(&x->r, op);
 }
 
 /* Guest statements that write a queue's rings. */
@@ -480,7 +453,8 @@ static bool run_op(struct rp *r, const struct lab_trace_op *op)
 
 	if (!rp_check_op(r, op))
 		return false;
-	bool dep = x->all_tainted || (op->kind != LAB_T_EXPECT_MEM && x->tainted[op->queue]);
+	bool dep = x->all_tainted || (op->kind != LAB_T_EXPECT_MEM &&
+				       op->kind != LAB_T_EXPECT_LOGGED && x->tainted[op->queue]);
 
 	/* The ring of a queue whose buffers the in-process host used no longer follows the
 	 * trace here (e.g. its buffers were never used): what the driver writes there next is
@@ -536,6 +510,14 @@ static bool run_op(struct rp *r, const struct lab_trace_op *op)
 		return expect_mem(x, op);
 	case LAB_T_EXPECT_BROKEN:
 		return expect_broken(x, op);
+	case LAB_T_EXPECT_LOGGED:
+		/* As `expect mem`: pages the in-process host's packets would have dirtied. */
+		for (uint32_t i = 0; i < r->t->nqueues; i++)
+			dep = dep || x->tainted[i];
+		if (dep)
+			return skip(x, "depends on an in-process only statement above");
+		count_expectation(r);
+		return expect_logged(x, op);
 	default:
 		return skip(x, "this expectation reads the in-process core");
 	}
@@ -562,6 +544,7 @@ enum lab_replay_status lab_replay_socket_run(const struct lab_trace *t,
 	x->r.pop = socket_pop;
 	x->so = opts;
 	x->listen_fd = -1;
+	x->r.vlog.fd = -1;
 	for (uint32_t v = 0; v < RS_MAX_VRINGS; v++)
 		x->v[v].kick = x->v[v].call = -1;
 	ok = setup(x);

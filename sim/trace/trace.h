@@ -152,8 +152,10 @@ enum lab_trace_kind {
 	LAB_T_EITHER,           /* (none): `either {` opens the first branch */
 	LAB_T_OR,               /* (none): `} or {` ends one branch and opens the next */
 	LAB_T_EXPECT_USED_SET,  /* queue, used (nitems): the next nitems used elements in any order */
-	LAB_T_MESSAGE,          /* queue (not for get-features), value (enum lab_trace_msg),
-				 * count: a vhost-user message (v2; see below) */
+	LAB_T_MESSAGE,          /* queue (not for get-features, log-start), value (enum
+				 * lab_trace_msg), count: a vhost-user message (v2; see below) */
+	LAB_T_EXPECT_LOGGED,    /* addr, len: every page of [addr, addr+len) marked in the log
+				 * `message log-start` shared (v2) */
 	LAB_T__KIND_COUNT
 };
 
@@ -162,11 +164,21 @@ enum lab_trace_kind {
  * VRING_ENABLE: SET_VRING_ENABLE with count 0 or 1. VRING_SETUP: the ring set up again on
  * the areas it has (SET_VRING_NUM, SET_VRING_BASE with count, ADDR, KICK, CALL, ENABLE 1),
  * as a front end resumes one GET_VRING_BASE stopped. GET_FEATURES (no queue): with
- * LAB_TA_EXPECT, the offered bits must keep virtio 5.1.3.1's dependencies (`expect=deps`). */
+ * LAB_TA_EXPECT, the offered bits must keep virtio 5.1.3.1's dependencies (`expect=deps`).
+ * LOG_START (no queue): dirty-page logging turned on as QEMU does when a migration starts,
+ * on a shared bitmap of count 4 KiB pages (SET_LOG_BASE with its memfd, SET_FEATURES with
+ * LOG_ALL, SET_VRING_ADDR again with the log flag for every vring); `expect logged` reads
+ * it. */
 enum lab_trace_msg {
 	LAB_TRACE_MSG_GET_VRING_BASE, LAB_TRACE_MSG_VRING_ENABLE, LAB_TRACE_MSG_VRING_SETUP,
-	LAB_TRACE_MSG_GET_FEATURES
+	LAB_TRACE_MSG_GET_FEATURES, LAB_TRACE_MSG_LOG_START
 };
+#define LAB_TRACE_NMSGS 5u
+/* Does the message name no queue? */
+static inline bool lab_trace_msg_queueless(uint64_t m)
+{
+	return m == LAB_TRACE_MSG_GET_FEATURES || m == LAB_TRACE_MSG_LOG_START;
+}
 
 enum lab_trace_df { LAB_TRACE_DF_OFF, LAB_TRACE_DF_DETECT, LAB_TRACE_DF_ADVERSARIAL };
 enum lab_trace_fault { LAB_TRACE_FAULT_POOL, LAB_TRACE_FAULT_ALLOC };

@@ -5,7 +5,7 @@
 bool lab_trace_kind_expect(enum lab_trace_kind k)
 {
 	return (k >= LAB_T_EXPECT_DEQUEUED && k <= LAB_T_EXPECT_DIRTY) ||
-	       k == LAB_T_EXPECT_USED_SET;
+	       k == LAB_T_EXPECT_USED_SET || k == LAB_T_EXPECT_LOGGED;
 }
 
 static bool bad_at(uint32_t i, const char *msg, uint32_t *bad, const char **why)

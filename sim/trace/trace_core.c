@@ -213,6 +213,8 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 	case LAB_T_MESSAGE:
 		if (op->value == LAB_TRACE_MSG_GET_FEATURES)   /* expect=deps is in `given` */
 			return F_VALUE;
+		if (op->value == LAB_TRACE_MSG_LOG_START)
+			return F_VALUE | F_COUNT;
 		return F_QUEUE | F_VALUE |
 		       (op->value != LAB_TRACE_MSG_GET_VRING_BASE || (g & LAB_TA_EXPECT) ? F_COUNT : 0);
 	case LAB_T_ENQUEUE:
@@ -237,6 +239,8 @@ static uint32_t op_fields(const struct lab_trace_op *op)
 		return F_QUEUE | F_VALUE;
 	case LAB_T_EXPECT_DIRTY:
 		return F_ADDR | F_VALUE;
+	case LAB_T_EXPECT_LOGGED:
+		return F_ADDR | F_LEN;
 	default:
 		return 0;
 	}

@@ -93,10 +93,11 @@ static const char *const kind_names[LAB_T__KIND_COUNT] = {
 	[LAB_T_OR] = "or",
 	[LAB_T_EXPECT_USED_SET] = "expect used-set",
 	[LAB_T_MESSAGE] = "message",
+	[LAB_T_EXPECT_LOGGED] = "expect logged",
 };
 
-const char *const lab_tn_messages[4] = {"get-vring-base", "vring-enable", "vring-setup",
-					"get-features"};
+const char *const lab_tn_messages[LAB_TRACE_NMSGS] = {"get-vring-base", "vring-enable",
+						      "vring-setup", "get-features", "log-start"};
 
 const char *lab_trace_kind_name(enum lab_trace_kind k)
 {

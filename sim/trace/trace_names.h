@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "trace.h"
+
 struct lab_tn_bit {
 	const char *name;
 	uint64_t mask;
@@ -32,7 +34,7 @@ extern const char *const lab_tn_allocs[2];      /* enum lab_trace_alloc */
 extern const char *const lab_tn_df_modes[3];    /* enum lab_trace_df */
 extern const char *const lab_tn_faults[2];      /* enum lab_trace_fault */
 extern const char *const lab_tn_statuses[4];    /* enum lab_trace_status */
-extern const char *const lab_tn_messages[4];    /* enum lab_trace_msg: `message` words */
+extern const char *const lab_tn_messages[LAB_TRACE_NMSGS];    /* enum lab_trace_msg: `message` words */
 extern const char *const lab_tn_switch[2];      /* off on: kicks, line-wait= (index = bool) */
 /* Offload fields of a packet (struct lab_trace_ol), in LAB_OL_* bit order. */
 #define LAB_TN_NOL 6u

@@ -318,6 +318,36 @@ static bool ex_dirty(struct tl *p, struct lab_trace_op *op)
 	return true;
 }
 
+/* The pages of the last `message log-start` above (0: none). */
+static uint64_t log_pages(const struct lab_trace *t)
+{
+	for (uint32_t i = t->nops; i-- > 0;)
+		if (t->ops[i].kind == LAB_T_MESSAGE && t->ops[i].value == LAB_TRACE_MSG_LOG_START)
+			return t->ops[i].count;
+	return 0;
+}
+
+/* expect logged GPA LEN (v2): the pages of the range are marked in the shared log. */
+static bool ex_logged(struct tl *p, struct lab_trace_op *op)
+{
+	static const char *const keys[] = {NULL};
+	uint64_t pages;
+
+	if (p->t->version < 2)
+		return tl_needs_v2(p, &p->tok[0]);
+	if (!tl_stmt(p, 2, "expect logged", "expect logged GPA LEN", keys, 2, 2, false))
+		return false;
+	if (!(pages = log_pages(p->t)))
+		return tl_error_stmt(p, "needs a 'message log-start pages=N' above it");
+	if (!tl_u64(p, tl_pos(p, 0), &op->addr) ||
+	    !tl_range(p, tl_pos(p, 1), 1, LAB_TRACE_MAX_MEM, &op->len))
+		return false;
+	if (op->addr > UINT64_MAX - op->len || (op->addr + op->len - 1) / 4096 >= pages)
+		return tl_error(p, tl_pos(p, 0), "the range runs beyond the %" PRIu64 " pages the "
+				"log covers", pages);
+	return true;
+}
+
 static const struct {
 	const char *word;
 	enum lab_trace_kind kind;
@@ -335,6 +365,7 @@ static const struct {
 	{"call", LAB_T_EXPECT_CALL, ex_call},
 	{"held", LAB_T_EXPECT_HELD, ex_held},
 	{"dirty", LAB_T_EXPECT_DIRTY, ex_dirty},
+	{"logged", LAB_T_EXPECT_LOGGED, ex_logged},
 };
 
 bool tl_expect(struct tl *p, struct lab_trace_op *op)
@@ -342,7 +373,7 @@ bool tl_expect(struct tl *p, struct lab_trace_op *op)
 	p->what = "expect";
 	if (p->ntok < 2)
 		return tl_error_stmt(p, "expect what? dequeued, packet, enqueued, status, used, "
-				     "used-set, mem, stat, broken, call, held or dirty");
+				     "used-set, mem, stat, broken, call, held, dirty or logged");
 	for (size_t i = 0; i < sizeof(expects) / sizeof(expects[0]); i++)
 		if (tl_is(&p->tok[1], expects[i].word)) {
 			op->kind = expects[i].kind;
@@ -350,5 +381,6 @@ bool tl_expect(struct tl *p, struct lab_trace_op *op)
 			return expects[i].read(p, op);
 		}
 	return tl_error(p, &p->tok[1], "unknown expectation; expected dequeued, packet, "
-			"enqueued, status, used, used-set, mem, stat, broken, call, held or dirty");
+			"enqueued, status, used, used-set, mem, stat, broken, call, held, dirty "
+			"or logged");
 }

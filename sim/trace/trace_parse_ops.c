@@ -496,7 +496,7 @@ static bool st_enqueue(struct tl *p, struct lab_trace_op *op)
 /* ---- vhost-user messages (version 2) ------------------------------------------------- */
 
 /* message get-vring-base QUEUE [expect=N] | vring-enable QUEUE 0|1 | vring-setup QUEUE
- * base=N | get-features [expect=deps]. The vring's number is the queue's
+ * base=N | get-features [expect=deps] | log-start pages=N. The vring's number is the queue's
  * (replay_socket.c); N is the message's 32-bit num (packed: position and wrap counter of
  * avail in bits 0-15, of used in 16-31). */
 static bool st_message(struct tl *p, struct lab_trace_op *op)
@@ -504,18 +504,20 @@ static bool st_message(struct tl *p, struct lab_trace_op *op)
 	static const char *const usage = "message get-vring-base QUEUE [expect=N] | "
 					 "message vring-enable QUEUE 0|1 | "
 					 "message vring-setup QUEUE base=N | "
-					 "message get-features [expect=deps]";
+					 "message get-features [expect=deps] | "
+					 "message log-start pages=N";
 	static const char *const deps[] = {"deps"};
 	static const char *const keys_base[] = {"expect", NULL};
 	static const char *const keys_enable[] = {NULL};
 	static const char *const keys_setup[] = {"base", NULL};
+	static const char *const keys_log[] = {"pages", NULL};
 	unsigned k;
 
 	if (p->t->version < 2)
 		return tl_needs_v2(p, &p->tok[0]);
 	if (p->ntok < 2)
 		return tl_error_stmt(p, "missing the message; expected: %s", usage);
-	if (!tl_word(p, &p->tok[1], lab_tn_messages, 4, &k))
+	if (!tl_word(p, &p->tok[1], lab_tn_messages, LAB_TRACE_NMSGS, &k))
 		return false;
 	op->value = k;
 	switch (k) {
@@ -540,6 +542,17 @@ static bool st_message(struct tl *p, struct lab_trace_op *op)
 			op->given |= LAB_TA_EXPECT;
 		}
 		return true;
+	case LAB_TRACE_MSG_LOG_START:
+		/* The bitmap: one bit per 4 KiB page from guest address 0, as QEMU sizes it. */
+		if (!tl_stmt(p, 2, "message log-start", "message log-start pages=N", keys_log, 0,
+			     0, false) || !tl_need(p, 0))
+			return false;
+		/* The core keeps one log per queue: the one SET_LOG_BASE gives replaces the
+		 * setup's, so a trace says which it means. */
+		if (p->t->dirty_pages)
+			return tl_error_stmt(p, "the setup has 'dirty-log' already: a trace has one "
+					     "dirty log, the setup's (in process only) or this one");
+		return tl_range(p, p->arg[0], 1, LAB_TRACE_MAX_DIRTY_PAGES, &op->count);
 	case LAB_TRACE_MSG_VRING_ENABLE:
 		return tl_stmt(p, 2, "message vring-enable", "message vring-enable QUEUE 0|1",
 			       keys_enable, 2, 2, false) &&

@@ -21,7 +21,7 @@ bool lab_trace_op_portable(const struct lab_trace_op *op)
 	case LAB_T_DEQUEUE:    /* over a socket: let the back end run */
 	case LAB_T_DISCARD:    /* likewise: what it does with the chains is its own business */
 	case LAB_T_REMAP:      /* a new memory table over the same regions */
-	case LAB_T_MESSAGE:    /* sent as it is; in process: skipped (no vhost-user session) */
+	case LAB_T_MESSAGE:    /* sent as it is, in process to the core's vhost-user device */
 	case LAB_T_REPEAT:
 	case LAB_T_END:
 	case LAB_T_EITHER:
@@ -29,6 +29,7 @@ bool lab_trace_op_portable(const struct lab_trace_op *op)
 	case LAB_T_EXPECT_USED:
 	case LAB_T_EXPECT_USED_SET:
 	case LAB_T_EXPECT_MEM:
+	case LAB_T_EXPECT_LOGGED: /* the shared log, as the front end reads it */
 		return true;
 	case LAB_T_EXPECT_BROKEN:
 		/* A reason is vhostlab's name for why; any back end can only be seen to stop. */

@@ -8,6 +8,8 @@
 
 #include "double_fetch.h"
 #include "replay_internal.h"
+#include "replay_msg.h"
+#include "replay_session.h"
 #include "vl_lab_control.h"
 
 /* ---- reporting ---------------------------------------------------------------------- */
@@ -76,7 +78,8 @@ uint8_t *rp_guest(struct rp *r, uint64_t gpa, uint64_t len, const char *what)
 
 /* ---- setup -------------------------------------------------------------------------- */
 
-static bool setup_queue(struct rp *r, uint32_t i)
+/* The queue's driver state, and (but in a session) its core queue by vl_vq calls. */
+static bool setup_queue(struct rp *r, uint32_t i, bool session)
 {
 	const struct lab_trace_queue *tq = &r->t->queues[i];
 	struct rp_queue *q = &r->q[i];
@@ -90,6 +93,8 @@ static bool setup_queue(struct rp *r, uint32_t i)
 	q->size = tq->size;
 	if (!rp_queue_driver_init(r, q))
 		return false;
+	if (session)   /* the queue comes from the core's vhost-user device (replay_session.c) */
+		return true;
 	vl_vq_config_init(&cfg, packed ? VL_LAYOUT_PACKED : VL_LAYOUT_SPLIT, tq->size);
 	cfg.features = r->t->features;
 	cfg.desc_gpa = tq->desc;
@@ -130,8 +135,9 @@ static bool setup(struct rp *r)
 		return rp_error(r, "error:memory", "guest memory: %s", err);
 	const struct vl_mem_region *regs = lab_tmem_regions(r->mem, &n);
 
-	r->table = vl_mem_create(regs, n, &e);
-	if (!r->table)
+	/* With `message` statements the core's vhost-user device maps the memory itself. */
+	r->table = rp_session_wanted(t) ? NULL : vl_mem_create(regs, n, &e);
+	if (!r->table && !rp_session_wanted(t))
 		return rp_error(r, "error:memory", "the core refused the memory table: %s",
 				vl_strerror(e));
 	r->pool = vl_pool_create(t->pool_bufs, t->pool_size);
@@ -146,9 +152,9 @@ static bool setup(struct rp *r)
 					(unsigned long long)t->dirty_pages);
 	}
 	for (uint32_t i = 0; i < t->nqueues; i++)
-		if (!setup_queue(r, i))
+		if (!setup_queue(r, i, rp_session_wanted(t)))
 			return false;
-	return true;
+	return !rp_session_wanted(t) || rp_session_setup(r);
 }
 
 /* ---- host statements ---------------------------------------------------------------- */
@@ -358,7 +364,20 @@ static bool host_op(struct rp *r, const struct lab_trace_op *op)
 	struct rp_queue *q = &r->q[op->queue];
 
 	if (op->kind == LAB_T_REMAP)
-		return op_remap(r);
+		return r->vu ? rp_session_remap(r) : op_remap(r);
+	if (!q->vq && op->kind != LAB_T_FREE) {
+		/* In a session, a ring a message stopped or disabled has no queue: an embedder
+		 * runs nothing on it, and neither does the replay. */
+		if (op->kind == LAB_T_DEQUEUE || op->kind == LAB_T_ENQUEUE) {
+			q->dequeued = q->dequeued || op->kind == LAB_T_DEQUEUE;
+			q->enqueued = q->enqueued || op->kind == LAB_T_ENQUEUE;
+			q->last_count = 0;
+			q->nstatus = 0;
+		}
+		rp_narrate(r, "  -> nothing: queue %s is not ready in the core (its ring is "
+			   "stopped or disabled)\n", q->tq->name);
+		return true;
+	}
 	if (op->kind != LAB_T_FREE && op->kind != LAB_T_KICKS && op->kind != LAB_T_SET)
 		release_unheld(q, op->line);
 	switch (op->kind) {
@@ -402,7 +421,7 @@ static bool queueless(enum lab_trace_kind k)
 {
 	return k == LAB_T_WRITE || k == LAB_T_FILL || k == LAB_T_IDESC || k == LAB_T_MUTATE ||
 	       k == LAB_T_DOUBLE_FETCH || k == LAB_T_FAULT || k == LAB_T_REMAP ||
-	       k == LAB_T_EXPECT_MEM || k == LAB_T_EXPECT_DIRTY;
+	       k == LAB_T_EXPECT_MEM || k == LAB_T_EXPECT_DIRTY || k == LAB_T_EXPECT_LOGGED;
 }
 
 /* The parser resolves queue names; a trace built by a tool is checked here, once. */
@@ -413,8 +432,11 @@ bool rp_check_op(struct rp *r, const struct lab_trace_op *op)
 	if (op->kind == LAB_T_REPEAT || op->kind == LAB_T_EITHER || op->kind == LAB_T_OR ||
 	    op->kind == LAB_T_END)
 		return rp_error(r, "error:internal", "a block statement outside the block loop");
+	if (op->kind == LAB_T_MESSAGE && op->value >= LAB_TRACE_NMSGS)
+		return rp_error(r, "error:internal", "message kind %llu",
+				(unsigned long long)op->value);
 	if (!queueless(op->kind) &&
-	    !(op->kind == LAB_T_MESSAGE && op->value == LAB_TRACE_MSG_GET_FEATURES) &&
+	    !(op->kind == LAB_T_MESSAGE && lab_trace_msg_queueless(op->value)) &&
 	    op->queue >= r->t->nqueues)
 		return rp_error(r, "error:queue", "queue %u of %u", op->queue, r->t->nqueues);
 	return true;
@@ -424,17 +446,14 @@ bool rp_run_op(struct rp *r, const struct lab_trace_op *op)
 {
 	if (!rp_check_op(r, op))
 		return false;
-	if (op->kind == LAB_T_MESSAGE) {
-		/* The in-process core has no vhost-user session here: the queues are set up
-		 * through vl_vq calls, so a message has nothing to go to. Counted, never hidden. */
-		if (r->res->skipped < UINT32_MAX)
-			r->res->skipped++;
-		rp_narrate(r, "  skipped: a vhost-user message (in process there is no vhost-user "
-			   "session; `replay --socket` sends it)\n");
-		return true;
-	}
-	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it but message is an
-						    * expectation */
+	if (op->kind == LAB_T_MESSAGE)   /* a trace with one has a session (setup) */
+		return rp_session_message(r, op);
+	if (r->vu && (op->kind == LAB_T_MUTATE || op->kind == LAB_T_DOUBLE_FETCH))
+		return rp_error(r, "error:session", "%s watches the core's reads of the replay's "
+				"mapping of guest memory; with `message` statements the core's "
+				"vhost-user device maps it itself", lab_trace_kind_name(op->kind));
+	if (op->kind >= LAB_T_EXPECT_DEQUEUED) {   /* every kind after it but message (above)
+						    * is an expectation */
 		if (r->res->expectations < UINT32_MAX)   /* repeats can run more; no wrap */
 			r->res->expectations++;
 		return rp_expect_op(r, op);
@@ -465,7 +484,8 @@ static bool end_checks(struct rp *r)
 				vl_pkt_free(q->pkts[k].p);
 				q->pkts[k].p = NULL;
 			}
-		vl_vq_complete(q->vq);
+		if (q->vq)
+			vl_vq_complete(q->vq);
 	}
 	free_bufs = vl_pool_free_count(r->pool);
 	if (free_bufs != vl_pool_capacity(r->pool))
@@ -481,6 +501,15 @@ static void teardown(struct rp *r)
 	if (r->df_on)
 		lab_df_set_mode(LAB_DF_OFF);
 	vl_lab_control(VL_LAB_ALLOC_FAIL_AFTER, &(struct vl_lab_arg){.count = VL_LAB_NEVER});
+	/* Packets first: a zero-copy packet hands its chain back to its queue when freed. */
+	for (uint32_t i = 0; i < LAB_TRACE_MAX_QUEUES; i++)
+		for (uint32_t k = 0; k < r->q[i].npkts; k++)
+			if (r->q[i].pkts[k].p) {
+				vl_pkt_free(r->q[i].pkts[k].p);
+				r->q[i].pkts[k].p = NULL;
+			}
+	rp_session_teardown(r);
+	rp_log_fini(r);
 	for (uint32_t i = 0; i < LAB_TRACE_MAX_QUEUES; i++) {
 		struct rp_queue *q = &r->q[i];
 
@@ -506,7 +535,7 @@ enum lab_replay_status lab_replay_run(const struct lab_trace *t,
 				      struct lab_replay_result *res)
 {
 	static const struct lab_replay_opts quiet;
-	struct rp r = {.t = t, .o = opts ? opts : &quiet, .res = res};
+	struct rp r = {.t = t, .o = opts ? opts : &quiet, .res = res, .vlog.fd = -1};
 	bool ok;
 
 	memset(res, 0, sizeof(*res));

@@ -55,8 +55,8 @@ struct lab_replay_result {
 	uint64_t packets_dequeued, packets_enqueued;
 	uint64_t packets_discarded;   /* good chains `discard` returned */
 	/* Over a socket (replay_socket.h): statements not carried out because they are
-	 * in-process only, or expectations that depend on one. In process: the `message`
-	 * statements (no vhost-user session to send them on). */
+	 * in-process only, or expectations that depend on one. In process: always 0 (a
+	 * `message` goes to the core's own vhost-user device, replay_session.h). */
 	uint32_t skipped;
 };
 

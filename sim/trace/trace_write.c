@@ -323,6 +323,10 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 		putf(o, " 0x%" PRIx64 " %s", op->addr, word(yes_no, 2, op->value));
 		return;
 	}
+	if (op->kind == LAB_T_EXPECT_LOGGED) {
+		putf(o, " 0x%" PRIx64 " 0x%" PRIx64, op->addr, op->len);
+		return;
+	}
 	put_queue_ref(o, t, op->queue);
 	switch (op->kind) {
 	case LAB_T_EXPECT_PACKET:
@@ -377,13 +381,17 @@ static void put_expect(struct out *o, const struct lab_trace *t, const struct la
 }
 
 /* message WORD QUEUE, then what the message carries: expect=N, 0|1, base=N; get-features
- * names no queue. */
+ * and log-start name no queue. */
 static void put_message(struct out *o, const struct lab_trace *t, const struct lab_trace_op *op)
 {
-	putf(o, " %s", word(lab_tn_messages, 4, op->value));
+	putf(o, " %s", word(lab_tn_messages, LAB_TRACE_NMSGS, op->value));
 	if (op->value == LAB_TRACE_MSG_GET_FEATURES) {
 		if (op->given & LAB_TA_EXPECT)
 			puts_(o, " expect=deps");
+		return;
+	}
+	if (op->value == LAB_TRACE_MSG_LOG_START) {
+		putf(o, " pages=%" PRIu64, op->count);
 		return;
 	}
 	put_queue_ref(o, t, op->queue);

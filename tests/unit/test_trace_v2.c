@@ -185,6 +185,8 @@ static const char rich_v2[] =
 	"message vring-setup tx base=0xfffe\n"
 	"message get-features\n"
 	"message get-features expect=deps\n"
+	"message log-start pages=16\n"
+	"expect logged 0x1000 0x2001\n"
 	"expect used tx id=7\n"
 	"expect used tx len=3\n"
 	"expect used tx none\n"
@@ -228,6 +230,7 @@ static void test_round_trip(void **state)
 			/* The number is a field where the message carries one; expect= is. */
 			bool counts = op->value == LAB_TRACE_MSG_VRING_ENABLE ||
 				      op->value == LAB_TRACE_MSG_VRING_SETUP ||
+				      op->value == LAB_TRACE_MSG_LOG_START ||
 				      (op->value == LAB_TRACE_MSG_GET_VRING_BASE &&
 				       (op->given & LAB_TA_EXPECT));
 
@@ -237,9 +240,17 @@ static void test_round_trip(void **state)
 			op->given ^= LAB_TA_EXPECT;
 			assert_false(lab_trace_equal(&T, &u));
 			op->given ^= LAB_TA_EXPECT;
-			op->value = (op->value + 1) % 4;
+			op->value = (op->value + 1) % LAB_TRACE_NMSGS;
 			assert_false(lab_trace_equal(&T, &u));
-			op->value = (op->value + 3) % 4;
+			op->value = (op->value + LAB_TRACE_NMSGS - 1) % LAB_TRACE_NMSGS;
+		} else if (op->kind == LAB_T_EXPECT_LOGGED) {
+			/* Both the address and the length are fields. */
+			op->len++;
+			assert_false(lab_trace_equal(&T, &u));
+			op->len--;
+			op->addr++;
+			assert_false(lab_trace_equal(&T, &u));
+			op->addr--;
 		} else if (op->kind == LAB_T_EXPECT_USED && (op->given & LAB_TA_LEN) &&
 			   (op->given & LAB_TA_ID)) {
 			op->given &= ~(uint32_t)LAB_TA_LEN;
@@ -470,7 +481,7 @@ static void test_portable(void **state)
 		{LAB_T_EXPECT_CALL, 0, false}, {LAB_T_EXPECT_HELD, 0, false},
 		{LAB_T_EXPECT_DIRTY, 0, false}, {LAB_T_REPEAT, 0, true}, {LAB_T_END, 0, true},
 		{LAB_T_EITHER, 0, true}, {LAB_T_OR, 0, true}, {LAB_T_EXPECT_USED_SET, 0, true},
-		{LAB_T_MESSAGE, 0, true},
+		{LAB_T_MESSAGE, 0, true}, {LAB_T_EXPECT_LOGGED, 0, true},
 	};
 	bool seen[LAB_T__KIND_COUNT] = {false};
 
