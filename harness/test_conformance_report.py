@@ -92,7 +92,11 @@ def test_other_projects_failures_are_the_diagnosed_ones():
             assert cr.is_ours(d["backend"]), d["backend"]
             continue
         want = {k: v for k, v in table.items() if k[1] in ("-", d["ring"])}
-        seen = {(c["id"], c["ring"]): c for c in d["result"]["cases"] if c["verdict"] != "pass"}
+        seen = {(c["id"], c["ring"]): c for c in d["result"]["cases"]
+                if c["verdict"] not in ("pass", "n/a")}
+        # A race with the back end's threads (probe_diagnoses.OVS_RACES) may have been won.
+        races = diagnoses.OVS_RACES if d["backend"] == "ovs-dpdk" else set()
+        want = {k: v for k, v in want.items() if k in seen or k not in races}
         assert set(seen) == set(want), (d["backend"], d["ring"], sorted(set(seen) ^ set(want)))
         for key, (verdict, evidence, _why) in want.items():
             assert seen[key]["verdict"] == verdict and evidence in seen[key]["detail"], key

@@ -24,6 +24,7 @@ from script_import import import_script
 
 backends = import_script("probe_backends")
 OVS_FAILS = import_script("probe_diagnoses").OVS_DPDK
+RACES = import_script("probe_diagnoses").OVS_RACES
 
 # What OVS 3.1 offers in this configuration (`features offered` in the probe's output),
 # decoded: VIRTIO_NET_F_CSUM (bit 0) is off, because OVS disables it without
@@ -69,10 +70,15 @@ def test_probe_every_suite_against_ovs_dpdk(vhostlab):
                if i.startswith("offload-")), na
     seen = {(c["id"], c["ring"]): c for c in cases
             if c["verdict"] not in ("pass", "n/a")}
-    assert set(seen) == set(OVS_FAILS), (
-        f"unlisted: {sorted(set(seen) - set(OVS_FAILS))}; "
-        f"no longer failing: {sorted(set(OVS_FAILS) - set(seen))}\n{describe}")
-    for key, (verdict, evidence, _why) in OVS_FAILS.items():
+    # A race with OVS's threads may go either way: its listed verdict, or a pass.
+    won = {k for k in RACES if k not in seen}
+    assert all(c["verdict"] == "pass" for c in cases if (c["id"], c["ring"]) in won)
+    expected = set(OVS_FAILS) - won
+    assert set(seen) == expected, (
+        f"unlisted: {sorted(set(seen) - expected)}; "
+        f"no longer failing: {sorted(expected - set(seen))}\n{describe}")
+    for key in expected:
+        verdict, evidence, _why = OVS_FAILS[key]
         assert seen[key]["verdict"] == verdict, seen[key]
         assert evidence in seen[key]["detail"], seen[key]
     # No crash on hostile input: every hostile case passed (none is in the table).
