@@ -220,6 +220,10 @@ struct vl_vq_stats {
 				       * guest-to-host queue) whose source's first line was asked
 				       * for as they were queued: every one while payload
 				       * prefetch is on (vl_vq_set_tx_prefetch) */
+	uint64_t tx_batched;          /* packed guest-to-host chains taken four at a time (one
+				       * line of descriptors, each a direct one-descriptor chain
+				       * of a packet no longer than batch_threshold): counted in
+				       * chains too */
 };
 
 struct vl_vq;

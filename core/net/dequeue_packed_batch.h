@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest-to-host on the packed ring, four chains at a time: the start of a plain dequeue burst
+ * (no zero-copy, no lease held, no offloads) takes as many whole batches of four
+ * (ring/packed_batch.h) as it finds, for packets whose copy the burst defers anyway (no
+ * longer than the batching threshold, and one pool segment); the usual chain loop of
+ * net/dequeue.c takes whatever is left from where the batches stopped. A batch costs one
+ * flags test and one set of checks for its four chains, and the burst's heads come from the
+ * pool in one call, as the usual path's do (technique 4). Included by net/dequeue.c only. */
+#ifndef VL_NET_DEQUEUE_PACKED_BATCH_H
+#define VL_NET_DEQUEUE_PACKED_BATCH_H
+
+#include "compiler.h"
+#include "mem/prefetch.h"
+#include "net/net_queue.h"
+#include "pkt/pool_internal.h"
+#include "ring/ring.h"
+#include "vhostlab/vl_net.h"
+
+/* Bursts that skip the batches after one whose first batch held a length the batches do not
+ * take (packets longer than the batching threshold: those the usual path copies at once,
+ * with its payload prefetch): a stream of them pays the failed read once in that many
+ * bursts, not every burst. */
+#define VL_TX_BATCH_RETRY 16
+
+/* Take whole batches at the window's start into pkts (at most count packets): their heads
+ * allocated in one call, their used elements queued, their copies deferred to the burst's
+ * flush. Returns how many chains (= packets) were taken, adding their bytes to *bytes. Takes
+ * nothing (and leaves the ring and the pool as they were) when the first batch is not one,
+ * or the pool cannot give every head: the usual path then serves the burst. */
+/* forced: inlined once per instantiation of the plain packed body; its locals stay there */
+static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_pool *pool,
+						   struct vl_pkt **pkts, uint16_t count,
+						   uint64_t *bytes)
+{
+	struct vl_ring *rq = &vq->rq;
+
+	if (vq->tx_batch_skip > 0) {
+		vq->tx_batch_skip--;
+		return 0;
+	}
+	/* Descriptor lengths the batch takes: more than the header, and a packet no longer
+	 * than the threshold (so its copy is deferred) and than one pool segment. */
+	const uint32_t min_len = vq->hdr_len;
+	uint32_t limit = vq->batch_threshold;
+
+	if (limit > pool->buf_size)
+		limit = pool->buf_size;
+	if (limit > VL_PKT_MAX_LEN)
+		limit = VL_PKT_MAX_LEN;
+	/* Entries left in the copy batch and the shadow used ring (count is bounded by the
+	 * latter already: vl_tx_burst_start). */
+	uint32_t room = count;
+
+	if (room > rq->size - vq->batch_count)
+		room = rq->size - vq->batch_count;
+	if (limit == 0 || room < VL_PACKED_BATCH)
+		return 0;
+	const uint32_t max_len = min_len + limit; /* both small: no overflow */
+	const uint32_t size = rq->size;
+	uint32_t pos = rq->avail_pos;
+	bool wrap = rq->avail_wrap;
+	struct vl_used_elem *sh = rq->shadow + rq->shadow_count;
+	struct vl_copy *cp = vq->batch + vq->batch_count;
+	const bool prefetch = !vq->tx_prefetch_off;
+	uint32_t m = 0;
+
+	/* Nothing is committed until the heads are in: the used elements and copies are
+	 * written past their arrays' counts, the positions kept in locals. */
+	while (m + VL_PACKED_BATCH <= room) {
+		struct vl_packed_batch b;
+
+		/* The batch's guest reads (four descriptors) form one unit: each field is read
+		 * once, and what follows uses the locals. */
+		vl_lab_chain_begin();
+		const enum vl_packed_batch_why why =
+			vl_packed_batch_read_tx(rq, pos, wrap, min_len, max_len, &b);
+
+		vl_lab_chain_end();
+		if (why != VL_PACKED_BATCH_OK) {
+			if (why == VL_PACKED_BATCH_LEN && m == 0)
+				vq->tx_batch_skip = VL_TX_BATCH_RETRY;
+			break;
+		}
+		for (uint32_t k = 0; k < VL_PACKED_BATCH; k++) {
+			struct vl_copy *c = &cp[m + k];
+
+			sh[m + k] = (struct vl_used_elem){.len = 0, .id = b.id[k], .ndescs = 1};
+			c->src = b.host[k] + min_len;
+			c->len = b.len[k] - min_len;
+			c->log_gpa = VL_NO_LOG;
+			/* As vl_copy_body asks for a deferred copy's source (net/copy.h). */
+			if (prefetch)
+				VL_PREFETCH_R(c->src);
+		}
+		m += VL_PACKED_BATCH;
+		pos += VL_PACKED_BATCH; /* the batch ended at or before the ring's end */
+		if (pos == size) {
+			pos = 0;
+			wrap = !wrap;
+		}
+	}
+	if (m == 0)
+		return 0;
+	rq->stats.alloc_calls++;
+	if (vl_pool_alloc_bulk(pool, pkts, m) != 0)
+		return 0; /* the usual path allocates what the pool has */
+	uint64_t b = 0;
+
+	for (uint32_t i = 0; i < m; i++) {
+		struct vl_pkt *pkt = pkts[i];
+		const uint32_t len = cp[i].len;
+
+		/* One segment: len <= buf_size (the batch's bound). */
+		pkt->data_len = len;
+		pkt->pkt_len = len;
+		cp[i].dst = pkt->data;
+		rq->stats.size_bins[vl_size_bin(len)]++;
+		b += len;
+	}
+	*bytes += b;
+	rq->shadow_count += m;
+	vq->batch_count += m;
+	rq->avail_pos = (uint16_t)pos;
+	rq->avail_wrap = wrap;
+	rq->stats.alloc_bufs += m;
+	rq->stats.chains += m;
+	rq->stats.tx_batched += m;
+	rq->stats.copies_batched += m;
+	if (prefetch)
+		rq->stats.copy_prefetches += m;
+	return (uint16_t)m;
+}
+
+#endif
