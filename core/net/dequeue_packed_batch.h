@@ -77,10 +77,11 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 
 		vl_lab_chain_end();
 		if (why != VL_PACKED_BATCH_OK) {
-			if (why == VL_PACKED_BATCH_LEN && m == 0)
+			if (why == VL_PACKED_BATCH_LONG && m == 0)
 				vq->tx_batch_skip = VL_TX_BATCH_RETRY;
 			break;
 		}
+#pragma GCC unroll 4
 		for (uint32_t k = 0; k < VL_PACKED_BATCH; k++) {
 			struct vl_copy *c = &cp[m + k];
 
@@ -102,7 +103,7 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 	if (m == 0)
 		return 0;
 	rq->stats.alloc_calls++;
-	if (vl_pool_alloc_bulk(pool, pkts, m) != 0)
+	if (vl_pool_take_bulk(pool, pkts, m) != 0)
 		return 0; /* the usual path allocates what the pool has */
 	uint64_t b = 0;
 
@@ -111,9 +112,8 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 		const uint32_t len = cp[i].len;
 
 		/* One segment: len <= buf_size (the batch's bound). */
-		pkt->data_len = len;
-		pkt->pkt_len = len;
-		cp[i].dst = pkt->data;
+		vl_pkt_reset_len(pkt, len);
+		cp[i].dst = pkt->buf;
 		rq->stats.size_bins[vl_size_bin(len)]++;
 		b += len;
 	}
