@@ -9,6 +9,9 @@
 #ifndef VL_NET_DEQUEUE_PACKED_BATCH_H
 #define VL_NET_DEQUEUE_PACKED_BATCH_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "compiler.h"
 #include "mem/prefetch.h"
 #include "net/net_queue.h"
@@ -21,6 +24,10 @@
  * with its payload prefetch): a stream of them pays the failed read once in that many
  * bursts, not every burst. */
 #define VL_TX_BATCH_RETRY 16
+
+_Static_assert(sizeof(struct vl_used_elem) == 8 && offsetof(struct vl_used_elem, id) == 4 &&
+		       offsetof(struct vl_used_elem, ndescs) == 6,
+	       "a used element is len, id, ndescs in one little-endian word");
 
 /* Take whole batches at the window's start into pkts (at most count packets): their heads
  * allocated in one call, their used elements queued, their copies deferred to the burst's
@@ -85,7 +92,10 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 		for (uint32_t k = 0; k < VL_PACKED_BATCH; k++) {
 			struct vl_copy *c = &cp[m + k];
 
-			sh[m + k] = (struct vl_used_elem){.len = 0, .id = b.id[k], .ndescs = 1};
+			/* len 0, the id, one descriptor: one 8-byte store. */
+			const uint64_t e = (uint64_t)b.id[k] << 32 | 1ull << 48;
+
+			memcpy(&sh[m + k], &e, sizeof(e));
 			c->src = b.host[k] + min_len;
 			c->len = b.len[k] - min_len;
 			c->log_gpa = VL_NO_LOG;
