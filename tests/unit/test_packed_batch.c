@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ring_fixture.h"
+#include "vl_lab_control.h"
 
 #define LEN 64
 
@@ -397,6 +398,49 @@ static void scn_short_pool_falls_back(struct rf *f)
 		rf_free_good(f, &g[i]);
 }
 
+/* The pool refuses every call (an injected failure): the batches take nothing and neither
+ * does the usual path; nothing is consumed. Once it gives again, the same lines go as
+ * batches. */
+static void scn_refused_pool_takes_nothing(struct rf *f)
+{
+	struct rf_good g[8];
+	struct vl_pkt *pkts[32];
+
+	warm(f);
+	post(f, g, 8, 1);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER, &(struct vl_lab_arg){.pool = f->pool, .count = 0});
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 32), 0);
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(vl_vq_stats(f->tx.q)->chains, 4);
+	assert_int_equal(vl_pool_free_count(f->pool), RF_POOL_BUFS);
+	assert_int_equal(batched(f), 0);
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = f->pool, .count = VL_LAB_NEVER});
+	take(f, g, 8);
+	assert_int_equal(batched(f), 8);
+}
+
+/* Payload prefetch off: the batches ask for no source line (copy_prefetches stays), and
+ * batch as ever. */
+static void scn_prefetch_off(struct rf *f)
+{
+	struct rf_good g[8];
+
+	warm(f);
+	vl_vq_set_tx_prefetch(f->tx.q, false);
+	const uint64_t before = vl_vq_stats(f->tx.q)->copy_prefetches;
+
+	post(f, g, 8, 1);
+	take(f, g, 8);
+	assert_int_equal(batched(f), 8);
+	assert_int_equal(vl_vq_stats(f->tx.q)->copy_prefetches, before);
+	vl_vq_set_tx_prefetch(f->tx.q, true);
+	post(f, g, 8, 1);
+	take(f, g, 8);
+	assert_int_equal(batched(f), 16);
+	assert_int_equal(vl_vq_stats(f->tx.q)->copy_prefetches, before + 8);
+}
+
 /* Batching off (threshold 0): no batches, every packet as before. */
 static void scn_threshold_zero(struct rf *f)
 {
@@ -440,6 +484,8 @@ static const struct rf_case cases[] = {
 	CASES2(bad_id_falls_back),
 	CASES2(other_region_falls_back),
 	CASES2(short_pool_falls_back),
+	CASES2(refused_pool_takes_nothing),
+	CASES2(prefetch_off),
 	{.name = "wrap_between_batches", .fn = scn_wrap_between_batches,
 	 .layout = VL_LAYOUT_PACKED, .features_off = PLAIN, .start_idx = 248},
 	{.name = "wrap_between_batches_wrap0", .fn = scn_wrap_between_batches,
