@@ -29,6 +29,30 @@ _Static_assert(sizeof(struct vl_used_elem) == 8 && offsetof(struct vl_used_elem,
 		       offsetof(struct vl_used_elem, ndescs) == 6,
 	       "a used element is len, id, ndescs in one little-endian word");
 
+/* Queue the n chains of batch b: their used elements at sh (len 0, the id, one descriptor),
+ * their copies at cp (destinations set once the heads are in), each source's first line asked
+ * for as vl_copy_body asks for a deferred copy's (net/copy.h). */
+/* forced: n is a constant 4 in the usual call, which unrolls the loop */
+static VL_ALWAYS_INLINE void tx_queue_batch(const struct vl_vq *vq, const struct vl_packed_batch *b,
+					    struct vl_used_elem *sh, struct vl_copy *cp,
+					    const uint32_t n, const bool prefetch)
+{
+	const uint32_t min_len = vq->hdr_len;
+
+#pragma GCC unroll 4
+	for (uint32_t k = 0; k < n; k++) {
+		/* One 8-byte store for the used element. */
+		const uint64_t e = (uint64_t)b->id[k] << 32 | 1ull << 48;
+
+		memcpy(&sh[k], &e, sizeof(e));
+		cp[k].src = b->host[k] + min_len;
+		cp[k].len = b->len[k] - min_len;
+		cp[k].log_gpa = VL_NO_LOG;
+		if (prefetch)
+			VL_PREFETCH_R(cp[k].src);
+	}
+}
+
 /* Take whole batches at the window's start into pkts (at most count packets): their heads
  * allocated in one call, their used elements queued, their copies deferred to the burst's
  * flush. Returns how many chains (= packets) were taken, adding their bytes to *bytes. Takes
@@ -60,7 +84,7 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 
 	if (room > rq->size - vq->batch_count)
 		room = rq->size - vq->batch_count;
-	if (limit == 0 || room < VL_PACKED_BATCH)
+	if (limit == 0 || room == 0)
 		return 0;
 	const uint32_t max_len = min_len + limit; /* both small: no overflow */
 	const uint32_t size = rq->size;
@@ -73,38 +97,39 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 
 	/* Nothing is committed until the heads are in: the used elements and copies are
 	 * written past their arrays' counts, the positions kept in locals. */
-	while (m + VL_PACKED_BATCH <= room) {
-		struct vl_packed_batch b;
+	while (m < room) {
+		enum vl_packed_batch_why why;
+		uint32_t n;
 
-		/* The batch's guest reads (four descriptors) form one unit: each field is read
-		 * once, and what follows uses the locals. */
+		/* The batch's guest reads (up to four descriptors) form one unit: each field is
+		 * read once, and what follows uses the locals. A whole line, with its constant
+		 * count (every loop unrolled, the batch in registers), or the part of one. */
 		vl_lab_chain_begin();
-		const enum vl_packed_batch_why why =
-			vl_packed_batch_read_tx(rq, pos, wrap, min_len, max_len, &b);
+		if (vl_packed_batch_whole(rq, pos, room - m)) {
+			struct vl_packed_batch b;
 
+			n = VL_PACKED_BATCH;
+			why = vl_packed_batch_read_n(rq, &rq->pdesc[pos], VL_PACKED_BATCH, wrap,
+						     min_len, max_len, &b);
+			if (why == VL_PACKED_BATCH_OK)
+				tx_queue_batch(vq, &b, sh + m, cp + m, VL_PACKED_BATCH, prefetch);
+		} else {
+			struct vl_packed_batch b;
+
+			why = vl_packed_batch_read_part(rq, pos, room - m, wrap, min_len, max_len,
+							&b);
+			n = b.n;
+			if (why == VL_PACKED_BATCH_OK)
+				tx_queue_batch(vq, &b, sh + m, cp + m, n, prefetch);
+		}
 		vl_lab_chain_end();
 		if (why != VL_PACKED_BATCH_OK) {
 			if (why == VL_PACKED_BATCH_LONG && m == 0)
 				vq->tx_batch_skip = VL_TX_BATCH_RETRY;
 			break;
 		}
-#pragma GCC unroll 4
-		for (uint32_t k = 0; k < VL_PACKED_BATCH; k++) {
-			struct vl_copy *c = &cp[m + k];
-
-			/* len 0, the id, one descriptor: one 8-byte store. */
-			const uint64_t e = (uint64_t)b.id[k] << 32 | 1ull << 48;
-
-			memcpy(&sh[m + k], &e, sizeof(e));
-			c->src = b.host[k] + min_len;
-			c->len = b.len[k] - min_len;
-			c->log_gpa = VL_NO_LOG;
-			/* As vl_copy_body asks for a deferred copy's source (net/copy.h). */
-			if (prefetch)
-				VL_PREFETCH_R(c->src);
-		}
-		m += VL_PACKED_BATCH;
-		pos += VL_PACKED_BATCH; /* the batch ended at or before the ring's end */
+		m += n;
+		pos += n; /* the batch ended at or before the ring's end */
 		if (pos == size) {
 			pos = 0;
 			wrap = !wrap;

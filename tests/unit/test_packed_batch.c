@@ -91,34 +91,36 @@ static void scn_takes_whole_lines(struct rf *f)
 	assert_int_equal(st->empty_bursts, 0);
 }
 
-/* A burst asking for fewer than a line's four takes them the usual way; one asking for six
- * takes a batch and two more. */
-static void scn_count_bounds_the_batches(struct rf *f)
+/* A burst that asks for fewer than a line holds takes those (the part of a line), and one
+ * that starts inside a line takes the line's rest first, then whole lines: from position 4
+ * (after the warm-up), 3 (4-6), then 1 (7), 4 (8-11) and 1 (12), then 3 (13-15) and, at 16,
+ * nothing more is available. Every chain went in a batch. */
+static void scn_count_and_lines_bound_the_batches(struct rf *f)
 {
 	struct rf_good g[12];
 
 	warm(f);
 	post(f, g, 12, 1);
 	rf_burst_expect_goods_ask(f, &f->tx, g, 3, 3);
-	assert_int_equal(batched(f), 0);
-	/* Position 7 now: not a line's start, so the rest go the usual way too. */
+	assert_int_equal(batched(f), 3);
 	rf_burst_expect_goods_ask(f, &f->tx, g + 3, 6, 6);
-	assert_int_equal(batched(f), 0);
-	/* Position 13: one burst takes the last three, the usual way. */
+	assert_int_equal(batched(f), 9);
 	rf_burst_expect_goods_ask(f, &f->tx, g + 9, 3, 32);
+	assert_int_equal(batched(f), 12);
 	for (uint32_t i = 0; i < 12; i++) {
 		rf_expect_used(&f->tx, g[i].head, 0);
 		rf_free_good(f, &g[i]);
 	}
 	rf_expect_no_used(&f->tx);
-	/* Position 16: a line's start again. */
+	/* Position 16: a whole line and the part of the next. */
 	post(f, g, 6, 40);
 	rf_burst_expect_goods_ask(f, &f->tx, g, 6, 6);
-	assert_int_equal(batched(f), 4);
+	assert_int_equal(batched(f), 18);
 	for (uint32_t i = 0; i < 6; i++) {
 		rf_expect_used(&f->tx, g[i].head, 0);
 		rf_free_good(f, &g[i]);
 	}
+	rf_expect_no_used(&f->tx);
 }
 
 /* Fewer than four available: the usual path takes them. */
@@ -356,8 +358,9 @@ static void scn_wrap_between_batches(struct rf *f)
 }
 
 /* A ring of 6, position 4 after the warm-up: the line there would run past the ring's end
- * (4, 5, then 0, 1 under the other wrap counter), so the usual path takes it; position 2 is
- * no line's start; position 0, wrap counter 1 again, is a batch. */
+ * (4, 5, then 0, 1 under the other wrap counter), so the usual path takes it. From position
+ * 2 the line's rest (2, 3) is a batch, and the next line (4, 5, 0, 1) again the usual
+ * path's; position 0, wrap counter 1 again, is a whole batch. */
 static void scn_wrap_inside_a_batch_falls_back(struct rf *f)
 {
 	struct rf_good g[4];
@@ -368,10 +371,10 @@ static void scn_wrap_inside_a_batch_falls_back(struct rf *f)
 	assert_int_equal(batched(f), 0);
 	post(f, g, 4, 5);
 	take(f, g, 4);
-	assert_int_equal(batched(f), 0);
+	assert_int_equal(batched(f), 2);
 	post(f, g, 4, 9);
 	take(f, g, 4);
-	assert_int_equal(batched(f), 4);
+	assert_int_equal(batched(f), 6);
 }
 
 /* The pool has fewer heads than the batches took: nothing batched is kept, and the usual
@@ -473,7 +476,7 @@ static void scn_offloads_no_batches(struct rf *f)
 
 static const struct rf_case cases[] = {
 	CASES2(takes_whole_lines),
-	CASES2(count_bounds_the_batches),
+	CASES2(count_and_lines_bound_the_batches),
 	CASES2(fewer_than_four),
 	CASES2(chained_falls_back),
 	CASES2(indirect_falls_back),
