@@ -246,7 +246,7 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		got = tx_packed_batches(vq, pool, pkts, count, &bytes);
 		count = (uint16_t)(count - got);
 	}
-	uint16_t n = vl_ring_avail_tx(&vq->rq, L, count);
+	uint16_t n = vl_ring_avail_tx_have(&vq->rq, L, count, got > 0);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
 	/* Payload prefetch (vl_ring_prefetch_ahead) unless turned off, for the copies made at

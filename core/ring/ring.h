@@ -82,6 +82,18 @@ static inline uint16_t vl_ring_avail_tx(struct vl_ring *rq, const enum vl_layout
 	return n;
 }
 
+/* vl_ring_avail_tx for a burst that has taken chains already (have): a line wait may then
+ * leave every chain of the window (vl_packed_line_wait_have). */
+static inline uint16_t vl_ring_avail_tx_have(struct vl_ring *rq, const enum vl_layout L,
+					     uint16_t want, bool have)
+{
+	const uint16_t n = vl_ring_avail(rq, L, want);
+
+	if (L == VL_LAYOUT_PACKED && rq->tx_line_wait)
+		return vl_packed_line_wait_have(rq, n, have);
+	return n;
+}
+
 /* Does the window hold every chain the ring can (the guest posted all it could)? */
 static inline bool vl_ring_full(struct vl_ring *rq, const enum vl_layout L)
 {

@@ -444,6 +444,30 @@ static void scn_prefetch_off(struct rf *f)
 	assert_int_equal(vl_vq_stats(f->tx.q)->copy_prefetches, before + 8);
 }
 
+/* Line wait on: whole lines go as batches; the open line after them (its first two chains
+ * available, the rest not yet) waits for the next burst as it would without batches, which
+ * takes it (all it finds), the usual way. */
+static void scn_line_wait_holds_after_batches(struct rf *f)
+{
+	struct rf_good g[6];
+	const uint64_t waits = vl_vq_stats(f->tx.q)->tx_line_waits;
+
+	warm(f);
+	vl_vq_set_tx_line_wait(f->tx.q, true);
+	post(f, g, 6, 1);
+	rf_burst_expect_goods(f, &f->tx, g, 4);
+	assert_int_equal(batched(f), 4);
+	assert_int_equal(vl_vq_stats(f->tx.q)->tx_line_waits, waits + 1);
+	rf_burst_expect_goods(f, &f->tx, g + 4, 2);
+	assert_int_equal(batched(f), 4);
+	for (uint32_t i = 0; i < 6; i++) {
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(vl_vq_stats(f->tx.q)->tx_line_waits, waits + 1);
+}
+
 /* Batching off (threshold 0): no batches, every packet as before. */
 static void scn_threshold_zero(struct rf *f)
 {
@@ -489,6 +513,7 @@ static const struct rf_case cases[] = {
 	CASES2(short_pool_falls_back),
 	CASES2(refused_pool_takes_nothing),
 	CASES2(prefetch_off),
+	CASES2(line_wait_holds_after_batches),
 	{.name = "wrap_between_batches", .fn = scn_wrap_between_batches,
 	 .layout = VL_LAYOUT_PACKED, .features_off = PLAIN, .start_idx = 248},
 	{.name = "wrap_between_batches_wrap0", .fn = scn_wrap_between_batches,
