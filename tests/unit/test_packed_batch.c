@@ -468,6 +468,35 @@ static void scn_line_wait_holds_after_batches(struct rf *f)
 	assert_int_equal(vl_vq_stats(f->tx.q)->tx_line_waits, waits + 1);
 }
 
+/* A threshold past the pool's segments, or past the largest packet: the batches take what
+ * one segment (and VL_PKT_MAX_LEN) holds. Small packets batch under both bounds. */
+static void scn_threshold_bounded_by_segment(struct rf *f)
+{
+	struct rf_good g[4];
+	struct vl_pkt *pkts[32];
+
+	warm(f);
+	vl_vq_set_batch_threshold(f->tx.q, 4096); /* over the fixture's 2048-byte segments */
+	post(f, g, 4, 1);
+	take(f, g, 4);
+	assert_int_equal(batched(f), 4);
+	struct vl_pool *big = vl_pool_create(8, 1u << 17);
+
+	assert_non_null(big);
+	vl_vq_set_batch_threshold(f->tx.q, 1u << 20); /* over VL_PKT_MAX_LEN too */
+	post(f, g, 4, 5);
+	assert_int_equal(vl_net_dequeue(f->tx.q, big, pkts, 32), 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		rf_assert_pkt_pattern(pkts[i], LEN, g[i].seed);
+		vl_pkt_free(pkts[i]);
+		rf_expect_used(&f->tx, g[i].head, 0);
+		rf_free_good(f, &g[i]);
+	}
+	rf_expect_no_used(&f->tx);
+	assert_int_equal(batched(f), 8);
+	assert_int_equal(vl_pool_destroy(big), 0);
+}
+
 /* Batching off (threshold 0): no batches, every packet as before. */
 static void scn_threshold_zero(struct rf *f)
 {
@@ -514,6 +543,7 @@ static const struct rf_case cases[] = {
 	CASES2(refused_pool_takes_nothing),
 	CASES2(prefetch_off),
 	CASES2(line_wait_holds_after_batches),
+	CASES2(threshold_bounded_by_segment),
 	{.name = "wrap_between_batches", .fn = scn_wrap_between_batches,
 	 .layout = VL_LAYOUT_PACKED, .features_off = PLAIN, .start_idx = 248},
 	{.name = "wrap_between_batches_wrap0", .fn = scn_wrap_between_batches,
