@@ -78,12 +78,11 @@ static VL_ALWAYS_INLINE uint16_t tx_packed_batches(struct vl_vq *vq, struct vl_p
 		limit = pool->buf_size;
 	if (limit > VL_PKT_MAX_LEN)
 		limit = VL_PKT_MAX_LEN;
-	/* Entries left in the copy batch and the shadow used ring (count is bounded by the
-	 * latter already: vl_tx_burst_start). */
-	uint32_t room = count;
+	/* Room: count, which vl_tx_burst_start bounded by the shadow used ring's free entries;
+	 * the copy batch (size entries) is empty when a dequeue burst starts (every burst
+	 * flushes it, and nothing else queues copies on a guest-to-host queue). */
+	const uint32_t room = count;
 
-	if (room > rq->size - vq->batch_count)
-		room = rq->size - vq->batch_count;
 	if (limit == 0 || room == 0)
 		return 0;
 	const uint32_t max_len = min_len + limit; /* both small: no overflow */

@@ -215,6 +215,26 @@ static void scn_long_falls_back_and_waits(struct rf *f)
 	assert_int_equal(batched(f), 4);
 }
 
+/* A long packet in the second line: the first line was a batch, so the batches stay on
+ * (only a burst whose first line holds one turns them off): the next burst batches. A burst
+ * asking for nothing takes nothing. */
+static void scn_long_after_a_batch_does_not_wait(struct rf *f)
+{
+	struct rf_good g[8];
+	struct vl_pkt *pkts[1];
+
+	warm(f);
+	post(f, g, 4, 1);
+	g[4] = rf_post_good_n(f, &f->tx, 300, 5, 1);
+	post(f, g + 5, 3, 6);
+	take(f, g, 8);
+	assert_int_equal(batched(f), 4);
+	post(f, g, 4, 20);
+	assert_int_equal(vl_net_dequeue(f->tx.q, f->pool, pkts, 0), 0);
+	take(f, g, 4);
+	assert_int_equal(batched(f), 8);
+}
+
 /* Offences inside the line: the usual path meets them, drops the chain (returning it under
  * its id) and serves the rest; none was batched. */
 static void expect_drop_in_line(struct rf *f, const struct rf_good *g, enum vl_drop why)
@@ -534,6 +554,7 @@ static const struct rf_case cases[] = {
 	CASES2(chained_falls_back),
 	CASES2(indirect_falls_back),
 	CASES2(long_falls_back_and_waits),
+	CASES2(long_after_a_batch_does_not_wait),
 	CASES2(unmapped_falls_back),
 	CASES2(short_falls_back),
 	CASES2(writable_falls_back),
