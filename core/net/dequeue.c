@@ -5,6 +5,7 @@
  * layout tests of ring/ring.h no longer fold away. */
 #include "compiler.h"
 #include "net/copy.h"
+#include "net/dequeue_packed_batch.h"
 #include "net/net_hdr.h"
 #include "net/tx_gso_check.h"
 #include "net/zero_copy.h"
@@ -239,7 +240,13 @@ static VL_ALWAYS_INLINE uint16_t dequeue_body(struct vl_vq *vq, struct vl_pool *
 		return 0;
 	vl_lab_burst_begin(); /* the window reads: avail->idx, the packed scan */
 	vl_ring_begin(&vq->rq, L);
-	uint16_t n = vl_ring_avail_tx(&vq->rq, L, count);
+	/* Plain packed bursts take whole batches of four first (net/dequeue_packed_batch.h);
+	 * the chain loop below takes the rest, from where they stopped. */
+	if (L == VL_LAYOUT_PACKED && plain && vq->alloc_policy == VL_ALLOC_AVAILABLE) {
+		got = tx_packed_batches(vq, pool, pkts, count, &bytes);
+		count = (uint16_t)(count - got);
+	}
+	uint16_t n = vl_ring_avail_tx_have(&vq->rq, L, count, got > 0);
 
 	nheads = tx_alloc_heads(vq, pool, n, count);
 	/* Payload prefetch (vl_ring_prefetch_ahead) unless turned off, for the copies made at
@@ -374,7 +381,7 @@ burst_end:
 			vq->rq.stats.payload_prefetches == pf_before ? VL_TX_PREFETCH_RETRY : 0;
 	if (used_heads < nheads)
 		tx_give_back_heads(vq, used_heads, nheads);
-	if (consumed == 0)
+	if (consumed == 0 && got == 0)
 		vq->rq.stats.empty_bursts++;
 	vl_ring_consume(&vq->rq, L, consumed);
 	vl_lab_burst_end();

@@ -76,6 +76,8 @@ struct vl_vq {
 	uint8_t tx_prefetch_skip;  /* dequeue bursts with chains left to make without payload
 				    * prefetch: the last one that tried found nothing to ask for
 				    * (dequeue.c) */
+	uint8_t tx_batch_skip;     /* packed dequeue bursts left to make without trying four
+				    * chains at a time (net/dequeue_packed_batch.h) */
 
 	struct vl_rx_buf *rx_bufs; /* [size]: chains reserved for one RX packet */
 	struct vl_rx_deferred *rx_deferred_bad; /* [size]: bad RX chains met after a good one */

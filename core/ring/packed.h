@@ -42,7 +42,17 @@ static inline uint16_t vl_packed_avail(struct vl_ring *rq, uint16_t want)
  * failure) may leave them once more. And a driver that posts one packet at a time is never
  * kept waiting. A scan that broke the queue (a lie further on) serves every sound chain
  * before it, as ever. Positions are the device's own: nothing here comes from the guest. */
+static inline uint16_t vl_packed_line_wait_have(struct vl_ring *rq, uint16_t n, bool have);
+
 static inline uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_t n)
+{
+	return vl_packed_line_wait_have(rq, n, false);
+}
+
+/* vl_packed_line_wait for a burst that has taken chains before this window already (have:
+ * the dequeue batches, ring/packed_batch.h): then the window's chains may all wait, as they
+ * would had the window begun with those chains. */
+static inline uint16_t vl_packed_line_wait_have(struct vl_ring *rq, uint16_t n, bool have)
 {
 	/* pscan_end also marks a window holding the whole ring (room ran out): every
 	 * descriptor is available then, none is the driver's to write. */
@@ -63,7 +73,7 @@ static inline uint16_t vl_packed_line_wait(struct vl_ring *rq, uint16_t n)
 
 	while (k > 0 && rq->pchains[k - 1].start >= line && rq->pchains[k - 1].start < end)
 		k--;
-	if (k == 0 || k == n)
+	if ((k == 0 && !have) || k == n)
 		return n;
 	rq->stats.tx_line_waits++;
 	return k;

@@ -17,6 +17,10 @@
  *                             prefetch_ahead  ask for the payload lines of chains about to be
  *                                         read (a hint, decides nothing)
  *                             consume     the first n chains of the window are the device's
+ *                             (packed, device reads: vl_packed_batch_read_tx reads four
+ *                                         one-descriptor chains at the window's start at once;
+ *                                         the caller then consumes them itself and pushes their
+ *                                         used elements, ring/packed_batch.h)
  *   per burst, completing     push_used   queue one used element (id, ndescs, written length);
  *                                         vl_ring_shadow_push is the same where the layout is
  *                                         not a constant (zero-copy returns, net/zero_copy.c)
@@ -46,6 +50,7 @@
 
 #include "compiler.h"
 #include "ring/packed.h"
+#include "ring/packed_batch.h"
 #include "ring/split.h"
 
 static inline void vl_ring_begin(struct vl_ring *rq, const enum vl_layout L)
@@ -74,6 +79,18 @@ static inline uint16_t vl_ring_avail_tx(struct vl_ring *rq, const enum vl_layout
 
 	if (L == VL_LAYOUT_PACKED && rq->tx_line_wait)
 		return vl_packed_line_wait(rq, n);
+	return n;
+}
+
+/* vl_ring_avail_tx for a burst that has taken chains already (have): a line wait may then
+ * leave every chain of the window (vl_packed_line_wait_have). */
+static inline uint16_t vl_ring_avail_tx_have(struct vl_ring *rq, const enum vl_layout L,
+					     uint16_t want, bool have)
+{
+	const uint16_t n = vl_ring_avail(rq, L, want);
+
+	if (L == VL_LAYOUT_PACKED && rq->tx_line_wait)
+		return vl_packed_line_wait_have(rq, n, have);
 	return n;
 }
 

@@ -226,6 +226,10 @@ struct vl_vq_stats {
 				       * four, each into one single descriptor, by the batch
 				       * path (docs/architecture.md); the rest took the general
 				       * path */
+	uint64_t tx_batched;          /* packed guest-to-host chains taken four at a time (one
+				       * line of descriptors, each a direct one-descriptor chain
+				       * of a packet no longer than batch_threshold): counted in
+				       * chains too */
 };
 
 struct vl_vq;
