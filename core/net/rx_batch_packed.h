@@ -105,7 +105,7 @@ static VL_NOINLINE int rx_batches(struct vl_vq *vq, struct vl_pkt *const *pkts, 
 		}
 		if (done == 0)
 			rx_burst_begin(vq, VL_LAYOUT_PACKED); /* true: rx_batch_usable */
-		struct vl_packed_batch b;
+		struct vl_packed_rx_batch b;
 
 		if (!vl_packed_rx_batch_peek(&vq->rq, &b))
 			break;

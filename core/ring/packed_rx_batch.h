@@ -25,7 +25,7 @@
 #define VL_PACKED_BATCH 4u
 
 /* Four descriptors as read and checked: where each buffer is, how long, under which id. */
-struct vl_packed_batch {
+struct vl_packed_rx_batch {
 	uint8_t *host[VL_PACKED_BATCH];
 	uint32_t len[VL_PACKED_BATCH];
 	uint16_t id[VL_PACKED_BATCH];
@@ -61,7 +61,7 @@ static inline bool vl_packed_rx_batch_ready(const struct vl_ring *rq)
  * in the memory range the queue's cursor holds (or finds). True: b holds them, nothing is
  * consumed yet. False: nothing was kept; the general path takes over.
  * Only before the burst's window scan (rq->pscanned == 0): the batch reads the ring itself. */
-static inline bool vl_packed_rx_batch_peek(struct vl_ring *rq, struct vl_packed_batch *b)
+static inline bool vl_packed_rx_batch_peek(struct vl_ring *rq, struct vl_packed_rx_batch *b)
 {
 	const uint32_t pos = rq->avail_pos;
 
@@ -110,7 +110,7 @@ static inline bool vl_packed_rx_batch_peek(struct vl_ring *rq, struct vl_packed_
 /* Return the batch peeked last: its four chains consumed, a used descriptor written for
  * each (id, written length used[i], flags), in place, after the buffers' bytes (release
  * stores). The burst's first one keeps its flags for vl_packed_flush_used_direct. */
-static inline void vl_packed_rx_batch_done(struct vl_ring *rq, const struct vl_packed_batch *b,
+static inline void vl_packed_rx_batch_done(struct vl_ring *rq, const struct vl_packed_rx_batch *b,
 					   const uint32_t used[VL_PACKED_BATCH],
 					   struct vl_packed_direct *dir)
 {
