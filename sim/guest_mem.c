@@ -683,6 +683,26 @@ static uint64_t next_filled(const struct lab_gmem *g, uint64_t from, uint64_t to
 	return (uint64_t)d;
 }
 
+void lab_gmem_reset(struct lab_gmem *g)
+{
+	const size_t words = (size_t)div_round_up(g->ngranules, 64);
+	uint64_t end = 0;
+
+	memset(g->used, 0, words * sizeof(*g->used));
+	memset(g->head, 0, words * sizeof(*g->head));
+	g->cursor = 0;
+	g->allocated = 0;
+	/* Zero, not punched back into holes: the pages stay mapped for the next user, and a
+	 * zero page reads as a hole does, so snapshots and diffs report the same runs. The
+	 * snapshot copy is only ever written over filled extents (lab_gmem_snapshot), and a
+	 * filled extent never turns back into a hole, so clearing the same extents clears it. */
+	for (uint64_t at = next_filled(g, 0, g->total, &end); at < g->total;
+	     at = next_filled(g, end, g->total, &end)) {
+		memset(g->guest + at, 0, end - at);
+		memset(g->snap + at, 0, end - at);
+	}
+}
+
 void lab_gmem_snapshot(struct lab_gmem *g)
 {
 	uint64_t end = 0;

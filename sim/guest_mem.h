@@ -89,6 +89,12 @@ uint64_t lab_gmem_alloc_edge(struct lab_gmem *g, uint64_t len, enum lab_gmem_edg
  * of it. 0 for len 0; the range must lie in RAM. */
 uint32_t lab_gmem_pieces(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
 uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g);
+/* Back to what lab_gmem_create returned, layout and host placement kept: every allocation
+ * dropped (the next ones land where a fresh one's would), every guest byte zero and the
+ * snapshot zero. For callers that run many short inputs on one guest (the fuzz targets):
+ * creating and mapping guest memory costs far more than the run. Only pages something has
+ * filled are cleared, so the cost follows the memory the last user touched. */
+void lab_gmem_reset(struct lab_gmem *g);
 
 /* Containment checks: snapshot every guest byte (ring area and RAM), later report each
  * maximal run of bytes that differ from the snapshot via cb. Returns the number of runs.

@@ -142,6 +142,7 @@ struct df_var {
 	uint64_t ram_gpa, ring_gpa, rx_ring_off;
 	uint8_t granule[DF_RAM / DF_GRANULE];
 	uint32_t granule_lo;               /* every granule below it is taken (df_alloc) */
+	uint32_t ram_hi;                   /* bytes of RAM below the end of every allocation */
 	struct df_chain txc[256], rxc[256];
 	struct df_expect exp[256];
 	uint32_t exp_head, exp_count;
@@ -190,6 +191,8 @@ const struct df_expect *df_next_expected(struct df *d, struct df_var *v, unsigne
 void df_check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, unsigned i, bool record);
 void df_read_rx(struct df *d, struct df_var *v, const struct df_chain *c, uint32_t len, uint8_t *dst);
 void df_peek_rx(struct df_var *v, const struct df_chain *c, uint32_t n, uint8_t *dst);
-void df_run_round(struct df *d, const struct fz_df_round *rd);
+/* One round; `last`: the input's last, after which all of guest RAM is compared (the rounds
+ * before compare the part below every participant's highest allocation, df_var.ram_hi). */
+void df_run_round(struct df *d, const struct fz_df_round *rd, bool last);
 
 #endif

@@ -177,16 +177,19 @@ int fz_df_run(const uint8_t *data, size_t size)
 	for (unsigned k = 0; k < DF_PARTS; k++)
 		var_setup(d, &d->v[k], k, (f & FZ_DF_F_GRAN_4K) ? LAB_PAGE_SIZE : 0,
 			  (f & FZ_DF_F_DIRTY_LOG) != 0);
-	for (d->round = 0; d->round < FZ_DF_MAX_ROUNDS && fz_more(&in); d->round++) {
-		fz_dec_df_round(&in, &rd);
-		df_run_round(d, &rd);
+	const uint32_t rounds = fz_df_max_rounds(&h);
+
+	for (d->round = 0; d->round < rounds && fz_more(&in); d->round++) {
+		fz_dec_df_round(&in, &h, &rd);
+		df_run_round(d, &rd, d->round + 1 == rounds || !fz_more(&in));
 	}
 	if (fz_verbose()) {
 		const struct vl_vq_stats *t = vl_vq_stats(d->v[0].txq), *r = vl_vq_stats(d->v[0].rxq);
 		const struct vl_vq_stats *z = vl_vq_stats(d->v[3].txq);
 
-		fprintf(stderr, "fuzz_differential: %s size %u: %u rounds, TX %llu packets, RX %llu "
-			"packets (%llu too big), %llu zero-copied\n",
+		fprintf(stderr, "fuzz_differential: %s %s size %u: %u rounds, TX %llu packets, RX "
+			"%llu packets (%llu too big), %llu zero-copied\n",
+			fz_df_is_long(&h) ? "long" : "short",
 			d->L == VL_LAYOUT_PACKED ? "packed" : "split", d->size, d->round,
 			(unsigned long long)t->packets, (unsigned long long)r->packets,
 			(unsigned long long)r->drops[VL_DROP_RX_TOO_BIG],
