@@ -34,8 +34,9 @@
  *  - every participant against variant 0 (log "all"): the packets the host gets (count,
  *    length, offloads, every byte), the enqueue results (count handled, every status), the
  *    RX used entries in order (id, length), the sorted set of TX buffers returned, every byte
- *    of guest RAM (RX payloads and headers written, TX buffers untouched) and the counters
- *    of packets, bytes, chains, no-room stops and drops by reason;
+ *    of guest RAM below the highest allocation of any participant's guest (RX payloads and
+ *    headers written, TX buffers untouched; after the last round the rest must be zero)
+ *    and the counters of packets, bytes, chains, no-room stops and drops by reason;
  *  - among the eight cores only: the RX ring area (the model writes no event-suppression
  *    fields); among the six that dequeue, the other datapath counters: bursts, empty
  *    bursts, size classes (log "core");

@@ -409,14 +409,22 @@ static void compare_round(struct df *d, bool last)
 	/* Guest RAM: the guest has written nothing above the highest allocation of any
 	 * participant, and a device only where the guest let it, so the rounds compare what
 	 * lies below it (comparing all of it nine times a round was a large part of a short
-	 * run); the last round compares all of it, which still catches a stray write anywhere. */
-	uint32_t ram_len = DF_RAM;
+	 * run, and reading it filled every page of the memfd, which the next input's reset
+	 * then cleared); after the last round the rest must still be zero, as every input
+	 * found it, which catches a stray write anywhere. */
+	uint32_t ram_len = 0;
 
-	if (!last) {
-		ram_len = 0;
-		for (unsigned k = 0; k < DF_PARTS; k++)
-			if (d->v[k].ram_hi > ram_len)
-				ram_len = d->v[k].ram_hi;
+	for (unsigned k = 0; k < DF_PARTS; k++)
+		if (d->v[k].ram_hi > ram_len)
+			ram_len = d->v[k].ram_hi;
+	for (unsigned k = 0; last && k < DF_PARTS; k++) {
+		const struct df_var *v = &d->v[k];
+		uint64_t nz = lab_gmem_find_nonzero(v->g, v->ram_gpa + ram_len, DF_RAM - ram_len);
+
+		if (nz != v->ram_gpa + DF_RAM)
+			fz_fail("round %u: %s wrote guest RAM at gpa 0x%llx (0x%02x), above every "
+				"allocation of the guest", d->round, df_vname(k),
+				(unsigned long long)nz, v->ram[nz - v->ram_gpa]);
 	}
 
 	for (unsigned k = 0; k < DF_PARTS; k++)

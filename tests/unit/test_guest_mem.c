@@ -963,6 +963,32 @@ static void test_reset_is_fresh(void **state)
 	lab_gmem_destroy(g);
 }
 
+/* Nothing but zeros reads as all zero, whether the pages were ever touched or not; the
+ * first non-zero byte is found in a filled page, across a page boundary, and at the range's
+ * last byte, and a byte just outside the range is not reported. */
+static void test_find_nonzero(void **state)
+{
+	(void)state;
+	struct lab_gmem *g = make(16 * PAGE, PAGE, 0, 18);
+	const uint64_t ram = lab_gmem_ram_gpa(g);
+	uint8_t *p = lab_gmem_guest_ptr(g, ram, 16 * PAGE);
+
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	memset(p + 2 * PAGE, 0, PAGE); /* filled, still zero */
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	p[5 * PAGE + 9] = 1;
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 5 * PAGE + 9);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 5 * PAGE + 10, 11 * PAGE - 10),
+			 ram + 16 * PAGE);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 5 * PAGE + 9), ram + 5 * PAGE + 9);
+	p[16 * PAGE - 1] = 7;
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 6 * PAGE, 10 * PAGE), ram + 16 * PAGE - 1);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 16 * PAGE, 0), ram + 16 * PAGE);
+	lab_gmem_reset(g);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	lab_gmem_destroy(g);
+}
+
 /* ---- configuration errors -------------------------------------------------------------- */
 
 static void expect_fail(uint64_t ram, uint64_t ring, uint64_t gran, const char *field,
@@ -1025,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_diff_untouched_pages),
 		cmocka_unit_test(test_diff_before_snapshot),
 		cmocka_unit_test(test_reset_is_fresh),
+		cmocka_unit_test(test_find_nonzero),
 		cmocka_unit_test(test_bad_configs),
 	};
 
