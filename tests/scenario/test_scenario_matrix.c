@@ -285,7 +285,8 @@ static void test_many_seeds(void **state)
 	}
 }
 
-static void assert_same_run(const struct lab_scenario_result *a, const struct lab_scenario_result *b)
+static void assert_same_run(const struct lab_scenario_result *a,
+			    const struct lab_scenario_result *b)
 {
 	assert_true(a->ok && b->ok);
 	assert_int_equal(a->tx_packets, b->tx_packets);
