@@ -157,7 +157,8 @@ static void gen_differential_rx_edges(void)
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		bool fit = i < 2;
 		struct fz_out o;
-		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, 0, 0};
+		/* A full ring of 16 buffers needs a long run's lists. */
+		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, 0, fit ? 0 : 0xf0};
 		struct fz_df_round r;
 
 		fz_out_init(&o);
@@ -181,7 +182,7 @@ static void gen_differential_rx_edges(void)
 							     : 11000);
 				r.pk[p].ol = (uint8_t)(p * 3 + k);
 			}
-			fz_enc_df_round(&o, &r);
+			fz_enc_df_round(&o, &h, &r);
 		}
 		save("fuzz_differential", cfgs[i].name, &o);
 	}
@@ -210,14 +211,22 @@ static void gen_differential(void)
 
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		struct fz_out o;
-		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, cfgs[i].start, cfgs[i].zc};
+		/* Every third a long run (4 rounds of the full mix), the rest short runs: the
+		 * mix cut to the short run's lists, in its 3 rounds. */
+		const bool long_run = i % 3 == 0;
+		struct fz_df_header h = {cfgs[i].flags, cfgs[i].qsize, cfgs[i].start,
+					 (uint8_t)(cfgs[i].zc | (long_run ? 0xf0u : 0u))};
 		struct fz_df_round r;
+		const uint8_t cap = (uint8_t)fz_df_max_list(&h);
 
 		fz_out_init(&o);
 		fz_enc_df_header(&o, &h);
-		for (unsigned k = 0; k < 4; k++) {
+		for (unsigned k = 0; k < (long_run ? 4u : fz_df_max_rounds(&h)); k++) {
 			df_round_mix(&r, (unsigned)(k + 3 * i));
-			fz_enc_df_round(&o, &r);
+			r.ntx = r.ntx < cap ? r.ntx : cap;
+			r.nrx = r.nrx < cap ? r.nrx : cap;
+			r.npkts = r.npkts < cap ? r.npkts : cap;
+			fz_enc_df_round(&o, &h, &r);
 		}
 		save("fuzz_differential", cfgs[i].name, &o);
 	}

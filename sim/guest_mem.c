@@ -683,6 +683,56 @@ static uint64_t next_filled(const struct lab_gmem *g, uint64_t from, uint64_t to
 	return (uint64_t)d;
 }
 
+void lab_gmem_reset(struct lab_gmem *g)
+{
+	const size_t words = (size_t)div_round_up(g->ngranules, 64);
+	uint64_t end = 0;
+
+	memset(g->used, 0, words * sizeof(*g->used));
+	memset(g->head, 0, words * sizeof(*g->head));
+	g->cursor = 0;
+	g->allocated = 0;
+	/* Zero, not punched back into holes: the pages stay mapped for the next user, and a
+	 * zero page reads as a hole does, so snapshots and diffs report the same runs. The
+	 * snapshot copy is only ever written over filled extents (lab_gmem_snapshot), and a
+	 * filled extent never turns back into a hole, so clearing the same extents clears it. */
+	for (uint64_t at = next_filled(g, 0, g->total, &end); at < g->total;
+	     at = next_filled(g, end, g->total, &end)) {
+		memset(g->guest + at, 0, end - at);
+		memset(g->snap + at, 0, end - at);
+	}
+}
+
+uint64_t lab_gmem_find_nonzero(const struct lab_gmem *g, uint64_t gpa, uint64_t len)
+{
+	static const uint8_t zero[GMEM_DIFF_BLOCK];
+
+	if (gpa < g->ram_gpa || gpa - g->ram_gpa > g->ram_size ||
+	    len > g->ram_size - (gpa - g->ram_gpa))
+		gmem_die("lab_gmem_find_nonzero: [0x%" PRIx64 ", +%" PRIu64 ") is not in RAM",
+			 gpa, len);
+	const uint64_t from = g->ring_size + (gpa - g->ram_gpa), to = from + len;
+	uint64_t end = 0;
+
+	for (uint64_t at = next_filled(g, from, to, &end); at < to;
+	     at = next_filled(g, end, to, &end)) {
+		/* memcmp a block at a time: a byte loop costs a coverage callback a byte in
+		 * the fuzzing builds. */
+		for (uint64_t b = at; b < end; b += GMEM_DIFF_BLOCK) {
+			const uint64_t n = end - b < GMEM_DIFF_BLOCK ? end - b : GMEM_DIFF_BLOCK;
+
+			if (!memcmp(g->guest + b, zero, n))
+				continue;
+			uint64_t i = b;
+
+			while (g->guest[i] == 0)
+				i++;
+			return g->ram_gpa + (i - g->ring_size);
+		}
+	}
+	return gpa + len;
+}
+
 void lab_gmem_snapshot(struct lab_gmem *g)
 {
 	uint64_t end = 0;

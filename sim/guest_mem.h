@@ -89,6 +89,16 @@ uint64_t lab_gmem_alloc_edge(struct lab_gmem *g, uint64_t len, enum lab_gmem_edg
  * of it. 0 for len 0; the range must lie in RAM. */
 uint32_t lab_gmem_pieces(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
 uint64_t lab_gmem_bytes_allocated(const struct lab_gmem *g);
+/* Back to what lab_gmem_create returned, layout and host placement kept: every allocation
+ * dropped (the next ones land where a fresh one's would), every guest byte zero and the
+ * snapshot zero. For callers that run many short inputs on one guest (the fuzz targets):
+ * creating and mapping guest memory costs far more than the run. Only pages something has
+ * filled are cleared, so the cost follows the memory the last user touched. */
+void lab_gmem_reset(struct lab_gmem *g);
+/* The first gpa in [gpa, gpa + len) whose byte is not zero, or gpa + len when all are; the
+ * range must lie in RAM. Reads only pages something has filled (a hole is zero), so a check
+ * that the unused part of RAM stayed untouched costs nothing where it was. */
+uint64_t lab_gmem_find_nonzero(const struct lab_gmem *g, uint64_t gpa, uint64_t len);
 
 /* Containment checks: snapshot every guest byte (ring area and RAM), later report each
  * maximal run of bytes that differ from the snapshot via cb. Returns the number of runs.

@@ -203,6 +203,21 @@ static uint64_t ram_needed(const struct lab_scenario_config *cfg, uint32_t hdr_l
 	return (ram + unit - 1) / unit * unit;
 }
 
+void lab_scenario_gmem_config(const struct lab_scenario_config *cfg, struct lab_gmem_config *gc)
+{
+	uint64_t features = cfg->mergeable ? VL_FEATURE(VL_F_NET_MRG_RXBUF) : 0;
+
+	/* The header length is all setup's features change here (ram_needed). */
+	if (cfg->modern || cfg->layout == VL_LAYOUT_PACKED)
+		features |= VL_FEATURE(VL_F_VERSION_1);
+	*gc = (struct lab_gmem_config){
+		.ram_size = ram_needed(cfg, vl_net_hdr_len(features)),
+		.ring_area_size = 2 * lab_ring_area_bytes(cfg->layout, cfg->queue_size),
+		.granularity = cfg->granularity,
+		.seed = cfg->seed,
+	};
+}
+
 /* ---- containment ------------------------------------------------------------------- */
 
 struct diff_ctx {
@@ -234,6 +249,8 @@ static bool scan_due(const struct run *r)
 	 * per packet and took about 5 times as long, without looking at more traffic. */
 	const uint64_t every = r->cfg->containment_every;
 
+	if (r->cfg->containment_max && r->res->containment_scans >= r->cfg->containment_max)
+		return false;
 	return every && (r->host_bursts < 4 || 2 * r->moved_since_scan >= every * r->cfg->burst ||
 			 r->bursts_since_scan >= 4 * every);
 }
@@ -389,16 +406,22 @@ static int setup(struct run *r)
 
 	r->res->hdr_len = hdr_len;
 	r->res->features = features;
-	struct lab_gmem_config gc = {
-		.ram_size = ram_needed(cfg, hdr_len),
-		.ring_area_size = 2 * lab_ring_area_bytes(cfg->layout, cfg->queue_size),
-		.granularity = cfg->granularity,
-		.seed = cfg->seed,
-	};
+	struct lab_gmem_config gc;
 
-	r->gmem = lab_gmem_create(&gc, msg, sizeof(msg));
-	if (!r->gmem)
-		return run_fail(r, "guest memory: %s", msg);
+	lab_scenario_gmem_config(cfg, &gc);
+	if (cfg->gmem) {
+		r->gmem = cfg->gmem;
+		if (lab_gmem_ram_size(r->gmem) < gc.ram_size ||
+		    lab_gmem_ring_size(r->gmem) < gc.ring_area_size)
+			return run_fail(r, "guest memory: the caller's has %" PRIu64 " bytes of RAM "
+					"and a %" PRIu64 "-byte ring area, the run needs %" PRIu64
+					" and %" PRIu64, lab_gmem_ram_size(r->gmem),
+					lab_gmem_ring_size(r->gmem), gc.ram_size, gc.ring_area_size);
+	} else {
+		r->gmem = lab_gmem_create(&gc, msg, sizeof(msg));
+		if (!r->gmem)
+			return run_fail(r, "guest memory: %s", msg);
+	}
 	uint32_t n;
 	const struct vl_mem_region *regs = lab_gmem_regions(r->gmem, &n);
 
@@ -558,7 +581,8 @@ static void teardown(struct run *r)
 	lab_door_watch(NULL, NULL);
 	if (r->drv_ready)
 		lab_drv_fini(&r->drv);
-	lab_gmem_destroy(r->gmem);
+	if (r->gmem != r->cfg->gmem)
+		lab_gmem_destroy(r->gmem);
 	free(r->burst);
 	free(r->pending);
 	free(r->pending_key);

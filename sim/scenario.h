@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guest_mem.h"
 #include "traffic.h"
 #include "vhostlab/vl_vq.h"
 
@@ -45,6 +46,9 @@ struct lab_scenario_config {
 	uint64_t seed;
 	uint32_t containment_every; /* half-full host bursts between whole-memory checks
 	                             * (0 = never; see scan_due) */
+	uint32_t containment_max;  /* at most this many of them in a run, 0 = no bound (the
+				    * fuzz target's short runs: a scan costs more than their
+				    * packets) */
 	bool zero_copy;            /* zero-copy dequeue on; the host holds some packets for up
 				    * to 20 rounds and frees them in random order */
 	bool dirty_log;            /* dirty-page log on both queues, checked on every scan */
@@ -57,10 +61,20 @@ struct lab_scenario_config {
 	enum lab_offload offload;
 	/* Record the run as a trace (scenario_record.h); the result's `recorder` holds it. */
 	bool record;
+	/* Guest memory the caller keeps across runs, or NULL (the run creates its own from
+	 * lab_scenario_gmem_config). It must be fresh (new, or lab_gmem_reset since its last
+	 * run), have the configuration's granularity and at least the RAM and ring area that
+	 * function asks for; its host placement is its own, not the seed's. The fuzz target
+	 * runs thousands of short runs a second, and creating the memory cost more than one.
+	 * The run leaves it allocated-from and written; it does not destroy it. */
+	struct lab_gmem *gmem;
 	/* Called now and then with progress; may be NULL. */
 	void (*progress)(void *ctx, uint64_t tx_done, uint64_t rx_done, uint64_t total);
 	void *progress_ctx;
 };
+
+/* The guest memory a run of cfg creates (lab_scenario_run with cfg->gmem NULL). */
+void lab_scenario_gmem_config(const struct lab_scenario_config *cfg, struct lab_gmem_config *gc);
 
 struct lab_scenario_result {
 	bool ok;

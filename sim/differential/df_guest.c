@@ -34,6 +34,8 @@ static uint64_t df_alloc(struct df_var *v, uint32_t len)
 			run++;
 		if (run == need) {
 			memset(v->granule + i, 1, need);
+			if ((i + need) * DF_GRANULE > v->ram_hi)
+				v->ram_hi = (i + need) * DF_GRANULE;
 			if (i == v->granule_lo)
 				while (v->granule_lo < total && v->granule[v->granule_lo])
 					v->granule_lo++;

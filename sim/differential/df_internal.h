@@ -34,8 +34,9 @@
  *  - every participant against variant 0 (log "all"): the packets the host gets (count,
  *    length, offloads, every byte), the enqueue results (count handled, every status), the
  *    RX used entries in order (id, length), the sorted set of TX buffers returned, every byte
- *    of guest RAM (RX payloads and headers written, TX buffers untouched) and the counters
- *    of packets, bytes, chains, no-room stops and drops by reason;
+ *    of guest RAM below the highest allocation of any participant's guest (RX payloads and
+ *    headers written, TX buffers untouched; after the last round the rest must be zero)
+ *    and the counters of packets, bytes, chains, no-room stops and drops by reason;
  *  - among the eight cores only: the RX ring area (the model writes no event-suppression
  *    fields); among the six that dequeue, the other datapath counters: bursts, empty
  *    bursts, size classes (log "core");
@@ -142,6 +143,7 @@ struct df_var {
 	uint64_t ram_gpa, ring_gpa, rx_ring_off;
 	uint8_t granule[DF_RAM / DF_GRANULE];
 	uint32_t granule_lo;               /* every granule below it is taken (df_alloc) */
+	uint32_t ram_hi;                   /* bytes of RAM below the end of every allocation */
 	struct df_chain txc[256], rxc[256];
 	struct df_expect exp[256];
 	uint32_t exp_head, exp_count;
@@ -190,6 +192,8 @@ const struct df_expect *df_next_expected(struct df *d, struct df_var *v, unsigne
 void df_check_tx_packet(struct df *d, struct df_var *v, const struct vl_pkt *p, unsigned i, bool record);
 void df_read_rx(struct df *d, struct df_var *v, const struct df_chain *c, uint32_t len, uint8_t *dst);
 void df_peek_rx(struct df_var *v, const struct df_chain *c, uint32_t n, uint8_t *dst);
-void df_run_round(struct df *d, const struct fz_df_round *rd);
+/* One round; `last`: the input's last, after which all of guest RAM is compared (the rounds
+ * before compare the part below every participant's highest allocation, df_var.ram_hi). */
+void df_run_round(struct df *d, const struct fz_df_round *rd, bool last);
 
 #endif

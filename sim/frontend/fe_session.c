@@ -36,14 +36,28 @@ void lab_fe_session_open(struct lab_fe_session *s, int sock, enum vl_layout layo
 int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layout,
 			int timeout_ms, char *err, size_t errlen)
 {
-	lab_fe_session_open(s, sock, layout, timeout_ms);
-	/* Coarse RAM: the ring area and four RAM regions, inside one SET_MEM_TABLE. */
-	struct lab_gmem_config cfg = {.ram_size = RAM_SIZE,
-				      .ring_area_size = LAB_FE_QUEUES * queue_area(layout),
-				      .granularity = 0, .seed = 57};
+	struct lab_gmem_config cfg;
 
+	lab_fe_session_open(s, sock, layout, timeout_ms);
+	lab_fe_session_gmem_config(layout, &cfg);
 	s->g = lab_gmem_create(&cfg, err, errlen);
 	return s->g ? 0 : -1;
+}
+
+void lab_fe_session_gmem_config(enum vl_layout layout, struct lab_gmem_config *cfg)
+{
+	/* Coarse RAM: the ring area and four RAM regions, inside one SET_MEM_TABLE. */
+	*cfg = (struct lab_gmem_config){.ram_size = RAM_SIZE,
+					.ring_area_size = LAB_FE_QUEUES * queue_area(layout),
+					.granularity = 0, .seed = 57};
+}
+
+void lab_fe_session_init_on(struct lab_fe_session *s, int sock, enum vl_layout layout,
+			    int timeout_ms, struct lab_gmem *g)
+{
+	lab_fe_session_open(s, sock, layout, timeout_ms);
+	s->g = g;
+	s->g_borrowed = true;
 }
 
 void lab_fe_session_fini(struct lab_fe_session *s)
@@ -58,7 +72,7 @@ void lab_fe_session_fini(struct lab_fe_session *s)
 	}
 	if (s->c.sock >= 0)
 		close(s->c.sock);
-	if (s->g)
+	if (s->g && !s->g_borrowed)
 		lab_gmem_destroy(s->g);
 	s->c.sock = -1;
 	s->g = NULL;

@@ -66,6 +66,7 @@ struct lab_fe_session {
 					      * offloads a case reads itself (probe_offload.c) */
 	bool reply_ack;
 	struct lab_gmem *g;
+	bool g_borrowed;                     /* g is the caller's: fini leaves it alone */
 	struct lab_fe_queue q[LAB_FE_QUEUES];
 	struct lab_fe_rec *rec;              /* probe --record: set by the caller, or NULL */
 };
@@ -74,6 +75,15 @@ struct lab_fe_session {
  * RAM. Returns 0, or -1 with a message in err. */
 int lab_fe_session_init(struct lab_fe_session *s, int sock, enum vl_layout layout,
 			int timeout_ms, char *err, size_t errlen);
+/* The guest RAM lab_fe_session_init creates for a layout, for a caller that keeps one
+ * across sessions (lab_fe_session_init_on). */
+void lab_fe_session_gmem_config(enum vl_layout layout, struct lab_gmem_config *cfg);
+/* lab_fe_session_init on guest RAM the caller created from lab_fe_session_gmem_config and
+ * keeps: the same session as a fresh one when g is new or was reset (lab_gmem_reset) since
+ * its last session. fuzz_fe_replies runs thousands of sessions a second; creating 4 MiB of
+ * guest memory for each was most of its time. lab_fe_session_fini does not destroy g. */
+void lab_fe_session_init_on(struct lab_fe_session *s, int sock, enum vl_layout layout,
+			    int timeout_ms, struct lab_gmem *g);
 /* A session without guest RAM of its own, for a caller that brings its memory and rings
  * (trace replay over a socket): only the connection and negotiation state. */
 void lab_fe_session_open(struct lab_fe_session *s, int sock, enum vl_layout layout,

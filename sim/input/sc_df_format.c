@@ -53,10 +53,28 @@ void fz_dec_df_header(struct fz_in *in, struct fz_df_header *h)
 	h->zc = fz_u8(in);
 }
 
-void fz_enc_df_round(struct fz_out *o, const struct fz_df_round *r)
+bool fz_df_is_long(const struct fz_df_header *h)
 {
-	uint8_t ntx = r->ntx % (FZ_DF_MAX_TX + 1), nrx = r->nrx % (FZ_DF_MAX_RX + 1);
-	uint8_t npkts = r->npkts % (FZ_DF_MAX_PKTS + 1);
+	return (h->zc & 0xf0u) == 0xf0u;
+}
+
+uint32_t fz_df_max_rounds(const struct fz_df_header *h)
+{
+	return fz_df_is_long(h) ? FZ_DF_MAX_ROUNDS : FZ_DF_SHORT_ROUNDS;
+}
+
+/* The three lists share one bound (FZ_DF_MAX_TX == _RX == _PKTS). */
+uint32_t fz_df_max_list(const struct fz_df_header *h)
+{
+	return fz_df_is_long(h) ? FZ_DF_MAX_TX : FZ_DF_SHORT_LIST;
+}
+
+void fz_enc_df_round(struct fz_out *o, const struct fz_df_header *h,
+		     const struct fz_df_round *r)
+{
+	const uint32_t m = fz_df_max_list(h) + 1;
+	uint8_t ntx = (uint8_t)(r->ntx % m), nrx = (uint8_t)(r->nrx % m);
+	uint8_t npkts = (uint8_t)(r->npkts % m);
 
 	fz_put8(o, ntx);
 	fz_put8(o, r->notify);
@@ -80,9 +98,11 @@ void fz_enc_df_round(struct fz_out *o, const struct fz_df_round *r)
 	}
 }
 
-void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r)
+void fz_dec_df_round(struct fz_in *in, const struct fz_df_header *h, struct fz_df_round *r)
 {
-	r->ntx = fz_u8(in) % (FZ_DF_MAX_TX + 1);
+	const uint32_t m = fz_df_max_list(h) + 1;
+
+	r->ntx = (uint8_t)(fz_u8(in) % m);
 	r->notify = fz_u8(in);
 	for (uint8_t i = 0; i < r->ntx; i++) {
 		r->tx[i].len = fz_u16(in);
@@ -91,13 +111,13 @@ void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r)
 		r->tx[i].ol = fz_u8(in);
 	}
 	r->count = fz_u8(in);
-	r->nrx = fz_u8(in) % (FZ_DF_MAX_RX + 1);
+	r->nrx = (uint8_t)(fz_u8(in) % m);
 	for (uint8_t i = 0; i < r->nrx; i++) {
 		r->rx[i].cap = fz_u16(in);
 		r->rx[i].shape = fz_u8(in);
 		r->rx[i].place = fz_u8(in);
 	}
-	r->npkts = fz_u8(in) % (FZ_DF_MAX_PKTS + 1);
+	r->npkts = (uint8_t)(fz_u8(in) % m);
 	for (uint8_t i = 0; i < r->npkts; i++) {
 		r->pk[i].len = fz_u16(in);
 		r->pk[i].ol = fz_u8(in);

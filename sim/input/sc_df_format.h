@@ -41,14 +41,21 @@ void fz_dec_scenario(struct fz_in *in, struct fz_sc_input *s);
 /* ---- fuzz_differential input --------------------------------------------------------- */
 
 /* Header: flags u8 (FZ_DF_F_*), queue size code u8 (split 2 << (q % 8), packed
- * 2 + q % 255), start u16 (split: first index; packed: position % size), zero-copy min_len
- * code u8 (fz_zc_min_len). Then up to FZ_DF_MAX_ROUNDS rounds:
- *   ntx u8 (% 17), notify u8 (bits 0-1 TX call mode: next, off, later, next; bits 2-3 RX;
+ * 2 + q % 255), start u16 (split: first index; packed: position % size), zero-copy u8
+ * (bits 0-1: min_len code, fz_zc_min_len; high nibble 0xf: a long run, fz_df_is_long).
+ * Then up to fz_df_max_rounds() rounds, each list of at most fz_df_max_list() entries (n
+ * below is the count byte % (that + 1)):
+ *   ntx u8 (n), notify u8 (bits 0-1 TX call mode: next, off, later, next; bits 2-3 RX;
  *   bits 4-7 which buffer "later" means), ntx x (len u16: 1 + len % 8192 payload bytes,
  *   shape u8 FZ_DF_TX_*, place u8: misalignment % 64, offload u8: preset % 6),
- *   dequeue count u8, nrx u8 (% 17), nrx x (cap u16: header + 1 + cap % 9000 bytes,
- *   shape u8 FZ_DF_RX_*, place u8), npkts u8 (% 17), npkts x (len u16: 1 + len % 12000,
- *   offload u8). */
+ *   dequeue count u8, nrx u8 (n), nrx x (cap u16: header + 1 + cap % 9000 bytes,
+ *   shape u8 FZ_DF_RX_*, place u8), npkts u8 (n), npkts x (len u16: 1 + len % 12000,
+ *   offload u8).
+ * A short run (most inputs) is 3 rounds of at most 4 TX chains, 4 RX buffers and 4 host
+ * packets: a run costs its rounds times the nine participants, and 12 rounds of 16 each
+ * way kept the target near 150 inputs per second. A long run -- the zero-copy byte's high
+ * nibble all ones, about one random input in 16 -- is what every input was before: 12
+ * rounds of up to 16. */
 #define FZ_DF_F_PACKED (1u << 0)
 #define FZ_DF_F_MERGEABLE (1u << 1)
 #define FZ_DF_F_INDIRECT (1u << 2)
@@ -61,6 +68,8 @@ void fz_dec_scenario(struct fz_in *in, struct fz_sc_input *s);
 #define FZ_DF_MAX_TX 16u
 #define FZ_DF_MAX_RX 16u
 #define FZ_DF_MAX_PKTS 16u
+#define FZ_DF_SHORT_ROUNDS 3u
+#define FZ_DF_SHORT_LIST 4u
 /* TX shape: bits 0-2 data descriptors - 1; bit 3 indirect (if negotiated and the table fits
  * the queue); bits 4-5 header: 0 shared with data, 1 alone, 2 over three descriptors (3, 4,
  * rest), 3 alone; bit 6 a zero-length descriptor after the first data one; bit 7 every
@@ -107,8 +116,16 @@ struct fz_df_round {
 
 void fz_enc_df_header(struct fz_out *o, const struct fz_df_header *h);
 void fz_dec_df_header(struct fz_in *in, struct fz_df_header *h);
-void fz_enc_df_round(struct fz_out *o, const struct fz_df_round *r);
-void fz_dec_df_round(struct fz_in *in, struct fz_df_round *r);
+/* Whether a header asks for a long run, and that run's bounds. */
+bool fz_df_is_long(const struct fz_df_header *h);
+uint32_t fz_df_max_rounds(const struct fz_df_header *h);
+uint32_t fz_df_max_list(const struct fz_df_header *h);
+/* A round of a run with header h: each count stored % (fz_df_max_list(h) + 1), so a round
+ * encoded with more entries than a short run takes keeps its byte layout (the counts
+ * wrap); encode rounds for short runs with at most that many. */
+void fz_enc_df_round(struct fz_out *o, const struct fz_df_header *h,
+		     const struct fz_df_round *r);
+void fz_dec_df_round(struct fz_in *in, const struct fz_df_header *h, struct fz_df_round *r);
 
 /* Run one fuzz_scenario input (sc_run.c): lab_scenario_run over the configuration decoded
  * from it, every oracle on; a failure calls fz_fail. */

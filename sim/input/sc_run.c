@@ -22,20 +22,22 @@
  * quarter of it, less the megabyte every run has (ram_estimate's last term). */
 #define FZ_SC_RAM_MAX (16ull << 20)
 #define FZ_SC_RAM_MAX_4K (4ull << 20)
-#define FZ_SC_RAM_SHORT (4ull << 20)
+#define FZ_SC_RAM_SHORT (2ull << 20)
 #define FZ_SC_RAM_SHORT_4K (2ull << 20)
 
 /* Short and long runs. A run's time is set up plus packets times their size, and the long
  * runs (50..200 packets each way, up to 16 MiB of guest RAM) took 10..500 ms each: about 10
- * executions per second. Most inputs are now short runs of 8..32 packets each way in at most
- * a quarter of that RAM; an input is a long run, exactly as before, only when the high
- * nibble of its containment byte (unused: the period is 1 + c % 16) is all ones, so about
- * one random input in 16 is long and the depth the earlier findings needed (a hundred and
- * more packets behind zero-copy leases, 58 KiB packets against a full RX ring) stays
- * reachable. The regression inputs carry that nibble. */
+ * executions per second. Most inputs are short runs of 2..8 packets each way in at most
+ * 2 MiB of RAM, on guest memory kept between inputs (short_gmem); an input is a long run,
+ * exactly as before, only when the high nibble of its containment byte (unused: the period
+ * is 1 + c % 16) is all ones, so about one random input in 16 is long and the depth the
+ * earlier findings needed (a hundred and more packets behind zero-copy leases, 58 KiB
+ * packets against a full RX ring) stays reachable. The regression inputs carry that
+ * nibble. (Before this, short runs were 8..32 packets in up to 4 MiB of their own.) */
 #define FZ_SC_LONG_NIBBLE 0xf0u
-#define FZ_SC_SHORT_MIN 8u
-#define FZ_SC_SHORT_SPAN 25u /* 8..32 packets */
+#define FZ_SC_SHORT_MIN 2u
+#define FZ_SC_SHORT_SPAN 7u /* 2..8 packets */
+#define FZ_SC_SHORT_SCANS 2u
 
 bool fz_sc_is_long(uint8_t containment)
 {
@@ -58,7 +60,8 @@ static uint64_t ram_estimate(const struct lab_scenario_config *c, uint32_t hdr_l
 	return 2 * (tx + (uint64_t)c->queue_size * rx_buf) + (1u << 20);
 }
 
-static void decode(const uint8_t *data, size_t size, struct lab_scenario_config *c)
+/* The configuration an input asks for; whether it is a long run. */
+static bool decode(const uint8_t *data, size_t size, struct lab_scenario_config *c)
 {
 	static const uint64_t grans[4] = {0, 4096, 8192, 65536};
 	struct fz_in in = fz_in_make(data, size);
@@ -86,7 +89,15 @@ static void decode(const uint8_t *data, size_t size, struct lab_scenario_config 
 
 	c->packets = long_run ? 50u + s.packets % 151u
 			      : FZ_SC_SHORT_MIN + s.packets % FZ_SC_SHORT_SPAN;
+	/* A short run's burst is at most its packets: a longer one moves nothing more and
+	 * only sizes the pools and guest memory for packets that never come. */
+	if (!long_run && c->burst > c->packets)
+		c->burst = (uint32_t)c->packets;
 	c->containment_every = 1u + s.containment % 16u;
+	/* A short run scans at most twice (the first two scanned bursts, where the first
+	 * writes of each kind land): a scan copies and compares all guest memory in use,
+	 * which cost more than the rest of a short run. */
+	c->containment_max = long_run ? 0 : FZ_SC_SHORT_SCANS;
 	c->seed = s.seed;
 	c->nsizes = 1u + s.nsizes % FZ_SC_MAX_SIZES;
 	for (uint32_t i = 0; i < c->nsizes; i++)
@@ -110,6 +121,7 @@ static void decode(const uint8_t *data, size_t size, struct lab_scenario_config 
 				c->sizes[i] = c->sizes[i] / 2 + 1;
 		}
 	}
+	return long_run;
 }
 
 /* Known, reported issues -- a lab oracle that is too strict, or a core limitation the fuzzer
@@ -184,6 +196,56 @@ static void hand_over(const struct lab_scenario_config *c, struct lab_scenario_r
 	res->recorder = NULL;
 }
 
+/* Guest memory for short runs, kept between inputs: creating, mapping and tearing down a
+ * guest's memory cost more than a short run's traffic. The run's size is rounded up to a
+ * power of two (RAM from 1 MiB, the ring area from a page), so few shapes serve every input;
+ * the host placement's seed is the shape's, so an input gets the same memory whichever
+ * inputs ran before it, and lab_gmem_reset makes it fresh. Long runs create their own, as
+ * they always did. */
+#define FZ_SC_GMEM_KEEP 12u
+
+static uint64_t pow2_at_least(uint64_t v, uint64_t floor)
+{
+	uint64_t p = floor;
+
+	while (p < v)
+		p *= 2;
+	return p;
+}
+
+static struct lab_gmem *short_gmem(const struct lab_scenario_config *c)
+{
+	static struct kept {
+		struct lab_gmem *g;
+		uint64_t ram, ring, gran;
+	} kept[FZ_SC_GMEM_KEEP];
+	static unsigned next_out;
+	struct lab_gmem_config gc;
+	char msg[256] = "";
+
+	lab_scenario_gmem_config(c, &gc);
+	gc.ram_size = pow2_at_least(gc.ram_size, 1u << 20);
+	gc.ring_area_size = pow2_at_least(gc.ring_area_size, 4096);
+	gc.seed = gc.ram_size ^ gc.ring_area_size ^ gc.granularity;
+	for (unsigned i = 0; i < FZ_SC_GMEM_KEEP; i++)
+		if (kept[i].g && kept[i].ram == gc.ram_size && kept[i].ring == gc.ring_area_size &&
+		    kept[i].gran == gc.granularity) {
+			lab_gmem_reset(kept[i].g);
+			return kept[i].g;
+		}
+	struct kept *k = &kept[next_out];
+
+	next_out = (next_out + 1) % FZ_SC_GMEM_KEEP;
+	lab_gmem_destroy(k->g);
+	k->g = lab_gmem_create(&gc, msg, sizeof(msg));
+	if (!k->g)
+		fz_fail("lab_gmem_create: %s", msg);
+	k->ram = gc.ram_size;
+	k->ring = gc.ring_area_size;
+	k->gran = gc.granularity;
+	return k->g;
+}
+
 int fz_sc_run(const uint8_t *data, size_t size)
 {
 	struct lab_scenario_config cfg;
@@ -191,8 +253,11 @@ int fz_sc_run(const uint8_t *data, size_t size)
 	char desc[512];
 	int rc;
 
-	decode(data, size, &cfg);
+	const bool long_run = decode(data, size, &cfg);
+
 	cfg.record = fz_sink != NULL;
+	if (!long_run)
+		cfg.gmem = short_gmem(&cfg);
 	lab_scenario_describe(&cfg, desc, sizeof(desc));
 	rc = lab_scenario_run(&cfg, &res);
 	if (fz_sink)

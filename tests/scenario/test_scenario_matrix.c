@@ -285,6 +285,80 @@ static void test_many_seeds(void **state)
 	}
 }
 
+static void assert_same_run(const struct lab_scenario_result *a,
+			    const struct lab_scenario_result *b)
+{
+	assert_true(a->ok && b->ok);
+	assert_int_equal(a->tx_packets, b->tx_packets);
+	assert_int_equal(a->rx_packets, b->rx_packets);
+	assert_int_equal(a->tx_bytes, b->tx_bytes);
+	assert_int_equal(a->rx_bytes, b->rx_bytes);
+	assert_int_equal(a->checks, b->checks);
+	assert_int_equal(a->containment_scans, b->containment_scans);
+	assert_int_equal(a->log_pages_checked, b->log_pages_checked);
+	assert_int_equal(a->calls_due, b->calls_due);
+	assert_int_equal(a->kicks_sent, b->kicks_sent);
+	assert_int_equal(a->held_max, b->held_max);
+}
+
+/* Guest memory the caller keeps (cfg.gmem, what fuzz_scenario's short runs use): created
+ * from lab_scenario_gmem_config it gives the run its own memory would, and after
+ * lab_gmem_reset the same again; the run leaves it alive. containment_max bounds the
+ * scans; memory smaller than the run needs is refused with both sizes named. */
+static void test_borrowed_guest_memory(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[] = {64, 1500, 9000};
+	struct lab_scenario_config cfg;
+	struct lab_scenario_result own, res;
+	struct lab_gmem_config gc;
+	char msg[256];
+
+	lab_scenario_defaults(&cfg);
+	cfg.packets = packets(40);
+	cfg.queue_size = 64;
+	cfg.burst = 8;
+	cfg.zero_copy = true;
+	cfg.dirty_log = true;
+	cfg.seed = 5;
+	cfg.containment_every = 1;
+	memcpy(cfg.sizes, sizes, sizeof(sizes));
+	cfg.nsizes = 3;
+	assert_int_equal(lab_scenario_run(&cfg, &own), 0);
+	assert_true(own.containment_scans > 1);
+
+	lab_scenario_gmem_config(&cfg, &gc);
+	struct lab_gmem *g = lab_gmem_create(&gc, msg, sizeof(msg));
+
+	assert_non_null(g);
+	cfg.gmem = g;
+	assert_int_equal(lab_scenario_run(&cfg, &res), 0);
+	assert_same_run(&own, &res);
+	assert_true(lab_gmem_bytes_allocated(g) > 0); /* used, and still alive */
+	lab_gmem_reset(g);
+	assert_int_equal(lab_scenario_run(&cfg, &res), 0);
+	assert_same_run(&own, &res);
+
+	lab_gmem_reset(g);
+	cfg.containment_max = 1;
+	assert_int_equal(lab_scenario_run(&cfg, &res), 0);
+	assert_int_equal(res.containment_scans, 1);
+	assert_int_equal(res.tx_packets, own.tx_packets);
+	lab_gmem_destroy(g);
+
+	/* A guest too small for the run: refused before any traffic. */
+	gc.ram_size = 1u << 20;
+	gc.ring_area_size = 4096;
+	g = lab_gmem_create(&gc, msg, sizeof(msg));
+	assert_non_null(g);
+	cfg.gmem = g;
+	cfg.queue_size = 256;
+	assert_int_equal(lab_scenario_run(&cfg, &res), -1);
+	assert_false(res.ok);
+	assert_non_null(strstr(res.error, "the caller's has 1048576 bytes of RAM"));
+	lab_gmem_destroy(g);
+}
+
 /* The scenario must notice a broken configuration rather than pass vacuously. */
 static void test_rejects_empty_size_list(void **state)
 {
@@ -310,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_edge_sizes),
 		cmocka_unit_test(test_many_seeds),
 		cmocka_unit_test(test_rejects_empty_size_list),
+		cmocka_unit_test(test_borrowed_guest_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -913,6 +913,82 @@ static void test_diff_before_snapshot(void **state)
 	lab_gmem_destroy(g);
 }
 
+/* A reset guest is a fresh one: the allocator hands out the same addresses in the same
+ * order, every byte reads zero through both views, and the implicit first snapshot is zero
+ * again (a diff right after the reset reports nothing, one write reports exactly it). */
+static void test_reset_is_fresh(void **state)
+{
+	(void)state;
+	struct lab_gmem *g = make(16 * PAGE, 2 * PAGE, PAGE, 17);
+	uint32_t n = 0;
+	const struct vl_mem_region *reg = lab_gmem_regions(g, &n);
+	struct vl_mem *mem = vl_mem_create(reg, n, NULL);
+	const uint64_t ram = lab_gmem_ram_gpa(g), ring = lab_gmem_ring_gpa(g);
+	uint64_t first[4], again[4];
+	struct runs got = { 0 };
+	uint8_t buf[64];
+
+	assert_non_null(mem);
+	for (int i = 0; i < 4; i++)
+		first[i] = lab_gmem_alloc(g, 100 + 900 * (uint64_t)i, 64);
+	lab_gmem_free(g, first[1], 1000);
+	flip_guest(g, ring + 5, 40);
+	flip_guest(g, ram + 3 * PAGE - 3, 7);
+	flip_host(mem, ram + 9 * PAGE + 1, 3);
+	lab_gmem_snapshot(g);
+	flip_guest(g, ram + 12 * PAGE, 5);
+	assert_int_not_equal(lab_gmem_bytes_allocated(g), 0);
+
+	lab_gmem_reset(g);
+	assert_int_equal(lab_gmem_bytes_allocated(g), 0);
+	for (int i = 0; i < 4; i++)
+		again[i] = lab_gmem_alloc(g, 100 + 900 * (uint64_t)i, 64);
+	assert_memory_equal(first, again, sizeof(first));
+	for (uint64_t gpa = ram; gpa < ram + 16 * PAGE; gpa += sizeof(buf)) {
+		assert_int_equal(vl_mem_read(mem, gpa, buf, sizeof(buf)), sizeof(buf));
+		for (size_t i = 0; i < sizeof(buf); i++)
+			assert_int_equal(buf[i], 0);
+	}
+	const uint8_t *rp = lab_gmem_guest_ptr(g, ring, 2 * PAGE);
+
+	for (uint64_t i = 0; i < 2 * PAGE; i++)
+		assert_int_equal(rp[i], 0);
+	/* The snapshot taken before the reset is gone: nothing differs from zero yet. */
+	assert_int_equal(lab_gmem_diff(g, NULL, NULL), 0);
+	flip_guest(g, ram + 3 * PAGE - 1, 1);
+	assert_int_equal(lab_gmem_diff(g, record_run, &got), 1);
+	assert_int_equal(got.gpa[0], ram + 3 * PAGE - 1);
+	assert_int_equal(got.len[0], 1);
+	vl_mem_destroy(mem);
+	lab_gmem_destroy(g);
+}
+
+/* Nothing but zeros reads as all zero, whether the pages were ever touched or not; the
+ * first non-zero byte is found in a filled page, across a page boundary, and at the range's
+ * last byte, and a byte just outside the range is not reported. */
+static void test_find_nonzero(void **state)
+{
+	(void)state;
+	struct lab_gmem *g = make(16 * PAGE, PAGE, 0, 18);
+	const uint64_t ram = lab_gmem_ram_gpa(g);
+	uint8_t *p = lab_gmem_guest_ptr(g, ram, 16 * PAGE);
+
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	memset(p + 2 * PAGE, 0, PAGE); /* filled, still zero */
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	p[5 * PAGE + 9] = 1;
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 5 * PAGE + 9);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 5 * PAGE + 10, 11 * PAGE - 10),
+			 ram + 16 * PAGE);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 5 * PAGE + 9), ram + 5 * PAGE + 9);
+	p[16 * PAGE - 1] = 7;
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 6 * PAGE, 10 * PAGE), ram + 16 * PAGE - 1);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram + 16 * PAGE, 0), ram + 16 * PAGE);
+	lab_gmem_reset(g);
+	assert_int_equal(lab_gmem_find_nonzero(g, ram, 16 * PAGE), ram + 16 * PAGE);
+	lab_gmem_destroy(g);
+}
+
 /* ---- configuration errors -------------------------------------------------------------- */
 
 static void expect_fail(uint64_t ram, uint64_t ring, uint64_t gran, const char *field,
@@ -974,6 +1050,8 @@ int main(void)
 		cmocka_unit_test(test_snapshot_diff),
 		cmocka_unit_test(test_snapshot_diff_untouched_pages),
 		cmocka_unit_test(test_diff_before_snapshot),
+		cmocka_unit_test(test_reset_is_fresh),
+		cmocka_unit_test(test_find_nonzero),
 		cmocka_unit_test(test_bad_configs),
 	};
 
