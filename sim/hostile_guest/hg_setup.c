@@ -13,25 +13,31 @@ uint8_t hg_scratch[HG_PKT_BYTES_MAX];
 struct vl_packed_desc hg_psnap[256];
 
 /* Pools are kept from one input to the next (creating megabytes of buffers per input costs
- * more than the input): one per shape, every buffer back in it at the end of each input. */
+ * more than the input, and under ASan each one is a fresh mmap whose pages fault in): one
+ * per shape, created on first use and never destroyed, every buffer back in it at the end
+ * of each input. There are at most 64 counts x 4 buffer sizes of dequeue pools and the
+ * host's: a few hundred MiB of address space at worst, touched only where buffers are used.
+ * (An eight-entry cache that recycled its last entry re-created a pool for most inputs: the
+ * committed corpora use some 80 shapes.) */
+#define HG_POOL_SHAPES (64u * 4u + 1u)
+
 static struct vl_pool *hg_pool(uint32_t count, uint32_t buf_size)
 {
 	static struct {
 		struct vl_pool *p;
 		uint32_t count, size;
-	} cache[8];
+	} cache[HG_POOL_SHAPES];
+	unsigned i = 0;
 
-	for (unsigned i = 0; i < 8; i++)
-		if (cache[i].p && cache[i].count == count && cache[i].size == buf_size) {
+	for (; i < HG_POOL_SHAPES && cache[i].p; i++)
+		if (cache[i].count == count && cache[i].size == buf_size) {
 			vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
 				&(struct vl_lab_arg){.pool = cache[i].p, .count = VL_LAB_NEVER});
 			return cache[i].p;
 		}
-	unsigned i = 0;
-
-	while (i < 7 && cache[i].p)
-		i++;
-	vl_pool_destroy(cache[i].p); /* all 8 in use: recycle the last */
+	if (i == HG_POOL_SHAPES)
+		fz_fail("more than %u pool shapes (asked for %u x %u bytes)", HG_POOL_SHAPES,
+			count, buf_size);
 	cache[i].p = vl_pool_create(count, buf_size);
 	if (!cache[i].p)
 		fz_fail("vl_pool_create(%u, %u) failed", count, buf_size);
