@@ -13,31 +13,44 @@ uint8_t hg_scratch[HG_PKT_BYTES_MAX];
 struct vl_packed_desc hg_psnap[256];
 
 /* Pools are kept from one input to the next (creating megabytes of buffers per input costs
- * more than the input): one per shape, every buffer back in it at the end of each input. */
-static struct vl_pool *hg_pool(uint32_t count, uint32_t buf_size)
+ * more than the input, and under ASan each one is a fresh mmap whose pages fault in): one
+ * per shape the setup's pool byte can name, and the host's, all created on the first input
+ * and never destroyed; every buffer is back in its pool at the end of each input. That is
+ * about 110 MiB of address space, touched only where buffers are used. All at once rather
+ * than on first use: an input that creates one allocates without freeing, which makes
+ * libFuzzer run it a second time under a leak check -- and an eight-entry cache that
+ * recycled its last entry had re-created a pool for most inputs (the committed corpora use
+ * some 80 shapes). */
+static struct vl_pool *hg_pools[256];
+static struct vl_pool *hg_host_pool;
+
+static struct vl_pool *hg_pool_make(uint32_t count, uint32_t buf_size)
 {
-	static struct {
-		struct vl_pool *p;
-		uint32_t count, size;
-	} cache[8];
+	struct vl_pool *p = vl_pool_create(count, buf_size);
 
-	for (unsigned i = 0; i < 8; i++)
-		if (cache[i].p && cache[i].count == count && cache[i].size == buf_size) {
-			vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
-				&(struct vl_lab_arg){.pool = cache[i].p, .count = VL_LAB_NEVER});
-			return cache[i].p;
-		}
-	unsigned i = 0;
-
-	while (i < 7 && cache[i].p)
-		i++;
-	vl_pool_destroy(cache[i].p); /* all 8 in use: recycle the last */
-	cache[i].p = vl_pool_create(count, buf_size);
-	if (!cache[i].p)
+	if (!p)
 		fz_fail("vl_pool_create(%u, %u) failed", count, buf_size);
-	cache[i].count = count;
-	cache[i].size = buf_size;
-	return cache[i].p;
+	return p;
+}
+
+static uint32_t hg_pool_count(uint8_t code)
+{
+	return 1u + (code & 63u) * 8u;
+}
+
+/* The dequeue pool the setup's pool byte names (and the host's), ready for an input: every
+ * buffer free, no failure injected. */
+static struct vl_pool *hg_pool(uint8_t code)
+{
+	if (!hg_host_pool) {
+		for (unsigned c = 0; c < 256; c++)
+			hg_pools[c] = hg_pool_make(hg_pool_count((uint8_t)c),
+						   fz_pool_buf_size((uint8_t)(c >> 6)));
+		hg_host_pool = hg_pool_make(HG_HOST_POOL_BUFS, HG_HOST_BUF_SIZE);
+	}
+	vl_lab_control(VL_LAB_POOL_FAIL_AFTER,
+		       &(struct vl_lab_arg){.pool = hg_pools[code], .count = VL_LAB_NEVER});
+	return hg_pools[code];
 }
 
 static void hg_setup(struct lab_hg *d, const struct fz_dp_setup *s)
@@ -102,11 +115,11 @@ static void hg_setup(struct lab_hg *d, const struct fz_dp_setup *s)
 	d->vq = vl_vq_create(d->mem, &qc, &err);
 	if (!d->vq)
 		fz_fail("vl_vq_create (size %u): %s", d->size, vl_strerror(err));
-	uint32_t pool_bufs = 1u + (s->pool & 63u) * 8u, pool_size = fz_pool_buf_size(
+	uint32_t pool_bufs = hg_pool_count(s->pool), pool_size = fz_pool_buf_size(
 		(uint8_t)(s->pool >> 6));
 
-	d->pool = hg_pool(pool_bufs, pool_size);
-	d->hpool = hg_pool(HG_HOST_POOL_BUFS, HG_HOST_BUF_SIZE);
+	d->pool = hg_pool(s->pool);
+	d->hpool = hg_host_pool;
 	if (s->zc & 1)
 		vl_vq_set_zero_copy(d->vq, true, fz_zc_min_len((uint8_t)(s->zc >> 1)),
 				    1u + (s->zc >> 3));
