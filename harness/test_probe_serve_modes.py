@@ -4,7 +4,9 @@ harness/test_probe.py runs the lab program's serve in loopback mode as a server;
 production program in the other modes of reports/conformance.md, started by
 scripts/probe_backends.py as `./lab conformance` starts them: loopback as a client (the
 probe listens, --server), rxonly, null and touch, which drop every frame (--expect sink),
-and txonly, which drops them and sends 64-byte frames of its own (--expect source). Each
+txonly, which drops them and sends 64-byte frames of its own (--expect source), and pair
+and tap with nothing on the far side (a second socket no guest uses, a TAP device nothing
+reads: --expect sink). Each
 must pass every applicable case, with no wedge and no crash; a mode leaves exactly the cases
 that need what it does not do n/a: the echo cases (sink, source), the source cases (echo,
 sink).
@@ -23,11 +25,12 @@ backends = import_script("probe_backends")
 
 @pytest.mark.parametrize("mode, client, extra", [
     ("loopback", True, ()), ("rxonly", False, ()), ("null", False, ()), ("touch", False, ()),
-    ("txonly", False, ()),
+    ("txonly", False, ()), ("pair", False, ()), ("tap", False, ()),
     # The queue pair on a worker thread: every message of the probe -- memory tables, ring
     # stops, status 0, resets, the dirty log, the hostile ones -- reaches it through a pause.
     ("loopback", False, ("--threads", "1")),
-], ids=["loopback-client", "rxonly", "null", "touch", "txonly", "loopback-threads1"])
+], ids=["loopback-client", "rxonly", "null", "touch", "txonly", "pair", "tap",
+        "loopback-threads1"])
 def test_serve_mode_passes_every_applicable_case(vhostlab, vhostlab_fast, mode, client, extra):
     with backends.ServeBackend(vhostlab_fast.path, mode, client=client, extra=extra) as be:
         res, took = backends.run_probe(vhostlab.path, be, timeout=180)

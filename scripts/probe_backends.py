@@ -12,8 +12,9 @@ The back ends:
   * `vhostlab serve` (the production program, vhostlab-fast) in the modes the probe can
     judge: loopback (echoes: --expect echo), the same as a client (the probe runs with
     --server), rxonly, null, touch (they drop what they get: --expect sink) and txonly
-    (drops what it gets and sends frames of its own: --expect source). tap and pair need a
-    peer of their own (a TAP device, a second guest) to say what becomes of a frame.
+    (drops what it gets and sends frames of its own: --expect source), and pair and tap
+    with nothing on their far side (a second socket no guest connects to, a TAP device of
+    serve's own that nothing reads: what the probe sends goes there, so --expect sink).
   * DPDK 22.11 dpdk-testpmd with one net_vhost port in io mode: the port is paired with
     itself, so it echoes.
   * Open vSwitch with DPDK (openvswitch-switch-dpdk): ovsdb-server and ovs-vswitchd-dpdk
@@ -39,7 +40,7 @@ from pathlib import Path
 OVS_VSWITCHD = Path("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 SERVE_MODES = {"loopback": "echo", "rxonly": "sink", "null": "sink", "touch": "sink",
-               "txonly": "source"}
+               "txonly": "source", "pair": "sink", "tap": "sink"}
 # Every process a back end starts runs under `timeout -s KILL` as a last resort: a test or
 # report that dies without its cleanup leaves nothing running for longer than this.
 LAST_RESORT_S = 900
@@ -197,14 +198,25 @@ class ServeBackend(Backend):
                 "sink": "drops every frame (`--expect sink`: cases that need the echo are n/a)",
                 "source": "drops every frame and sends 64-byte frames of its own (`--expect "
                           "source`: cases that need the echo are n/a)"}[SERVE_MODES[self.mode]]
+        if self.mode == "pair":
+            what = ("forwards every frame to a second socket no guest is connected to, so it "
+                    "drops them (`--expect sink`: cases that need the echo are n/a)")
+        elif self.mode == "tap":
+            what = ("forwards every frame to a TAP device of its own that nothing reads "
+                    "(`--expect sink`: cases that need the echo are n/a)")
         return (f"`{self.binary.name} serve --mode {self.mode}` {role}, the production "
                 f"program; it {what}.")
 
     def start(self) -> None:
         if not (self.binary.is_file() and os.access(self.binary, os.X_OK)):
             raise BackendError(f"{self.binary} is not built (cmake --build build/release)")
+        mode = self.mode
+        if mode == "pair":
+            mode = f"pair:{self.scratch / 'peer.sock'}"  # the second guest's socket, unused
+        elif mode == "tap":
+            mode = f"tap:vhlp{os.getpid() % 100000}x{id(self) % 100}"  # <= 15 characters
         argv = ["timeout", "-s", "KILL", str(LAST_RESORT_S), str(self.binary), "serve",
-                "--socket", str(self.socket), "--mode", self.mode, "--quiet", *self.extra]
+                "--socket", str(self.socket), "--mode", mode, "--quiet", *self.extra]
         if self.client:
             argv.append("--client")  # reconnects with back-off until the probe listens
         with open(self.log, "w") as log:
