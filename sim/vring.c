@@ -91,15 +91,20 @@ void lab_ring_publish(struct lab_ring *r)
 		lab_vring_kick(&r->s);
 }
 
-/* Give a split chain's descriptors back by following the next links the driver wrote. */
+/* Give a split chain's descriptors back by following the next links the driver wrote.
+ * They are read from guest memory, which a hostile back end can write (the probe faces
+ * one; fuzz_fe_replies plays it): a link past the ring, or more descriptors than were
+ * taken, ends the walk, so the free list never holds an index outside the ring. */
 static void split_release(struct lab_vring *vr, uint16_t head)
 {
 	uint16_t i = head;
 
 	for (uint32_t hops = 0; hops < vr->size; hops++) {
+		if (i >= vr->size || vr->nfree >= vr->size)
+			return;
 		const struct vl_split_desc *d = &vr->desc[i];
-		bool more = d->flags & VL_DESC_F_NEXT;
-		uint16_t next = d->next;
+		bool more = __atomic_load_n(&d->flags, __ATOMIC_RELAXED) & VL_DESC_F_NEXT;
+		uint16_t next = __atomic_load_n(&d->next, __ATOMIC_RELAXED);
 
 		lab_vring_desc_put(vr, i);
 		if (!more)
